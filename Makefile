@@ -1,0 +1,47 @@
+# Airlock developer tasks. `make` alone lists them.
+#
+# Tests and the demo run under scripts/devservices.py, which starts an embedded PostgreSQL and a
+# private Redis unless DATABASE_URL / REDIS_URL are already set.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+# Stamp: (re)install only when a requirements file is newer than the last install.
+INSTALLED := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help install test lint format typecheck demo all
+
+help: ## Show this list of targets
+	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-10s %s\n", $$1, $$2 }' \
+		$(MAKEFILE_LIST)
+
+install: $(INSTALLED) ## Create .venv and install requirements (only when they changed)
+
+$(INSTALLED): requirements.txt requirements-dev.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -r requirements.txt -r requirements-dev.txt
+	touch $@
+
+test: install ## Run the tests (PYTEST_ARGS="-k foo -x" to pass options)
+	$(BIN)/python scripts/devservices.py run -- $(BIN)/pytest $(PYTEST_ARGS)
+
+lint: install ## Check style with ruff (lint + formatting)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install ## Reformat and autofix with ruff
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+# --explicit-package-bases: module names follow the directory layout even where there is no
+# __init__.py; otherwise mypy calls scripts/demo.py "demo", which clashes with the demo/ app.
+typecheck: install ## Type-check with mypy
+	$(BIN)/mypy --explicit-package-bases .
+
+demo: install ## Run the demo at http://127.0.0.1:8000/ (PORT=..., AGENT_RUNNER=durable)
+	$(BIN)/python scripts/devservices.py run -- $(BIN)/python scripts/demo.py
+
+all: lint typecheck test ## lint + typecheck + test

@@ -1,0 +1,42 @@
+"""Who is acting: an ``Actor`` (ref and roles) and the resolvers that derive one from a request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Actor:
+    """The person or system acting; ``ref`` is stable and stored on rows, ``roles`` grant powers."""
+
+    ref: str
+    roles: frozenset[str] = field(default_factory=frozenset)
+
+    def has_role(self, role: str) -> bool:
+        return role in self.roles
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ref": self.ref, "roles": sorted(self.roles)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Actor:
+        return cls(ref=data["ref"], roles=frozenset(data.get("roles", ())))
+
+
+SYSTEM = Actor(ref="system")
+
+
+def actor_for_user(user: Any) -> Actor:
+    """The actor of a Django user: ``user:<pk>``, roles are the user's group names."""
+    return Actor(ref=f"user:{user.pk}", roles=frozenset(user.groups.values_list("name", flat=True)))
+
+
+class DjangoAuthResolver:
+    """The default resolver: the request's authenticated Django user (session or token)."""
+
+    def resolve(self, request: Any) -> Actor | None:
+        user = getattr(request, "user", None)
+        if user is None or not user.is_authenticated:
+            return None
+        return actor_for_user(user)

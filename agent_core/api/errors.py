@@ -1,0 +1,56 @@
+"""Every API error is JSON ``{"code": ..., "detail": ...}`` with the status SPEC §8 gives it."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from ..conf import agent_settings
+from ..exceptions import AgentCoreError
+
+logger = logging.getLogger(__name__)
+
+# Codes of AgentCoreError (and subclasses in other apps) and the HTTP status each answers.
+STATUS_BY_CODE: dict[str, int] = {
+    "not_found": status.HTTP_404_NOT_FOUND,
+    "agent_not_found": status.HTTP_404_NOT_FOUND,
+    "tool_not_found": status.HTTP_404_NOT_FOUND,
+    "invalid": status.HTTP_400_BAD_REQUEST,
+    "not_approver": status.HTTP_403_FORBIDDEN,
+    "run_active": status.HTTP_409_CONFLICT,
+    "run_not_active": status.HTTP_409_CONFLICT,
+    "already_decided": status.HTTP_409_CONFLICT,
+    "already_answered": status.HTTP_409_CONFLICT,
+    "approval_expired": status.HTTP_410_GONE,
+    "quota_exceeded": status.HTTP_429_TOO_MANY_REQUESTS,
+}
+
+
+def error_response(code: str, detail: Any, http_status: int, **extra: Any) -> Response:
+    return Response({"code": code, "detail": detail, **extra}, status=http_status)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's ``EXCEPTION_HANDLER``: domain errors and DRF errors alike get a stable code."""
+    if isinstance(exc, AgentCoreError):
+        http_status = STATUS_BY_CODE.get(exc.code, status.HTTP_500_INTERNAL_SERVER_ERROR)
+        extra = {"errors": exc.errors} if exc.errors is not None else {}
+        return error_response(exc.code, exc.message, http_status, **extra)
+    if isinstance(exc, Http404):
+        return error_response("not_found", "Not found.", status.HTTP_404_NOT_FOUND)
+    if isinstance(exc, exceptions.ValidationError):
+        return error_response(
+            "invalid", "The request body is invalid.", exc.status_code, errors=exc.detail
+        )
+    if isinstance(exc, exceptions.APIException):
+        code = exc.default_code if isinstance(exc.default_code, str) else "error"
+        if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+            code, exc.status_code = "not_authenticated", status.HTTP_401_UNAUTHORIZED
+        return error_response(code, str(exc.detail), exc.status_code)
+    logger.exception("unhandled API error", exc_info=exc)
+    detail = repr(exc) if agent_settings().expose_error_details else "Internal server error."
+    return error_response("server_error", detail, status.HTTP_500_INTERNAL_SERVER_ERROR)

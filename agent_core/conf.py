@@ -1,0 +1,59 @@
+"""The ``AGENT`` settings dict: typed defaults, dotted paths imported lazily."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentSettings:
+    """Every key of ``settings.AGENT`` with its default; an unknown key is a TypeError."""
+
+    RUNNER: Literal["inline", "durable"] = "inline"
+    MODEL: str = "scripted:demo"
+    AGENTS: tuple[str, ...] = ()
+    PROVIDERS: dict[str, str] = field(
+        default_factory=lambda: {
+            "scripted": "agent_core.providers.scripted.ScriptedProvider",
+        }
+    )
+    APPROVAL_GATE: str = "approvals.gate.ApprovalGate"
+    APPROVAL_POLICY: str = "approvals.policy.DefaultPolicy"
+    ACTOR_RESOLVER: str = "agent_core.actors.DjangoAuthResolver"
+    MAX_STEPS: int = 20
+    LEASE_SECONDS: int = 30
+    SWEEP_SECONDS: int = 5
+    INLINE_WORKERS: int = 8
+    MODEL_STEP_ATTEMPTS: int = 3
+    STREAM_FRAME_FLUSH_MS: int = 50
+    STREAM_FRAME_FLUSH_BYTES: int = 1024
+    EXPOSE_ERROR_DETAILS: bool | None = None  # None: follow settings.DEBUG
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "AGENTS", tuple(self.AGENTS))
+
+    @property
+    def expose_error_details(self) -> bool:
+        if self.EXPOSE_ERROR_DETAILS is None:
+            return bool(settings.DEBUG)
+        return self.EXPOSE_ERROR_DETAILS
+
+
+@functools.cache
+def agent_settings() -> AgentSettings:
+    """The current ``AGENT`` settings, parsed once and cached until the setting changes."""
+    raw: dict[str, Any] = dict(getattr(settings, "AGENT", {}))
+    return AgentSettings(**raw)
+
+
+@receiver(setting_changed)
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    # override_settings(AGENT=...) in tests must be seen by the next call.
+    if setting == "AGENT":
+        agent_settings.cache_clear()

@@ -1,0 +1,107 @@
+"""Errors of the agent core; each docstring is the default message, each has a stable code."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class AgentCoreError(Exception):
+    """An agent core operation failed."""
+
+    code: ClassVar[str] = "run_failed"
+
+    def __init__(self, message: str | None = None, *, errors: Any = None) -> None:
+        super().__init__(message or self.__doc__ or self.code)
+        self.errors = errors  # field-level details, e.g. pydantic's errors for a 400
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0])
+
+
+class NotFound(AgentCoreError):
+    """No such object."""
+
+    code = "not_found"
+
+
+class AgentNotFound(AgentCoreError):
+    """No agent is registered under that name."""
+
+    code = "agent_not_found"
+
+
+class ToolNotFound(AgentCoreError):
+    """The agent has no tool of that name."""
+
+    code = "tool_not_found"
+
+
+class RunActive(AgentCoreError):
+    """The thread already has an active run; wait for it to finish or cancel it."""
+
+    code = "run_active"
+
+
+class RunNotActive(AgentCoreError):
+    """The run this call belongs to is no longer active."""
+
+    code = "run_not_active"
+
+
+class AlreadyDecided(AgentCoreError):
+    """The call has already been decided differently."""
+
+    code = "already_decided"
+
+
+class AlreadyAnswered(AgentCoreError):
+    """The question has already been answered."""
+
+    code = "already_answered"
+
+
+class InvalidTransition(AgentCoreError):
+    """A status change that the state machine does not allow was attempted."""
+
+    code = "invalid_transition"
+
+
+class LeaseLost(AgentCoreError):
+    """This worker no longer holds the run's lease; another driver owns it now."""
+
+    code = "lease_lost"
+
+
+class ReplayDiverged(AgentCoreError):
+    """The run's journal names a step the deployed code does not reach."""
+
+    code = "replay_diverged"
+
+
+class ModelError(AgentCoreError):
+    """The model provider failed."""
+
+    code = "model_error"
+
+    def __init__(self, message: str | None = None, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class ModelNoOutput(AgentCoreError):
+    """The model returned neither text nor tool calls."""
+
+    code = "model_no_output"
+
+
+class SideEffectRetryBlocked(AgentCoreError):
+    """A side effect may or may not have happened; a person must say which before going on."""
+
+    code = "side_effect_retry_blocked"
+
+
+class Cancelled(AgentCoreError):
+    """The run was cancelled."""
+
+    code = "cancelled"

@@ -1,0 +1,280 @@
+"""Threads, runs, messages, tool calls, the step journal and the numbered stream frames.
+
+Only ``services.py`` (and the loop through it) changes a ``status``; models offer read helpers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+from . import ids
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    WAITING = "waiting"
+    CANCELLING = "cancelling"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+RUN_TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
+RUN_ACTIVE = frozenset(
+    {RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING, RunStatus.CANCELLING}
+)
+
+
+class ToolKind(models.TextChoices):
+    READ = "read"
+    ACTION = "action"
+    HUMAN = "human"
+
+
+class CallStatus(models.TextChoices):
+    PROPOSED = "proposed"
+    PENDING_APPROVAL = "pending_approval"
+    PENDING_INPUT = "pending_input"
+    APPROVED = "approved"
+    EXECUTING = "executing"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    IN_DOUBT = "in_doubt"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+    REFUSED = "refused"
+
+
+CALL_PENDING = frozenset({CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT})
+CALL_TERMINAL = frozenset(
+    {
+        CallStatus.SUCCEEDED,
+        CallStatus.FAILED,
+        CallStatus.REJECTED,
+        CallStatus.EXPIRED,
+        CallStatus.CANCELLED,
+        CallStatus.REFUSED,
+    }
+)
+
+
+class Role(models.TextChoices):
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class Thread(models.Model):
+    """A conversation; at most one run is active on it at a time (``active_run``, set by CAS)."""
+
+    id = models.CharField(primary_key=True, max_length=40, default=ids.thread_id, editable=False)
+    owner_ref = models.CharField(max_length=200, db_index=True)
+    agent = models.CharField(max_length=100)
+    title = models.CharField(max_length=200, blank=True)
+    active_run = models.OneToOneField(
+        "Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["owner_ref", "-created_at"], name="thread_owner_recent")]
+
+    def __str__(self) -> str:
+        return self.title or self.id
+
+
+class Run(models.Model):
+    """One turn of an agent on a thread, driven step by step by whichever worker holds its lease."""
+
+    id = models.CharField(primary_key=True, max_length=40, default=ids.run_id, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
+    agent = models.CharField(max_length=100)
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+    parent_run = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="child_runs"
+    )
+    parent_tool_call = models.ForeignKey(
+        "ToolCall", null=True, blank=True, on_delete=models.CASCADE, related_name="child_runs"
+    )
+    actor_ref = models.CharField(max_length=200)
+    actor_roles = models.JSONField(default=list, blank=True)
+    runner = models.CharField(max_length=16)
+    # The lease: one driver at a time. ``lease_token`` only ever grows and fences every write.
+    lease_owner = models.CharField(max_length=200, blank=True)
+    lease_token = models.BigIntegerField(default=0)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    last_seq = models.IntegerField(default=0)  # the highest StreamFrame.seq handed out
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["status", "-created_at"], name="run_status_recent"),
+            models.Index(fields=["thread", "-created_at"], name="run_thread_recent"),
+            models.Index(
+                fields=["lease_expires_at"],
+                name="run_active_lease",
+                condition=models.Q(status__in=["queued", "running", "cancelling"]),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in RUN_TERMINAL
+
+
+class Message(models.Model):
+    """One transcript entry; ``content`` is a list of parts: text, tool_call, tool_result."""
+
+    id = models.CharField(primary_key=True, max_length=40, default=ids.message_id, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
+    run = models.ForeignKey(Run, null=True, on_delete=models.CASCADE, related_name="messages")
+    seq = models.IntegerField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["thread", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["thread", "seq"], name="message_thread_seq_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} #{self.seq}"
+
+    @property
+    def text(self) -> str:
+        return "".join(p.get("text", "") for p in self.content if p.get("type") == "text")
+
+
+class ToolCall(models.Model):
+    """One call the model proposed, with its approval record and its outcome."""
+
+    id = models.CharField(primary_key=True, max_length=40, default=ids.tool_call_id, editable=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="tool_calls")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="tool_calls")
+    step_name = models.CharField(max_length=64)  # the model step that proposed it (``llm:0``)
+    position = models.PositiveSmallIntegerField()  # order within that step
+    provider_call_id = models.CharField(max_length=200, blank=True)
+    tool_name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=8, choices=ToolKind.choices)
+    args = models.JSONField(default=dict)
+    args_digest = models.CharField(max_length=64)
+    status = models.CharField(max_length=16, choices=CallStatus.choices)
+    # The approval record, stamped when the call is proposed and when it is decided.
+    requires_approval = models.BooleanField(default=False)
+    approver = models.CharField(max_length=100, blank=True)
+    requester_ref = models.CharField(max_length=200, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    remember = models.BooleanField(default=False)
+    decided_by_ref = models.CharField(max_length=200, blank=True)
+    decided_via = models.CharField(max_length=64, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    confirmation = models.TextField(blank=True)
+    original_args = models.JSONField(null=True, blank=True)
+    # The outcome.
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    fence = models.BigIntegerField(default=0)  # the run lease token of the attempt that claimed it
+    requested_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["requested_at", "position"]
+        indexes = [
+            models.Index(
+                fields=["approver", "requested_at"],
+                name="call_pending_by_approver",
+                condition=models.Q(status__in=["pending_approval", "pending_input"]),
+            ),
+            models.Index(
+                fields=["expires_at"],
+                name="call_pending_expiry",
+                condition=models.Q(status="pending_approval", expires_at__isnull=False),
+            ),
+            models.Index(fields=["run", "step_name", "position"], name="call_run_step"),
+            models.Index(
+                fields=["requested_at"],
+                name="call_in_doubt",
+                condition=models.Q(status="in_doubt"),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} {self.id} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in CALL_TERMINAL
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across every attempt of this call: hand it to the provider of the side effect."""
+        return f"airlock-{self.id}"
+
+
+class StepStatus(models.TextChoices):
+    STARTED = "started"
+    COMPLETED = "completed"
+
+
+class Step(models.Model):
+    """One journal entry of a run, keyed by name (``llm:0``, ``tool:tc_…``), never by position."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    name = models.CharField(max_length=64)
+    status = models.CharField(max_length=16, choices=StepStatus.choices)
+    output: models.JSONField[Any] = models.JSONField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=1)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "started_at"]
+        constraints = [models.UniqueConstraint(fields=["run", "name"], name="step_run_name_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} {self.name}"
+
+
+class StreamFrame(models.Model):
+    """One numbered frame of a run's stream; ``(run, seq)`` is unique and gapless from 1."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="frames")
+    seq = models.IntegerField()
+    kind = models.CharField(max_length=32)
+    data = models.JSONField(default=dict)
+    superseded = models.BooleanField(
+        default=False
+    )  # text of a model attempt that a crash cut short
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="frame_run_seq_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}#{self.seq} {self.kind}"
+
+    def as_event(self) -> dict[str, Any]:
+        """The frame as sent on the wire: ``{"kind": ..., **data}``."""
+        return {"kind": self.kind, **self.data}

@@ -1,0 +1,90 @@
+"""The runners: both drive the same loop over the same rows (SPEC §12).
+
+``get_runner()`` returns this process's runner for ``AGENT["RUNNER"]``; services hand it a run
+id after commit with ``dispatch``. ``sweep()`` re-drives runs whose driver died and expires
+approvals whose deadline passed; the inline runner calls it from a background thread, the durable
+runner from Celery beat.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Protocol
+
+from django.db.models import Q
+from django.utils import timezone
+
+from ..conf import agent_settings
+from ..gate import get_gate
+from ..models import Run, RunStatus
+
+logger = logging.getLogger(__name__)
+
+
+class Runner(Protocol):
+    """Something that drives runs: ``dispatch`` is called after the commit that queued one."""
+
+    def dispatch(self, run_id: str) -> None: ...
+
+
+_runner: Runner | None = None
+_runner_lock = threading.Lock()
+
+
+def get_runner() -> Runner:
+    """This process's runner, built on first use."""
+    global _runner
+    with _runner_lock:
+        if _runner is None:
+            _runner = _build_runner()
+        return _runner
+
+
+def set_runner(runner: Runner | None) -> None:
+    """Replace this process's runner (``None``: build a fresh one on next use)."""
+    global _runner
+    with _runner_lock:
+        _runner = runner
+
+
+def _build_runner() -> Runner:
+    from .inline import InlineRunner
+
+    return InlineRunner()
+
+
+def stale_runs(limit: int = 100) -> list[str]:
+    """Runs that should be moving but whose driver is gone: queued or running, lease expired."""
+    return list(
+        Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
+        .filter(Q(lease_expires_at__lt=timezone.now()) | Q(lease_expires_at__isnull=True))
+        .order_by("lease_expires_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
+def sweep(runner: Runner | None = None) -> int:
+    """Re-drive stale runs and expire overdue approvals; returns how many runs were dispatched."""
+    runner = runner or get_runner()
+    expired = get_gate().expire_due()
+    if expired:
+        logger.info("sweep expired %d approval requests", expired)
+    run_ids = stale_runs()
+    for run_id in run_ids:
+        logger.info("sweep re-drives %s", run_id)
+        runner.dispatch(run_id)
+    return len(run_ids)
+
+
+def sweep_period() -> float:
+    return float(agent_settings().SWEEP_SECONDS)
+
+
+def start_background() -> None:
+    """Process start-up: the inline runner sweeps now and keeps its sweeper thread running."""
+    if agent_settings().RUNNER == "inline":
+        runner = get_runner()
+        start = getattr(runner, "start", None)
+        if start is not None:
+            start()

@@ -1,0 +1,113 @@
+"""The inline runner: steps run on a bounded thread pool of this process; no broker.
+
+Restart-safe for parked runs (a decision re-drives them from the database) and, through the
+sweeper thread, for runs a dead process left mid-step: their lease expires and they are re-driven.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from django.db import close_old_connections
+
+from .. import services
+from ..conf import agent_settings
+from ..exceptions import LeaseLost
+from ..services import Lease
+from . import loop, sweep
+
+logger = logging.getLogger(__name__)
+
+
+class InlineRunner:
+    """Drives runs on ``workers`` threads (0: synchronously in the dispatching thread)."""
+
+    def __init__(self, *, workers: int | None = None, owner: str | None = None) -> None:
+        self.workers = agent_settings().INLINE_WORKERS if workers is None else workers
+        self.owner = owner or f"inline:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._pool = ThreadPoolExecutor(self.workers) if self.workers else None
+        self._held: dict[str, Lease] = {}
+        self._held_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._background: threading.Thread | None = None
+
+    def dispatch(self, run_id: str) -> None:
+        if self._pool is None:
+            self.drive(run_id)
+        else:
+            future: Future[None] = self._pool.submit(self._drive_in_thread, run_id)
+            future.add_done_callback(_log_crash)
+
+    def _drive_in_thread(self, run_id: str) -> None:
+        close_old_connections()
+        try:
+            self.drive(run_id)
+        finally:
+            close_old_connections()
+
+    def drive(self, run_id: str) -> None:
+        """Take the run's lease and advance it until it parks, ends or the lease is lost."""
+        lease = services.acquire_lease(run_id, self.owner)
+        if lease is None:
+            return
+        with self._held_lock:
+            self._held[run_id] = lease
+        try:
+            while not self._stop.is_set():
+                try:
+                    if loop.advance(lease) == loop.Next.STOP:
+                        return
+                except loop.RetryLater as retry:
+                    time.sleep(retry.delay)
+                except LeaseLost:
+                    logger.warning("lost the lease of %s; another driver has it", run_id)
+                    return
+        finally:
+            with self._held_lock:
+                self._held.pop(run_id, None)
+            services.hand_off(lease)
+
+    def start(self) -> None:
+        """Start the background thread: heartbeat the held leases, sweep now and periodically."""
+        if self._background is None:
+            self._background = threading.Thread(
+                target=self._maintain, name="airlock-inline-sweeper", daemon=True
+            )
+            self._background.start()
+
+    def shutdown(self, *, wait: bool = True) -> None:
+        self._stop.set()
+        if self._pool is not None:
+            self._pool.shutdown(wait=wait)
+        if self._background is not None and wait:
+            self._background.join()
+
+    def _maintain(self) -> None:
+        settings = agent_settings()
+        beat = max(settings.LEASE_SECONDS / 3, 0.2)
+        next_sweep = 0.0
+        while not self._stop.is_set():
+            close_old_connections()
+            try:
+                with self._held_lock:
+                    held = list(self._held.values())
+                for lease in services.renew_leases(held):
+                    logger.warning("lease of %s was taken over", lease.run_id)
+                if time.monotonic() >= next_sweep:
+                    sweep(self)
+                    next_sweep = time.monotonic() + settings.SWEEP_SECONDS
+            except Exception:
+                logger.exception("inline runner maintenance failed; retrying")
+            self._stop.wait(min(beat, settings.SWEEP_SECONDS))
+        close_old_connections()
+
+
+def _log_crash(future: Future[None]) -> None:
+    if (exc := future.exception()) is not None:
+        logger.error("inline driver crashed", exc_info=exc)

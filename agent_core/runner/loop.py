@@ -1,0 +1,359 @@
+"""The agent loop: read the journal, take the one next step, record it.
+
+Both runners call ``advance(lease)`` over and over; it plans the next step from what the database
+says (never from memory), runs it, and returns what kind of step comes next. The steps are plain
+functions: ``_call_model`` (a model step, journaled ``llm:<n>``), ``_run_tool`` (``tool:<id>``),
+``_recover`` (a call an earlier attempt left executing) and the parking / finishing decisions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, TypeAlias
+
+import pydantic
+from django.db import transaction
+
+from .. import ids, services, transcript
+from ..actors import Actor
+from ..agents import Agent, get_agent
+from ..conf import agent_settings
+from ..exceptions import (
+    AgentCoreError,
+    LeaseLost,
+    ModelError,
+    ModelNoOutput,
+    ReplayDiverged,
+    ToolNotFound,
+)
+from ..gate import get_gate
+from ..models import CALL_PENDING, CallStatus, Run, RunStatus, Step, StepStatus, ToolCall
+from ..providers import get_provider
+from ..providers.base import ModelResponse, TextDelta, ToolCallPart
+from ..services import Lease, ProposedCall
+from ..tools import AbortSignal, AlreadyDone, Confirm, Refuse, ToolContext, ToolSpec, to_jsonable
+from .text import TextBuffer
+
+logger = logging.getLogger(__name__)
+
+
+class Next(StrEnum):
+    """What ``advance`` leaves to do: a model step, a tool step, or nothing (parked or ended)."""
+
+    MODEL = "llm"
+    TOOL = "tool"
+    STOP = "stop"
+
+
+class RetryLater(Exception):
+    """A retryable model error: run the same step again after ``delay`` seconds."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(f"retry in {delay:.1f}s")
+        self.delay = delay
+
+
+@dataclass(frozen=True)
+class CallModel:
+    index: int
+
+
+@dataclass(frozen=True)
+class RunTool:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class Recover:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class Park:
+    pass
+
+
+@dataclass(frozen=True)
+class Finish:
+    pass
+
+
+Plan: TypeAlias = CallModel | RunTool | Recover | Park | Finish
+
+
+def advance(lease: Lease, *, abort: AbortSignal | None = None) -> Next:
+    """Take the run's next step under ``lease`` and say what comes after it."""
+    run = Run.objects.select_related("thread").get(pk=lease.run_id)
+    if run.status != RunStatus.RUNNING or run.lease_token != lease.token:
+        return Next.STOP
+    abort = abort or AbortSignal()
+    try:
+        agent = get_agent(run.agent)
+        match plan(run):
+            case CallModel(index):
+                _call_model(lease, run, agent, index, abort)
+            case RunTool(call):
+                _run_tool(lease, run, agent, call, abort)
+            case Recover(call):
+                _recover(lease, run, agent, call)
+            case Park():
+                with transaction.atomic():
+                    services.park(services.lock(lease))
+            case Finish():
+                with transaction.atomic():
+                    services.complete_run(services.lock(lease))
+        run.refresh_from_db()
+        if run.status != RunStatus.RUNNING or run.lease_token != lease.token:
+            return Next.STOP
+        return Next.MODEL if isinstance(plan(run), CallModel) else Next.TOOL
+    except (LeaseLost, RetryLater):
+        raise
+    except AgentCoreError as exc:
+        services.fail_run(run.pk, code=exc.code, message=exc.message, lease=lease)
+    except Exception as exc:
+        logger.exception("run %s failed in the loop", run.pk)
+        services.fail_run(run.pk, code="run_failed", message=repr(exc), lease=lease)
+    return Next.STOP
+
+
+def plan(run: Run) -> Plan:
+    """The next step, read from the journal and the calls of the last model step."""
+    journal = dict(Step.objects.filter(run=run).values_list("name", "status"))
+    model_steps = sorted(int(name[4:]) for name in journal if name.startswith("llm:"))
+    if model_steps != list(range(len(model_steps))):
+        raise ReplayDiverged(f"the journal has model steps {model_steps}; the loop takes 0, 1, …")
+    if not model_steps:
+        return CallModel(0)
+    last = model_steps[-1]
+    if journal[f"llm:{last}"] == StepStatus.STARTED:
+        return CallModel(last)
+    calls = list(ToolCall.objects.filter(run=run, step_name=f"llm:{last}").order_by("position"))
+    _check_tool_steps(run, journal, calls)
+    if not calls:
+        return Finish()
+    for call in calls:
+        if call.status in (CallStatus.EXECUTING, CallStatus.IN_DOUBT):
+            return Recover(call)
+    for call in calls:
+        if call.status == CallStatus.APPROVED:
+            return RunTool(call)
+    if any(call.status in CALL_PENDING for call in calls):
+        return Park()
+    if last + 1 >= agent_settings().MAX_STEPS:
+        raise AgentCoreError(f"the run reached MAX_STEPS ({agent_settings().MAX_STEPS})")
+    return CallModel(last + 1)
+
+
+def _check_tool_steps(run: Run, journal: dict[str, str], calls: list[ToolCall]) -> None:
+    tool_steps = {name[5:] for name in journal if name.startswith("tool:")}
+    if not tool_steps:
+        return
+    unknown = tool_steps - set(ToolCall.objects.filter(run=run).values_list("id", flat=True))
+    if unknown:
+        raise ReplayDiverged(f"the journal names tool steps of no call of this run: {unknown}")
+    for call in calls:
+        if call.pk in tool_steps and not call.is_terminal:
+            raise ReplayDiverged(f"the journal says {call.pk} ran but the call is {call.status}")
+
+
+def _actor(run: Run) -> Actor:
+    return Actor(ref=run.actor_ref, roles=frozenset(run.actor_roles))
+
+
+def _context(run: Run, call_id: str, abort: AbortSignal | None = None) -> ToolContext:
+    return ToolContext(
+        run_id=run.pk,
+        thread_id=run.thread_id,
+        tool_call_id=call_id,
+        actor=_actor(run),
+        idempotency_key=f"airlock-{call_id}",
+        abort_signal=abort or AbortSignal(),
+    )
+
+
+# --- the model step ------------------------------------------------------------------------------
+
+
+def _call_model(lease: Lease, run: Run, agent: Agent, index: int, abort: AbortSignal) -> None:
+    name = f"llm:{index}"
+    settings = agent_settings()
+    attempt = services.begin_model_step(lease, name)
+    if attempt > settings.MODEL_STEP_ATTEMPTS:
+        raise ModelError(f"model step {name} did not finish in {attempt - 1} attempts")
+    request = transcript.build_request(run, agent)
+    response = ModelResponse()
+    text = TextBuffer(lambda chunks: services.emit_text(lease, chunks))
+    try:
+        for event in get_provider(agent.model_name).stream(request, abort=abort):
+            response.add(event)
+            if isinstance(event, TextDelta):
+                text.add(event.text)
+    except ModelError as exc:
+        if exc.retryable and attempt < settings.MODEL_STEP_ATTEMPTS:
+            logger.info(
+                "run %s %s attempt %d: retryable model error: %s", run.pk, name, attempt, exc
+            )
+            raise RetryLater(delay=0.5 * 2 ** (attempt - 1)) from exc
+        raise
+    if not response.text and not response.tool_calls:
+        raise ModelNoOutput()
+    calls = [_propose(run, agent, part) for part in response.tool_calls]
+    gate = get_gate() if any(c.status == CallStatus.PROPOSED for c in calls) else None
+
+    def review(row: ToolCall, locked: Run) -> Any:
+        assert gate is not None
+        return gate.review(
+            row, tool=agent.get_tool(row.tool_name), actor=_actor(locked), thread=locked.thread
+        )
+
+    services.record_model_step(
+        lease,
+        name=name,
+        text=response.text,
+        pending_text=text.take(),
+        calls=calls,
+        usage={
+            "input_tokens": response.usage.input_tokens,
+            "output_tokens": response.usage.output_tokens,
+        },
+        finish_reason=response.finish_reason,
+        review=review,
+    )
+
+
+def _propose(run: Run, agent: Agent, part: ToolCallPart) -> ProposedCall:
+    """Check one proposed call: unknown tools and invalid args become errors, never executions."""
+    call_id = ids.tool_call_id()
+    raw_args = part.args if isinstance(part.args, dict) else {"_raw": part.args}
+
+    def failed(kind: str, error: str) -> ProposedCall:
+        return ProposedCall(
+            call_id,
+            part.provider_call_id,
+            part.name,
+            kind,
+            raw_args,
+            CallStatus.FAILED,
+            error=error,
+        )
+
+    try:
+        tool = agent.get_tool(part.name)
+    except ToolNotFound as exc:
+        return failed("action", f"tool_not_found: {exc.message}")
+    if isinstance(part.args, str):
+        return failed(tool.kind, "invalid arguments: not a JSON object")
+    try:
+        args = tool.validate_args(part.args)
+    except pydantic.ValidationError as exc:
+        details = json.dumps(exc.errors(include_url=False, include_context=False), default=str)
+        return failed(tool.kind, f"invalid arguments: {details}")
+    proposed = ProposedCall(
+        call_id, part.provider_call_id, tool.name, tool.kind, args, CallStatus.PROPOSED
+    )
+    if tool.kind == "read":
+        proposed.status = CallStatus.APPROVED
+    elif tool.kind == "human":
+        proposed.status = CallStatus.PENDING_INPUT
+        proposed.input_schema = tool.answer_schema
+        proposed.prompt = tool.prompt or str(args.get("question", ""))
+    elif tool.preflight is not None:
+        _apply_preflight(proposed, tool.preflight(_context(run, call_id), args))
+    return proposed
+
+
+def _apply_preflight(proposed: ProposedCall, check: Any) -> None:
+    match check:
+        case Refuse(reason=reason):
+            proposed.status, proposed.reason = CallStatus.REFUSED, reason
+        case AlreadyDone(result=result):
+            proposed.status, proposed.result = CallStatus.SUCCEEDED, to_jsonable(result)
+        case Confirm(confirmation=text):
+            proposed.confirmation = text
+        case None:
+            pass
+
+
+# --- tool steps ----------------------------------------------------------------------------------
+
+
+def _invoke(tool: ToolSpec, ctx: ToolContext, args: dict[str, Any]) -> tuple[Any, str | None]:
+    try:
+        return tool(ctx, args), None
+    except Exception as exc:
+        logger.info("tool %s (%s) raised %r", tool.name, ctx.tool_call_id, exc)
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def _run_tool(lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: AbortSignal) -> None:
+    try:
+        tool = agent.get_tool(call.tool_name)
+    except ToolNotFound as exc:
+        services.finish_call(lease, call.pk, error=exc.message, expected=CallStatus.APPROVED)
+        return
+    ctx = _context(run, call.pk, abort)
+    if tool.kind == "action" and tool.preflight is not None:
+        match tool.preflight(ctx, call.args):
+            case Refuse(reason=reason):
+                services.refuse_call(lease, call.pk, reason=reason)
+                return
+            case AlreadyDone(result=result):
+                services.finish_call(
+                    lease, call.pk, result=to_jsonable(result), expected=CallStatus.APPROVED
+                )
+                return
+    if tool.kind == "read":
+        # Reads have no side effect: run, then record; a crash in between just runs it again.
+        result, error = _invoke(tool, ctx, call.args)
+        services.finish_call(
+            lease, call.pk, result=result, error=error, expected=CallStatus.APPROVED
+        )
+    elif tool.atomic:
+        # The effect lives in this database: it commits with its result, or not at all.
+        with transaction.atomic():
+            services.claim_call(lease, call.pk)
+            try:
+                with transaction.atomic():
+                    result, error = tool(ctx, call.args), None
+            except Exception as exc:
+                result, error = None, f"{type(exc).__name__}: {exc}"
+            services.finish_call(lease, call.pk, result=result, error=error)
+    else:
+        services.claim_call(lease, call.pk)
+        result, error = _invoke(tool, ctx, call.args)
+        services.finish_call(lease, call.pk, result=result, error=error)
+
+
+def _recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> None:
+    """An attempt died while the call was executing: find out, never guess, whether it ran."""
+    if call.status == CallStatus.EXECUTING:
+        services.mark_in_doubt(lease, call.pk)
+    try:
+        tool: ToolSpec | None = agent.get_tool(call.tool_name)
+    except ToolNotFound:
+        tool = None
+    if tool is None:
+        services.block_on_doubt(lease, call.pk)
+        return
+    reapprove = tool.approval_scope == "attempt"
+    if tool.recover is not None:
+        try:
+            found = tool.recover(_context(run, call.pk), call.args)
+        except Exception:
+            logger.exception("recover() of %s failed", call.pk)
+            services.block_on_doubt(lease, call.pk)
+            return
+        services.resolve_in_doubt(
+            call.pk,
+            done=found.done,
+            result=to_jsonable(found.result),
+            reapprove=reapprove and not found.done,
+            lease=lease,
+        )
+    elif tool.idempotent or tool.kind == "read":
+        services.resolve_in_doubt(call.pk, done=False, reapprove=reapprove, lease=lease)
+    else:
+        services.block_on_doubt(lease, call.pk)

@@ -1,0 +1,694 @@
+"""The only code that changes a Run's or a ToolCall's status.
+
+Every transition is a compare-and-set ``UPDATE … WHERE status = <expected>`` inside a transaction
+(the row count says who won), and writes the stream frames that announce it in that transaction.
+Writes made on behalf of a driver are fenced by its lease token: a worker that lost its lease
+cannot commit over the one that holds it now. Run-level decisions (park, resume) are taken under
+the run's row lock, so a decision and a driver going to sleep can never miss each other.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from . import signals, streams, transcript
+from .actors import Actor
+from .agents import get_agent
+from .conf import agent_settings
+from .exceptions import InvalidTransition, LeaseLost, NotFound, RunActive
+from .gate import Verdict
+from .models import (
+    CALL_PENDING,
+    RUN_ACTIVE,
+    CallStatus,
+    Role,
+    Run,
+    RunStatus,
+    Step,
+    StepStatus,
+    StreamFrame,
+    Thread,
+    ToolCall,
+)
+from .tools import args_digest
+
+logger = logging.getLogger(__name__)
+
+Frames = list[tuple[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A driver's hold on a run: ``token`` grows with every acquisition and fences every write."""
+
+    run_id: str
+    token: int
+    owner: str
+
+
+def _lease_deadline() -> Any:
+    return timezone.now() + timedelta(seconds=agent_settings().LEASE_SECONDS)
+
+
+def _after_commit(fn: Callable[[], object]) -> None:
+    transaction.on_commit(fn)
+
+
+def _dispatch_on_commit(run_id: str) -> None:
+    from .runner import get_runner  # the runner imports services
+
+    _after_commit(lambda: get_runner().dispatch(run_id))
+
+
+# --- runs ----------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def start_run(*, agent: str, message: str, actor: Actor, thread_id: str | None = None) -> Run:
+    """Start a turn: the user's message, a queued run holding the thread; dispatched on commit."""
+    get_agent(agent)
+    if thread_id is None:
+        thread = Thread.objects.create(owner_ref=actor.ref, agent=agent, title=message[:80])
+    else:
+        found = Thread.objects.filter(pk=thread_id).first()
+        if found is None:
+            raise NotFound(f"no thread {thread_id}")
+        thread = found
+    run = Run.objects.create(
+        thread=thread,
+        agent=agent,
+        actor_ref=actor.ref,
+        actor_roles=sorted(actor.roles),
+        runner=agent_settings().RUNNER,
+        lease_expires_at=_lease_deadline(),
+    )
+    claimed = Thread.objects.filter(pk=thread.pk, active_run__isnull=True).update(
+        active_run=run, updated_at=timezone.now()
+    )
+    if not claimed:
+        raise RunActive()
+    transcript.append(run, Role.USER, [{"type": "text", "text": message}])
+    _after_commit(lambda: signals.run_started.send(Run, run=run))
+    _dispatch_on_commit(run.id)
+    return run
+
+
+def acquire_lease(run_id: str, owner: str) -> Lease | None:
+    """Take the run's lease if nobody holds a live one; ``None`` means another driver has it."""
+    now = timezone.now()
+    with transaction.atomic():
+        # Wait for the row lock rather than skip it: a decision holds it only for a moment, and
+        # giving up here would strand a run that decision just queued.
+        run = (
+            Run.objects.select_for_update()
+            .filter(pk=run_id, status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
+            .filter(Q(lease_owner="") | Q(lease_expires_at__lt=now))
+            .first()
+        )
+        if run is None:
+            return None
+        token = run.lease_token + 1
+        Run.objects.filter(pk=run_id).update(
+            status=RunStatus.RUNNING,
+            lease_owner=owner,
+            lease_token=token,
+            lease_expires_at=_lease_deadline(),
+        )
+    return Lease(run_id, token, owner)
+
+
+def renew_leases(leases: Iterable[Lease]) -> list[Lease]:
+    """Heartbeat: push the deadline of each lease still held; return the ones that were lost."""
+    lost = []
+    deadline = _lease_deadline()
+    for lease in leases:
+        renewed = Run.objects.filter(
+            pk=lease.run_id, lease_token=lease.token, lease_owner=lease.owner
+        ).update(lease_expires_at=deadline)
+        if not renewed:
+            lost.append(lease)
+    return lost
+
+
+def hand_off(lease: Lease) -> None:
+    """Let go of the lease between steps; the next step's driver may be another worker."""
+    Run.objects.filter(pk=lease.run_id, lease_token=lease.token, lease_owner=lease.owner).update(
+        lease_owner="", lease_expires_at=_lease_deadline()
+    )
+
+
+def lock(lease: Lease) -> Run:
+    """The run's row, locked, if ``lease`` still holds it; raises ``LeaseLost`` otherwise."""
+    run = (
+        Run.objects.select_for_update()
+        .select_related("thread")
+        .filter(pk=lease.run_id, lease_token=lease.token, lease_owner=lease.owner)
+        .first()
+    )
+    if run is None or run.status != RunStatus.RUNNING:
+        raise LeaseLost()
+    return run
+
+
+def lock_run(run_id: str) -> Run:
+    """The run's row, locked, for a decision made outside any driver."""
+    return Run.objects.select_for_update().select_related("thread").get(pk=run_id)
+
+
+def _end_run(run: Run, status: RunStatus, *, code: str = "", message: str = "") -> bool:
+    won = Run.objects.filter(pk=run.pk, status__in=RUN_ACTIVE).update(
+        status=status,
+        error_code=code,
+        error_message=message,
+        finished_at=timezone.now(),
+        lease_owner="",
+        lease_expires_at=None,
+    )
+    if not won:
+        return False
+    Thread.objects.filter(pk=run.thread_id, active_run=run.pk).update(active_run=None)
+    run.status, run.error_code, run.error_message = status, code, message
+    frame: dict[str, Any] = {"status": status.value}
+    if code:
+        frame["error_code"] = code
+    streams.emit(run.pk, [("finish", frame)])
+    return True
+
+
+def complete_run(run: Run) -> None:
+    """``running → completed``; releases the thread. The caller holds the run's lock."""
+    if _end_run(run, RunStatus.COMPLETED):
+        _after_commit(lambda: signals.run_finished.send(Run, run=run))
+
+
+def fail_run(run_id: str, *, code: str, message: str, lease: Lease | None = None) -> bool:
+    """Settle a run as failed: its open calls fail, the model is told, the thread is released."""
+    with transaction.atomic():
+        run = lock(lease) if lease else lock_run(run_id)
+        if run.is_terminal:
+            return False
+        ToolCall.objects.filter(run=run, status=CallStatus.EXECUTING).update(
+            status=CallStatus.IN_DOUBT
+        )
+        ToolCall.objects.filter(
+            run=run,
+            status__in=[CallStatus.PROPOSED, CallStatus.APPROVED, *CALL_PENDING],
+        ).update(status=CallStatus.FAILED, error=f"run failed: {code}", finished_at=timezone.now())
+        _report_unreported_calls(run)
+        _end_run(run, RunStatus.FAILED, code=code, message=message)
+    logger.warning("run %s failed: %s %s", run_id, code, message)
+    _after_commit(lambda: signals.run_failed.send(Run, run=run))
+    return True
+
+
+def _report_unreported_calls(run: Run) -> None:
+    """Give the transcript a result for every call of the run's last model step, if not yet."""
+    last_assistant = run.messages.filter(role=Role.ASSISTANT).order_by("-seq").first()
+    if last_assistant is None:
+        return
+    if run.messages.filter(role=Role.TOOL, seq__gt=last_assistant.seq).exists():
+        return
+    transcript.append_results(run, list(last_assistant.tool_calls.order_by("position")))
+
+
+def park(run: Run) -> bool:
+    """``running → waiting`` if a call still waits on a person; holds no worker while it waits.
+
+    The caller holds the run's lock (see ``resume_if_unblocked``).
+    """
+    blocked = ToolCall.objects.filter(
+        run=run, status__in=[*CALL_PENDING, CallStatus.IN_DOUBT]
+    ).exists()
+    if not blocked:
+        return False
+    Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
+        status=RunStatus.WAITING, lease_owner="", lease_expires_at=None
+    )
+    return True
+
+
+def block_on_doubt(lease: Lease, call_id: str) -> None:
+    """Stop the run on an in-doubt call nothing can resolve: a person must say what happened."""
+    with transaction.atomic():
+        run = lock(lease)
+        Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
+            status=RunStatus.WAITING,
+            error_code="side_effect_retry_blocked",
+            error_message=f"{call_id} may or may not have run; mark it done or not done",
+            lease_owner="",
+            lease_expires_at=None,
+        )
+
+
+def resume_if_unblocked(run: Run) -> bool:
+    """``waiting → queued`` once no call waits on a person; dispatched after commit.
+
+    The caller holds the run's lock, taken before it settled the call.
+    """
+    if run.status != RunStatus.WAITING:
+        return False
+    if ToolCall.objects.filter(run=run, status__in=[*CALL_PENDING, CallStatus.IN_DOUBT]).exists():
+        return False
+    Run.objects.filter(pk=run.pk, status=RunStatus.WAITING).update(
+        status=RunStatus.QUEUED,
+        error_code="",
+        error_message="",
+        lease_owner="",
+        lease_expires_at=_lease_deadline(),
+    )
+    _dispatch_on_commit(run.pk)
+    return True
+
+
+# --- model steps ---------------------------------------------------------------------------------
+
+
+def begin_model_step(lease: Lease, name: str) -> int:
+    """Journal the start of a model step and return its attempt number (1 on the first try).
+
+    On the first attempt, the previous step's call results join the transcript. A retried
+    attempt marks the text its cut-short predecessor streamed as superseded.
+    """
+    with transaction.atomic():
+        run = lock(lease)
+        step, created = Step.objects.get_or_create(
+            run=run, name=name, defaults={"status": StepStatus.STARTED}
+        )
+        if created:
+            _report_unreported_calls(run)
+        else:
+            step.attempts += 1
+            step.save(update_fields=["attempts"])
+            _supersede_partial_text(run, name)
+        streams.emit(run.pk, [("step-start", {"step": name, "attempt": step.attempts})])
+        return step.attempts
+
+
+def _supersede_partial_text(run: Run, step_name: str) -> None:
+    last_start = (
+        StreamFrame.objects.filter(run=run, kind="step-start", data__step=step_name)
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+    if last_start is not None:
+        StreamFrame.objects.filter(run=run, kind="text", seq__gt=last_start).update(superseded=True)
+
+
+def emit_text(lease: Lease, chunks: list[str]) -> None:
+    """Stream coalesced text of the model step in flight, fenced by the lease."""
+    with transaction.atomic():
+        lock(lease)
+        streams.emit(lease.run_id, [("text", {"text": "".join(chunks)})])
+
+
+@dataclass
+class ProposedCall:
+    """A tool call read from a model response, checked by the loop before it is recorded.
+
+    ``status`` is ``proposed`` for an action the gate must review, ``approved`` for a read,
+    ``pending_input`` for a human tool, or already settled (``failed``, ``refused``,
+    ``succeeded``) when validation or preflight decided it.
+    """
+
+    id: str
+    provider_call_id: str
+    tool_name: str
+    kind: str
+    args: dict[str, Any]
+    status: CallStatus
+    error: str = ""
+    reason: str = ""
+    confirmation: str = ""
+    result: Any = None
+    input_schema: dict[str, Any] | None = None
+    prompt: str = ""
+
+
+def record_model_step(
+    lease: Lease,
+    *,
+    name: str,
+    text: str,
+    pending_text: list[str],
+    calls: list[ProposedCall],
+    usage: dict[str, int],
+    finish_reason: str,
+    review: Callable[[ToolCall, Run], Verdict],
+) -> Run:
+    """The suspend transaction: the assistant message, its calls with the gate's answers, the
+    frames announcing them and, when the step leaves only calls waiting on people, ``waiting``.
+
+    A step without calls is the final answer: the run completes in the same transaction.
+    """
+    with transaction.atomic():
+        run = lock(lease)
+        parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        parts += [
+            {"type": "tool_call", "id": c.id, "name": c.tool_name, "args": c.args} for c in calls
+        ]
+        message = transcript.append(run, Role.ASSISTANT, parts)
+        frames: Frames = [("text", {"text": "".join(pending_text)})] if pending_text else []
+        rows = [_call_row(run, message.pk, name, position, c) for position, c in enumerate(calls)]
+        for row in rows:
+            if row.status == CallStatus.PROPOSED:
+                _apply_verdict(row, review(row, run))
+        ToolCall.objects.bulk_create(rows)
+        for row, proposed in zip(rows, calls, strict=True):
+            frames += _proposal_frames(row, proposed)
+        frames.append(("step-finish", {"step": name, "usage": usage}))
+        Step.objects.filter(run=run, name=name).update(
+            status=StepStatus.COMPLETED,
+            output={"message_id": message.pk, "usage": usage, "finish_reason": finish_reason},
+            finished_at=timezone.now(),
+        )
+        streams.emit(run.pk, frames)
+        _announce_calls(rows)
+        if not calls:
+            complete_run(run)
+        elif not any(r.status == CallStatus.APPROVED for r in rows):
+            park(run)
+        return run
+
+
+def _apply_verdict(row: ToolCall, verdict: Verdict) -> None:
+    """Stamp the gate's answer on a call being proposed; it is never re-derived later."""
+    row.requires_approval = verdict.required
+    if not verdict.required:
+        row.status, row.decided_via = CallStatus.APPROVED, "policy"
+    elif verdict.remembered_by_ref:
+        row.status, row.decided_via, row.remember = CallStatus.APPROVED, "remembered", True
+        row.decided_by_ref, row.decided_at = verdict.remembered_by_ref, timezone.now()
+        row.approver = verdict.approver
+    else:
+        row.status, row.approver = CallStatus.PENDING_APPROVAL, verdict.approver
+        row.expires_at = verdict.expires_at
+
+
+def _call_row(run: Run, message_id: str, step: str, position: int, c: ProposedCall) -> ToolCall:
+    settled = c.status in (CallStatus.FAILED, CallStatus.REFUSED, CallStatus.SUCCEEDED)
+    return ToolCall(
+        id=c.id,
+        run=run,
+        thread_id=run.thread_id,
+        message_id=message_id,
+        step_name=step,
+        position=position,
+        provider_call_id=c.provider_call_id,
+        tool_name=c.tool_name,
+        kind=c.kind,
+        args=c.args,
+        args_digest=args_digest(c.tool_name, c.args),
+        status=c.status,
+        requester_ref=run.thread.owner_ref,
+        error=c.error,
+        reason=c.reason,
+        confirmation=c.confirmation,
+        result=c.result,
+        finished_at=timezone.now() if settled else None,
+    )
+
+
+def _proposal_frames(call: ToolCall, proposed: ProposedCall) -> Frames:
+    frames: Frames = [
+        (
+            "tool-input-available",
+            {
+                "tool_call_id": call.id,
+                "tool_name": call.tool_name,
+                "tool_kind": call.kind,
+                "input": call.args,
+            },
+        )
+    ]
+    match call.status:
+        case CallStatus.PENDING_APPROVAL:
+            frames.append(("approval-requested", _approval_requested(call)))
+        case CallStatus.PENDING_INPUT:
+            frames.append(
+                (
+                    "input-requested",
+                    {
+                        "tool_call_id": call.id,
+                        "schema": proposed.input_schema,
+                        "prompt": proposed.prompt,
+                    },
+                )
+            )
+        case CallStatus.APPROVED if call.decided_via == "remembered":
+            frames.append(("approval-settled", _approval_settled(call)))
+        case CallStatus.SUCCEEDED:
+            frames.append(("tool-output", {"tool_call_id": call.id, "output": call.result}))
+        case CallStatus.REFUSED:
+            frames.append(("tool-output-denied", {"tool_call_id": call.id, "reason": call.reason}))
+        case CallStatus.FAILED:
+            frames.append(("tool-output-error", {"tool_call_id": call.id, "error": call.error}))
+    return frames
+
+
+def _approval_requested(call: ToolCall) -> dict[str, Any]:
+    return {
+        "tool_call_id": call.id,
+        "approver": call.approver,
+        "expires_at": call.expires_at.isoformat() if call.expires_at else None,
+        "confirmation": call.confirmation,
+    }
+
+
+def _approval_settled(call: ToolCall) -> dict[str, Any]:
+    return {
+        "tool_call_id": call.id,
+        "status": call.status,
+        "decided_by": call.decided_by_ref,
+        "decided_via": call.decided_via,
+        "remember": call.remember,
+        "reason": call.reason,
+    }
+
+
+def _announce_calls(rows: list[ToolCall]) -> None:
+    def send() -> None:
+        for row in rows:
+            signals.tool_call.send(ToolCall, call=row)
+            if row.status == CallStatus.PENDING_APPROVAL:
+                signals.approval_requested.send(ToolCall, call=row)
+
+    _after_commit(send)
+
+
+# --- tool calls ----------------------------------------------------------------------------------
+
+
+def claim_call(lease: Lease, call_id: str) -> ToolCall:
+    """``approved → executing``, fenced by the lease token: the side effect may start now."""
+    with transaction.atomic():
+        lock(lease)
+        won = ToolCall.objects.filter(
+            pk=call_id, run_id=lease.run_id, status=CallStatus.APPROVED
+        ).update(
+            status=CallStatus.EXECUTING,
+            fence=lease.token,
+            attempts=F("attempts") + 1,
+            started_at=timezone.now(),
+        )
+        if not won:
+            raise InvalidTransition(f"{call_id} is not approved")
+        return ToolCall.objects.get(pk=call_id)
+
+
+def finish_call(
+    lease: Lease,
+    call_id: str,
+    *,
+    result: Any = None,
+    error: str | None = None,
+    expected: CallStatus = CallStatus.EXECUTING,
+) -> None:
+    """``executing → succeeded | failed``, journaled as ``tool:<id>``; parks the run when what
+    remains of the step waits on people.
+
+    A read tool goes straight from ``approved`` (``expected``): running it again is harmless.
+    """
+    now = timezone.now()
+    status = CallStatus.FAILED if error is not None else CallStatus.SUCCEEDED
+    with transaction.atomic():
+        run = lock(lease)
+        extra: dict[str, Any] = {}
+        if expected == CallStatus.APPROVED:
+            extra = {"attempts": F("attempts") + 1, "started_at": now, "fence": lease.token}
+        won = ToolCall.objects.filter(pk=call_id, run=run, status=expected).update(
+            status=status, result=result, error=error or "", finished_at=now, **extra
+        )
+        if not won:
+            raise InvalidTransition(f"{call_id} is not {expected}")
+        Step.objects.create(
+            run=run,
+            name=f"tool:{call_id}",
+            status=StepStatus.COMPLETED,
+            output={"status": status.value},
+            finished_at=now,
+        )
+        if error is None:
+            frame = ("tool-output", {"tool_call_id": call_id, "output": result})
+        else:
+            frame = ("tool-output-error", {"tool_call_id": call_id, "error": error})
+        streams.emit(run.pk, [frame])
+        if not ToolCall.objects.filter(run=run, status=CallStatus.APPROVED).exists():
+            park(run)
+
+
+def mark_in_doubt(lease: Lease, call_id: str) -> None:
+    """``executing → in_doubt``: an attempt died mid-effect; nobody knows whether it happened."""
+    with transaction.atomic():
+        run = lock(lease)
+        won = ToolCall.objects.filter(pk=call_id, run=run, status=CallStatus.EXECUTING).update(
+            status=CallStatus.IN_DOUBT
+        )
+        if won:
+            streams.emit(run.pk, [("tool-in-doubt", {"tool_call_id": call_id})])
+
+
+def resolve_in_doubt(
+    call_id: str,
+    *,
+    done: bool,
+    result: Any = None,
+    reapprove: bool = False,
+    decided_by_ref: str = "",
+    lease: Lease | None = None,
+) -> bool:
+    """Settle an in-doubt call: ``done`` records ``result`` without running anything; not done
+    makes it runnable again (``approved``, or ``pending_approval`` when its tool asks afresh for
+    every attempt). Called by the driver (``recover()``) or by a person (mark done / not done).
+    """
+    with transaction.atomic():
+        call = ToolCall.objects.filter(pk=call_id).first()
+        if call is None:
+            raise NotFound(f"no tool call {call_id}")
+        run = lock(lease) if lease else lock_run(call.run_id)
+        now = timezone.now()
+        frames: Frames
+        if done:
+            fields: dict[str, Any] = {
+                "status": CallStatus.SUCCEEDED,
+                "result": result,
+                "finished_at": now,
+            }
+            frames = [("tool-output", {"tool_call_id": call_id, "output": result})]
+        elif reapprove:
+            fields = {
+                "status": CallStatus.PENDING_APPROVAL,
+                "decided_by_ref": "",
+                "decided_at": None,
+            }
+            fields.update(decided_via="", expires_at=None, requested_at=now)
+            call.status, call.expires_at = CallStatus.PENDING_APPROVAL, None
+            frames = [("approval-requested", _approval_requested(call))]
+        else:
+            fields, frames = {"status": CallStatus.APPROVED}, []
+        won = ToolCall.objects.filter(pk=call_id, status=CallStatus.IN_DOUBT).update(**fields)
+        if not won:
+            return False
+        if done:
+            Step.objects.update_or_create(
+                run=run,
+                name=f"tool:{call_id}",
+                defaults={"status": StepStatus.COMPLETED, "output": {"status": "succeeded"}},
+            )
+        streams.emit(run.pk, frames)
+        if lease is None:
+            logger.info(
+                "%s resolved as %s by %s", call_id, "done" if done else "not done", decided_by_ref
+            )
+            resume_if_unblocked(run)
+        return True
+
+
+def settle_approval(
+    run: Run,
+    call: ToolCall,
+    *,
+    status: CallStatus,
+    decided_by_ref: str,
+    decided_via: str,
+    reason: str = "",
+    remember: bool = False,
+    args: dict[str, Any] | None = None,
+) -> bool:
+    """``pending_approval → approved | rejected | expired | cancelled``; resumes the run when it
+    was the last call waiting. The caller holds the run's lock (``lock_run``)."""
+    now = timezone.now()
+    fields: dict[str, Any] = {
+        "status": status,
+        "decided_by_ref": decided_by_ref,
+        "decided_via": decided_via,
+        "decided_at": now,
+        "reason": reason,
+        "remember": remember,
+    }
+    if args is not None and args != call.args:
+        fields.update(
+            args=args, original_args=call.args, args_digest=args_digest(call.tool_name, args)
+        )
+    if status != CallStatus.APPROVED:
+        fields["finished_at"] = now
+    won = ToolCall.objects.filter(pk=call.pk, status=CallStatus.PENDING_APPROVAL).update(**fields)
+    if not won:
+        return False
+    for key, value in fields.items():
+        setattr(call, key, value)
+    frames: Frames = [("approval-settled", _approval_settled(call))]
+    if status != CallStatus.APPROVED:
+        denied = "approval expired" if status == CallStatus.EXPIRED else reason or status.value
+        frames.append(("tool-output-denied", {"tool_call_id": call.pk, "reason": denied}))
+    streams.emit(run.pk, frames)
+    _after_commit(lambda: signals.approval_settled.send(ToolCall, call=call))
+    resume_if_unblocked(run)
+    return True
+
+
+def answer_input(run: Run, call: ToolCall, *, answer: Any, decided_by_ref: str, via: str) -> bool:
+    """``pending_input → succeeded`` with the person's answer as the result; resumes the run."""
+    now = timezone.now()
+    won = ToolCall.objects.filter(pk=call.pk, status=CallStatus.PENDING_INPUT).update(
+        status=CallStatus.SUCCEEDED,
+        result=answer,
+        decided_by_ref=decided_by_ref,
+        decided_via=via,
+        decided_at=now,
+        finished_at=now,
+    )
+    if not won:
+        return False
+    Step.objects.create(
+        run=run,
+        name=f"tool:{call.pk}",
+        status=StepStatus.COMPLETED,
+        output={"status": "succeeded"},
+        finished_at=now,
+    )
+    streams.emit(run.pk, [("tool-output", {"tool_call_id": call.pk, "output": answer})])
+    resume_if_unblocked(run)
+    return True
+
+
+def refuse_call(lease: Lease, call_id: str, *, reason: str) -> None:
+    """``approved → refused``: the preflight right before execution said no; nothing ran."""
+    with transaction.atomic():
+        run = lock(lease)
+        won = ToolCall.objects.filter(pk=call_id, run=run, status=CallStatus.APPROVED).update(
+            status=CallStatus.REFUSED, reason=reason, finished_at=timezone.now()
+        )
+        if not won:
+            raise InvalidTransition(f"{call_id} is not approved")
+        streams.emit(run.pk, [("tool-output-denied", {"tool_call_id": call_id, "reason": reason})])
+        if not ToolCall.objects.filter(run=run, status=CallStatus.APPROVED).exists():
+            park(run)

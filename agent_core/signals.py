@@ -1,0 +1,26 @@
+"""Observability events (SPEC §13), sent after the transaction that caused them commits."""
+
+from __future__ import annotations
+
+from django.dispatch import Signal
+
+# run_started(sender, run)
+run_started = Signal()
+# message(sender, message)
+message = Signal()
+# tool_call(sender, call) — a call was proposed, with its stamped kind and status
+tool_call = Signal()
+# approval_requested(sender, call)
+approval_requested = Signal()
+# approval_settled(sender, call) — approved, rejected, expired or cancelled
+approval_settled = Signal()
+# delegated(sender, call, child_run)
+delegated = Signal()
+# quota_exceeded(sender, run, reason)
+quota_exceeded = Signal()
+# run_failed(sender, run) — error_code and error_message are on the run
+run_failed = Signal()
+# run_finished(sender, run) — completed
+run_finished = Signal()
+# run_cancelled(sender, run)
+run_cancelled = Signal()

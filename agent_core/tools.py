@@ -1,0 +1,216 @@
+"""Declaring tools: ``@tool`` turns a typed function into a frozen ``ToolSpec``.
+
+The arguments' JSON schema comes from the type hints (pydantic), the description from the
+docstring. ``kind="read"`` runs on the model's say-so; ``kind="action"`` never runs without a
+decision; ``human_tool`` asks the user a structured question and the answer becomes the result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+import pydantic
+
+from .actors import Actor
+
+Kind: TypeAlias = Literal["read", "action", "human"]
+ApprovalScope: TypeAlias = Literal["call", "attempt"]
+
+
+class AbortSignal:
+    """Set when the run is being cancelled; long tools should check ``is_set()`` and stop."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._event.wait(timeout)
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool (and its ``preflight`` / ``recover``) knows about the call it serves."""
+
+    run_id: str
+    thread_id: str
+    tool_call_id: str
+    actor: Actor
+    idempotency_key: str
+    abort_signal: AbortSignal = field(default_factory=AbortSignal)
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """Preflight: do not offer this call; the model is told ``reason``."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class AlreadyDone:
+    """Preflight: the effect already exists; the call succeeds with ``result`` and runs nothing."""
+
+    result: Any = None
+
+
+@dataclass(frozen=True)
+class Confirm:
+    """Preflight: go ahead, showing the decider this call's own ``confirmation`` text."""
+
+    confirmation: str
+
+
+Preflight: TypeAlias = Refuse | AlreadyDone | Confirm | None
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """``recover()``'s answer for a call found in doubt: did the side effect happen?"""
+
+    done: bool
+    result: Any = None
+
+
+PreflightFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], Preflight]
+RecoverFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], Recovered]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolSpec:
+    """A declared tool: everything the loop, the gate and a provider need to know about it."""
+
+    name: str
+    description: str
+    kind: Kind
+    args_model: type[pydantic.BaseModel]
+    func: Callable[..., Any] | None
+    preflight: PreflightFn | None = None
+    recover: RecoverFn | None = None
+    atomic: bool = False
+    idempotent: bool = False
+    approval_scope: ApprovalScope = "call"
+    rememberable: bool = True
+    prompt: str = ""  # human tools: the question shown to the user
+    answer_model: type[pydantic.BaseModel] | None = None  # human tools: the answer's schema
+
+    @property
+    def parameters_schema(self) -> dict[str, Any]:
+        return self.args_model.model_json_schema()
+
+    @property
+    def answer_schema(self) -> dict[str, Any] | None:
+        return self.answer_model.model_json_schema() if self.answer_model else None
+
+    def validate_args(self, args: Any) -> dict[str, Any]:
+        """Validated, JSON-ready arguments; raises ``pydantic.ValidationError``."""
+        return self.args_model.model_validate(args).model_dump(mode="json")
+
+    def validate_answer(self, answer: Any) -> Any:
+        """A human tool's validated answer; raises ``pydantic.ValidationError``."""
+        assert self.answer_model is not None, f"{self.name} is not a human tool"
+        return self.answer_model.model_validate(answer).model_dump(mode="json")
+
+    def __call__(self, ctx: ToolContext, args: dict[str, Any]) -> Any:
+        assert self.func is not None, f"{self.name} has no function to call"
+        parsed = self.args_model.model_validate(args)
+        return to_jsonable(self.func(ctx, **dict(parsed)))
+
+
+def to_jsonable(value: Any) -> Any:
+    """What a tool returned, as JSON-ready data (pydantic models are dumped)."""
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json")
+    return pydantic.TypeAdapter(Any).dump_python(value, mode="json")
+
+
+def args_digest(tool_name: str, args: dict[str, Any]) -> str:
+    """sha256 of the tool name and the canonical JSON of the args: one approval, one call."""
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{tool_name}\n{canonical}".encode()).hexdigest()
+
+
+def _args_model(func: Callable[..., Any], name: str) -> type[pydantic.BaseModel]:
+    """A pydantic model of ``func``'s parameters after the leading ``ctx``."""
+    params = list(inspect.signature(func, eval_str=True).parameters.values())[1:]
+    fields: dict[str, Any] = {}
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise TypeError(f"tool {name}: *args / **kwargs cannot be described to a model")
+        annotation = Any if p.annotation is inspect.Parameter.empty else p.annotation
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (annotation, default)
+    model_name = "".join(part.title() for part in name.split("_")) + "Args"
+    config = pydantic.ConfigDict(extra="forbid")
+    return pydantic.create_model(model_name, __config__=config, **fields)
+
+
+def tool(
+    func: Callable[..., Any] | None = None,
+    *,
+    kind: Literal["read", "action"] = "read",
+    name: str | None = None,
+    preflight: PreflightFn | None = None,
+    recover: RecoverFn | None = None,
+    atomic: bool = False,
+    idempotent: bool = False,
+    approval_scope: ApprovalScope = "call",
+    rememberable: bool = True,
+) -> Any:
+    """Declare a tool: ``@tool`` or ``@tool(kind="action", atomic=True, ...)``.
+
+    The function takes ``ctx: ToolContext`` first, then its typed arguments.
+    """
+
+    def wrap(f: Callable[..., Any]) -> ToolSpec:
+        tool_name = name or f.__name__
+        return ToolSpec(
+            name=tool_name,
+            description=inspect.getdoc(f) or tool_name,
+            kind=kind,
+            args_model=_args_model(f, tool_name),
+            func=f,
+            preflight=preflight,
+            recover=recover,
+            atomic=atomic,
+            idempotent=idempotent,
+            approval_scope=approval_scope,
+            rememberable=rememberable,
+        )
+
+    return wrap(func) if func is not None else wrap
+
+
+class _HumanToolArgs(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    question: str = pydantic.Field(description="The question to ask the user, in plain words.")
+
+
+def human_tool(
+    name: str,
+    *,
+    description: str,
+    answer: type[pydantic.BaseModel],
+    prompt: str = "",
+) -> ToolSpec:
+    """A tool whose result is a person's structured answer (``answer`` is its schema)."""
+    return ToolSpec(
+        name=name,
+        description=description,
+        kind="human",
+        args_model=_HumanToolArgs,
+        func=None,
+        prompt=prompt,
+        answer_model=answer,
+    )

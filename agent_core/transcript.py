@@ -1,0 +1,70 @@
+"""The thread's transcript: appending messages and reading it back as a model request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Max
+
+from .agents import Agent
+from .models import CallStatus, Message, Role, Run, ToolCall
+from .providers.base import ModelMessage, ModelRequest, ToolDefinition
+
+NEVER_COMPLETED = "This call never completed: its run ended first. Check before doing it again."
+
+
+def append(run: Run, role: Role, content: list[dict[str, Any]]) -> Message:
+    """Append a message to the run's thread; the caller holds the run's row lock."""
+    last = Message.objects.filter(thread_id=run.thread_id).aggregate(m=Max("seq"))["m"]
+    return Message.objects.create(
+        thread_id=run.thread_id, run=run, seq=(last or 0) + 1, role=role, content=content
+    )
+
+
+def result_part(call: ToolCall) -> dict[str, Any]:
+    """What the model is told about a settled call (or one its run left unsettled)."""
+    output: Any
+    is_error = True
+    match call.status:
+        case CallStatus.SUCCEEDED:
+            output, is_error = call.result, False
+            if call.original_args is not None:
+                output = {"result": call.result, "note": f"ran with edited arguments {call.args}"}
+        case CallStatus.FAILED:
+            output = call.error or NEVER_COMPLETED
+        case CallStatus.REJECTED:
+            reason = f": {call.reason}" if call.reason else ""
+            output = f"The user rejected this call{reason}. The tool did not run."
+        case CallStatus.EXPIRED:
+            output = "The approval request expired before anyone decided. The tool did not run."
+        case CallStatus.CANCELLED:
+            output = "The run was cancelled. The tool did not run."
+        case CallStatus.REFUSED:
+            output = f"Refused before asking anyone: {call.reason}. The tool did not run."
+        case _:
+            output = NEVER_COMPLETED
+    return {
+        "type": "tool_result",
+        "tool_call_id": call.id,
+        "tool_name": call.tool_name,
+        "output": output,
+        "is_error": is_error,
+    }
+
+
+def append_results(run: Run, calls: list[ToolCall]) -> None:
+    """One ``tool`` message carrying the results of ``calls``, in the order they were proposed."""
+    if calls:
+        append(run, Role.TOOL, [result_part(c) for c in calls])
+
+
+def build_request(run: Run, agent: Agent) -> ModelRequest:
+    """The model request for the run's next step: the thread's whole transcript and the tools."""
+    messages = [
+        ModelMessage(role=m.role, parts=m.content)
+        for m in Message.objects.filter(thread_id=run.thread_id).order_by("seq")
+    ]
+    tools = [ToolDefinition(t.name, t.description, t.parameters_schema) for t in agent.tools]
+    return ModelRequest(
+        model=agent.model_name, instructions=agent.instructions, messages=messages, tools=tools
+    )

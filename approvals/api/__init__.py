@@ -1,0 +1,1 @@
+"""The decision and pending-approvals REST API (SPEC §8)."""

@@ -1,0 +1,23 @@
+"""Refusals of the approval port; each carries the stable code of SPEC §10."""
+
+from __future__ import annotations
+
+from agent_core.exceptions import AgentCoreError
+
+
+class ApprovalExpired(AgentCoreError):
+    """The approval request expired before the decision arrived."""
+
+    code = "approval_expired"
+
+
+class NotApprover(AgentCoreError):
+    """You may not decide this call."""
+
+    code = "not_approver"
+
+
+class InvalidDecision(AgentCoreError):
+    """The decision's arguments or answer do not fit the tool's schema."""
+
+    code = "invalid"

@@ -1,0 +1,41 @@
+"""The approval gate the loop reaches through ``AGENT["APPROVAL_GATE"]``."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+
+from agent_core.actors import Actor
+from agent_core.gate import Verdict
+from agent_core.models import Thread, ToolCall
+from agent_core.tools import ToolSpec
+
+from . import services
+from .models import RememberedApproval
+from .policy import get_policy
+
+
+class ApprovalGate:
+    """Asks the policy, honours remembered approvals, and expires overdue requests."""
+
+    def review(self, call: ToolCall, *, tool: ToolSpec, actor: Actor, thread: Thread) -> Verdict:
+        requirement = get_policy().requirement_for(tool, call.args, actor, thread)
+        if not requirement.required:
+            return Verdict(required=False)
+        if tool.rememberable:
+            grant = (
+                RememberedApproval.objects.active()
+                .filter(thread=thread, tool_name=tool.name)
+                .order_by("-created_at")
+                .first()
+            )
+            if grant is not None:
+                return Verdict(
+                    required=True,
+                    approver=requirement.approver,
+                    remembered_by_ref=grant.granted_by_ref,
+                )
+        expires_at = timezone.now() + requirement.ttl if requirement.ttl else None
+        return Verdict(required=True, approver=requirement.approver, expires_at=expires_at)
+
+    def expire_due(self) -> int:
+        return services.expire_due()

@@ -1,0 +1,72 @@
+"""Remembered approvals and the append-only audit of every decision attempt."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from agent_core.models import Thread, ToolCall
+
+
+class RememberedApprovalQuerySet(models.QuerySet["RememberedApproval"]):
+    def active(self) -> RememberedApprovalQuerySet:
+        now = timezone.now()
+        return self.filter(revoked_at__isnull=True).filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+        )
+
+
+class RememberedApproval(models.Model):
+    """A standing yes for one tool in one thread, granted by approving with ``remember``."""
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="remembered")
+    tool_name = models.CharField(max_length=100)
+    granted_by_ref = models.CharField(max_length=200)
+    source_tool_call = models.ForeignKey(
+        ToolCall, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by_ref = models.CharField(max_length=200, blank=True)
+
+    objects = RememberedApprovalQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["thread", "tool_name"], name="remembered_thread_tool")]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} in {self.thread_id} by {self.granted_by_ref}"
+
+
+class Action(models.TextChoices):
+    APPROVE = "approve"
+    REJECT = "reject"
+    ANSWER = "answer"
+    EXPIRE = "expire"
+    EXTEND = "extend"
+    MARK_DONE = "mark_done"
+    MARK_NOT_DONE = "mark_not_done"
+    REVOKE = "revoke"
+
+
+class DecisionAttempt(models.Model):
+    """One attempt to decide a call, whatever came of it (applied, unchanged, or refused)."""
+
+    tool_call_id = models.CharField(max_length=40, db_index=True)
+    run_id = models.CharField(max_length=40, blank=True)
+    thread_id = models.CharField(max_length=40, blank=True)
+    tool_name = models.CharField(max_length=100, blank=True)
+    action = models.CharField(max_length=16, choices=Action.choices)
+    actor_ref = models.CharField(max_length=200)
+    via = models.CharField(max_length=64)
+    outcome = models.CharField(max_length=32)  # applied, unchanged, or an error code
+    detail = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.tool_call_id} by {self.actor_ref}: {self.outcome}"

@@ -1,0 +1,7 @@
+"""The Django project of the demo, development and tests."""
+
+from __future__ import annotations
+
+from .celery import app as celery_app
+
+__all__ = ["celery_app"]

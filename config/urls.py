@@ -1,0 +1,10 @@
+"""URLs of the demo / development project."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+]

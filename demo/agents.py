@@ -1,0 +1,17 @@
+"""The demo agent, registered in ``AGENT["AGENTS"]`` as ``demo.agents.support_agent``."""
+
+from __future__ import annotations
+
+from agent_core.agents import Agent
+
+from .tools import ask_user, issue_refund, lookup_order, purge_cache, send_campaign
+
+support_agent = Agent(
+    name="support",
+    instructions=(
+        "You are the support desk of a small shop. Look orders up before acting. Refunds, "
+        "campaigns and cache purges need a person's approval; ask the user when a detail is "
+        "missing."
+    ),
+    tools=(lookup_order, issue_refund, send_campaign, purge_cache, ask_user),
+)

@@ -1,0 +1,97 @@
+"""The demo agent's tools: one of each kind the product cares about."""
+
+from __future__ import annotations
+
+import os
+import time
+from decimal import Decimal
+from typing import Annotated, Any
+
+import pydantic
+from pydantic import Field
+
+from agent_core.tools import Confirm, Preflight, Recovered, ToolContext, human_tool, tool
+
+from . import mailer
+from .models import CachePurge, Campaign, Order, Refund
+
+
+@tool(kind="read")
+def lookup_order(ctx: ToolContext, order_id: str) -> dict[str, Any]:
+    """Look up an order by id: customer, total, status and refunds so far."""
+    order = Order.objects.filter(pk=order_id).first()
+    if order is None:
+        return {"order_id": order_id, "found": False}
+    refunded = sum((r.amount for r in order.refunds.all()), Decimal(0))
+    return {
+        "order_id": order.pk,
+        "found": True,
+        "customer_email": order.customer_email,
+        "total": str(order.total),
+        "status": order.status,
+        "refunded": str(refunded),
+    }
+
+
+@tool(kind="action", atomic=True)
+def issue_refund(
+    ctx: ToolContext,
+    order_id: str,
+    amount: Annotated[Decimal, Field(gt=0, max_digits=10, decimal_places=2)],
+    reason: str = "",
+) -> dict[str, Any]:
+    """Refund part or all of an order to the customer's original payment method."""
+    order = Order.objects.get(pk=order_id)
+    _pause("DEMO_REFUND_DELAY")
+    refund = Refund.objects.create(
+        order=order, amount=amount, reason=reason, tool_call_id=ctx.tool_call_id
+    )
+    return {"refund_id": refund.pk, "order_id": order.pk, "amount": str(refund.amount)}
+
+
+def _campaign_preflight(ctx: ToolContext, args: dict[str, Any]) -> Preflight:
+    campaign = Campaign.objects.filter(pk=args["campaign_id"]).first()
+    if campaign is None:
+        return None
+    return Confirm(f"Email “{campaign.subject}” to {campaign.audience_size:,} people.")
+
+
+def _campaign_recover(ctx: ToolContext, args: dict[str, Any]) -> Recovered:
+    sent = mailer.find(ctx.idempotency_key)
+    if sent is None:
+        return Recovered(done=False)
+    return Recovered(done=True, result={"send_id": sent.pk, "recipients": sent.recipients})
+
+
+@tool(kind="action", preflight=_campaign_preflight, recover=_campaign_recover)
+def send_campaign(ctx: ToolContext, campaign_id: str) -> dict[str, Any]:
+    """Email a marketing campaign to its whole audience."""
+    campaign = Campaign.objects.get(pk=campaign_id)
+    sent = mailer.send(campaign.pk, campaign.audience_size, idempotency_key=ctx.idempotency_key)
+    return {"send_id": sent.pk, "recipients": sent.recipients}
+
+
+@tool(kind="action")
+def purge_cache(ctx: ToolContext, path: str) -> dict[str, Any]:
+    """Purge a path from the CDN cache (the next visitors hit the origin)."""
+    purge = CachePurge.objects.create(path=path, tool_call_id=ctx.tool_call_id)
+    _pause("DEMO_PURGE_DELAY")
+    return {"purged": path, "purge_id": purge.pk}
+
+
+class Answer(pydantic.BaseModel):
+    """The user's reply to a question."""
+
+    answer: str = Field(min_length=1, description="Your answer")
+
+
+ask_user = human_tool(
+    "ask_user",
+    description="Ask the user for a missing detail; their answer is the result.",
+    answer=Answer,
+)
+
+
+def _pause(variable: str) -> None:
+    # Lets crash tests stop a worker at a chosen moment in a tool.
+    time.sleep(float(os.environ.get(variable, "0")))

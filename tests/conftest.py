@@ -1,0 +1,68 @@
+"""Shared fixtures: demo data, actors, and a synchronous inline runner for in-process tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from agent_core import services
+from agent_core.actors import Actor
+from agent_core.models import Run, ToolCall
+from agent_core.runner import set_runner
+from agent_core.runner.inline import InlineRunner
+from demo.models import Campaign, Order
+
+ALICE = Actor(ref="user:alice")
+BOB = Actor(ref="user:bob")
+FRAN = Actor(ref="user:fran", roles=frozenset({"finance"}))
+
+
+@pytest.fixture
+def shop(db: None) -> None:
+    Order.objects.create(pk="A-1001", customer_email="maria@example.com", total=Decimal("59.90"))
+    Order.objects.create(pk="A-1002", customer_email="li@example.com", total=Decimal("12.50"))
+    Campaign.objects.create(pk="spring-sale", subject="Spring sale", audience_size=40_000)
+
+
+@pytest.fixture
+def sync_runner() -> Iterator[InlineRunner]:
+    """Runs are driven in the dispatching thread, right after the commit that queued them."""
+    runner = InlineRunner(workers=0)
+    set_runner(runner)
+    yield runner
+    set_runner(None)
+
+
+@pytest.fixture
+def turn(
+    shop: None, sync_runner: InlineRunner, django_capture_on_commit_callbacks: Any
+) -> Callable[..., Run]:
+    """Start a turn of the demo agent and drive it until it parks or ends."""
+
+    def start(message: str, *, actor: Actor = ALICE, thread_id: str | None = None) -> Run:
+        with django_capture_on_commit_callbacks(execute=True):
+            run = services.start_run(
+                agent="support", message=message, actor=actor, thread_id=thread_id
+            )
+        run.refresh_from_db()
+        return run
+
+    return start
+
+
+@pytest.fixture
+def decide(django_capture_on_commit_callbacks: Any) -> Callable[..., Any]:
+    """Call a decision service and let the run it resumes be driven before returning."""
+
+    def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        with django_capture_on_commit_callbacks(execute=True):
+            return fn(*args, **kwargs)
+
+    return call
+
+
+def calls_of(run: Run) -> list[ToolCall]:
+    return list(ToolCall.objects.filter(run=run).order_by("requested_at", "position"))
