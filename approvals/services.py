@@ -214,10 +214,10 @@ def _settle(
     reason: str = "",
     args: dict[str, Any] | None = None,
 ) -> Outcome:
+    if call.kind == "human":
+        raise InvalidDecision("this call asks a question: answer it instead")
     if not get_policy().can_decide(actor, call):
         raise NotApprover()
-    if call.status == CallStatus.PENDING_INPUT:
-        raise InvalidDecision("this call asks a question: answer it instead")
     if call.status != CallStatus.PENDING_APPROVAL:
         if _repeats(call, wanted, remember=remember, args=args):
             return Outcome.UNCHANGED
@@ -278,10 +278,10 @@ def _check_deadline(run: Run, call: ToolCall) -> None:
 
 
 def _answer(run: Run, call: ToolCall, *, actor: Actor, via: str, answer: Any) -> Outcome:
+    if call.kind != "human":
+        raise InvalidDecision("this call asks for an approval, not an answer")
     if not get_policy().can_answer(actor, call):
         raise NotApprover()
-    if call.status == CallStatus.PENDING_APPROVAL:
-        raise InvalidDecision("this call asks for an approval, not an answer")
     if call.status != CallStatus.PENDING_INPUT:
         if call.status == CallStatus.SUCCEEDED:
             raise AlreadyAnswered()
