@@ -17,6 +17,7 @@ from agent_core.runner import sweep
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
 from approvals.models import Action, DecisionAttempt, RememberedApproval
+from approvals.policy import DefaultPolicy
 from demo.models import CachePurge, Refund
 from tests.conftest import ALICE, BOB, FRAN, calls_of, frame_kinds
 
@@ -207,9 +208,9 @@ def test_an_approver_extends_the_deadline_and_it_is_audited(turn, decide):
     assert call.expires_at == new and new > before + timedelta(minutes=30)
     frame = StreamFrame.objects.get(run=run, kind="approval-extended").data
     assert frame == {"tool_call_id": call.pk, "expires_at": new.isoformat()}
-    extend = DecisionAttempt.objects.filter(action=Action.EXTEND).order_by("id")
+    extend = list(DecisionAttempt.objects.filter(action=Action.EXTEND).order_by("id"))
     assert [a.outcome for a in extend] == ["not_approver", "invalid", "applied"]
-    assert new.isoformat() in extend.last().detail and extend.last().via == "console"
+    assert new.isoformat() in extend[-1].detail and extend[-1].via == "console"
     pass_deadline(call)
     with pytest.raises(ApprovalExpired):
         port.extend(call.pk, actor=ALICE, ttl=timedelta(hours=2))
@@ -357,7 +358,7 @@ def test_preflight_already_done_runs_nothing(ops_turn):
     CachePurge.objects.create(path="/shop", tool_call_id="tc_earlier")
     run = ops_turn('/call guarded_purge {"path": "/shop"}')
     [call] = calls_of(run)
-    assert call.status == CallStatus.SUCCEEDED and call.result["already"] is True
+    assert call.status == CallStatus.SUCCEEDED and (call.result or {})["already"] is True
     assert CachePurge.objects.count() == 1 and "approval-requested" not in frame_kinds(run)
 
 
@@ -377,7 +378,7 @@ def test_preflight_runs_again_right_before_execution(ops_turn, decide):
     CachePurge.objects.create(path="/shop", tool_call_id="tc_someone_else")  # while it waited
     decide(port.approve, call.pk, actor=ALICE)
     call.refresh_from_db()
-    assert call.status == CallStatus.SUCCEEDED and call.result["already"] is True
+    assert call.status == CallStatus.SUCCEEDED and (call.result or {})["already"] is True
     assert CachePurge.objects.count() == 1
 
 
@@ -387,7 +388,7 @@ def test_preflight_still_runs_under_a_remembered_approval(ops_turn, decide):
     refused = ops_turn('/call guarded_purge {"path": "/admin"}', thread_id=first.thread_id)
     assert calls_of(refused)[0].status == CallStatus.REFUSED
     done = ops_turn('/call guarded_purge {"path": "/a"}', thread_id=first.thread_id)
-    assert calls_of(done)[0].result["already"] is True
+    assert (calls_of(done)[0].result or {})["already"] is True
     fresh = ops_turn('/call guarded_purge {"path": "/b"}', thread_id=first.thread_id)
     [call] = calls_of(fresh)
     assert call.decided_via == "remembered" and call.status == CallStatus.SUCCEEDED
@@ -421,7 +422,7 @@ def test_answering_an_approval_is_refused(turn, decide):
         decide(port.answer, call.pk, actor=ALICE, answer={"answer": "yes"})
 
 
-class AnyoneMayAnswer(port.get_policy().__class__):
+class AnyoneMayAnswer(DefaultPolicy):
     def can_answer(self, actor: Actor, call: ToolCall) -> bool:
         return True
 
