@@ -88,7 +88,7 @@ def test_a_decision_racing_the_expiry_has_one_outcome_recorded_once(shop, thread
         ToolCall.objects.filter(pk=call.pk).update(
             expires_at=timezone.now() + timedelta(milliseconds=150)
         )
-        outcome = race(call, max(0.0, 0.12 + 0.01 * i + random.uniform(-0.02, 0.02)))
+        outcome = race(call, max(0.0, 0.05 * i + random.uniform(-0.02, 0.02)))
         wait_for(lambda call=call: Run.objects.get(pk=call.run_id).status == RunStatus.COMPLETED)
         call.refresh_from_db()
         settled = StreamFrame.objects.filter(run_id=call.run_id, kind="approval-settled")
