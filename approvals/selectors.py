@@ -18,12 +18,19 @@ def pending_for(actor: Actor) -> QuerySet[ToolCall]:
     ``can_decide`` / ``can_answer``. A policy that overrides those without ``decidable`` gets the
     default filter here (system check ``approvals.W001``); the port still enforces its rule.
     """
-    return (
-        ToolCall.objects.filter(status__in=[CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT])
-        .filter(get_policy().decidable(actor))
-        .select_related("run", "thread")
-        .order_by("requested_at", "id")
-    )
+    return pending_calls().filter(decidable_by(actor)).order_by("requested_at", "id")
+
+
+def pending_calls() -> QuerySet[ToolCall]:
+    """Every call waiting on a person (approval or answer), with its run and thread."""
+    return ToolCall.objects.filter(
+        status__in=[CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT]
+    ).select_related("run", "thread")
+
+
+def decidable_by(actor: Actor) -> Q:
+    """The configured policy's ``decidable(actor)``: who may decide what, as a filter."""
+    return get_policy().decidable(actor)
 
 
 def remembered_for(actor: Actor, *, include_inactive: bool = False) -> QuerySet[RememberedApproval]:

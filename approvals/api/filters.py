@@ -11,6 +11,7 @@ from typing import Any
 
 import django_filters
 from django.db.models import Q, QuerySet
+from django.db.models.expressions import RawSQL
 from rest_framework.exceptions import ValidationError
 
 from agent_core.models import ToolCall
@@ -53,8 +54,10 @@ class Cursor:
             raise ValidationError({"cursor": ["Not a cursor this API gave out."]}) from exc
 
     def after(self) -> Q:
-        return Q(requested_at__gt=self.requested_at) | Q(
-            requested_at=self.requested_at, id__gt=self.id
+        # The redundant ``>=`` lets PostgreSQL seek the index to the cursor instead of walking.
+        return Q(requested_at__gte=self.requested_at) & (
+            Q(requested_at__gt=self.requested_at)
+            | Q(requested_at=self.requested_at, id__gt=self.id)
         )
 
 
@@ -72,14 +75,38 @@ def page_limit(params: Any) -> int:
     return limit
 
 
-def keyset_page(
-    queryset: QuerySet[ToolCall], cursor: str | None, limit: int
-) -> tuple[list[ToolCall], str | None]:
-    """One page after ``cursor`` in one query (``limit + 1`` rows say whether more follow)."""
+def page_query(
+    queryset: QuerySet[ToolCall], who: Q, cursor: str | None, limit: int
+) -> QuerySet[ToolCall]:
+    """``limit + 1`` rows of ``queryset`` filtered by ``who`` after ``cursor``, as one query.
+
+    ``who`` (the policy's ``decidable``) is usually an OR of a few cases; each case becomes its own
+    ordered, limited branch of a ``UNION`` of call ids, so that PostgreSQL walks one index per
+    case and stops early; the run and thread are joined only to the page's rows.
+    """
     if cursor:
         queryset = queryset.filter(Cursor.decode(cursor).after())
-    rows = list(queryset[: limit + 1])
+    cases = who.children if who.connector == Q.OR and not who.negated else [who]
+    order = ("requested_at", "id")
+    ids = queryset.select_related(None).order_by(*order).values("id", "requested_at")
+    branches = [ids.filter(_as_q(case))[: limit + 1] for case in cases]
+    combined = branches[0].union(*branches[1:]) if len(branches) > 1 else branches[0]
+    sql, params = combined.order_by(*order)[: limit + 1].query.sql_with_params()
+    # Django cannot use an ordered UNION as an ``__in`` subquery; the SQL it compiled can.
+    page = RawSQL(f"SELECT page.id FROM ({sql}) AS page", params)
+    return queryset.filter(id__in=page).order_by(*order)
+
+
+def keyset_page(
+    queryset: QuerySet[ToolCall], who: Q, cursor: str | None, limit: int
+) -> tuple[list[ToolCall], str | None]:
+    """One page and the cursor of the next (``None`` on the last page), in one query."""
+    rows = list(page_query(queryset, who, cursor, limit))
     if len(rows) <= limit:
         return rows, None
     last = rows[limit - 1]
     return rows[:limit], Cursor(last.requested_at, last.id).encode()
+
+
+def _as_q(case: Any) -> Q:
+    return case if isinstance(case, Q) else Q(case)

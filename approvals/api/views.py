@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import QuerySet
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -127,11 +126,12 @@ class PendingApprovalsView(APIView):
     )
     def get(self, request: Request) -> Response:
         params = request.query_params
-        queryset: QuerySet[ToolCall] = selectors.pending_for(request_actor(request))
-        filtered = PendingFilter(params, queryset=queryset)
+        actor = request_actor(request)
+        filtered = PendingFilter(params, queryset=selectors.pending_calls())
         if not filtered.is_valid():
             raise serializers.ValidationError(filtered.errors)
-        rows, cursor = keyset_page(filtered.qs, params.get("cursor"), page_limit(params))
+        who = selectors.decidable_by(actor)
+        rows, cursor = keyset_page(filtered.qs, who, params.get("cursor"), page_limit(params))
         next_url = None
         if cursor is not None:
             query = params.copy()
