@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.db.models import Q
 from django.test import override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -14,6 +15,7 @@ from agent_core import services
 from agent_core.actors import Actor, actor_for_user
 from agent_core.models import CallStatus, ToolCall
 from approvals.models import DecisionAttempt, RememberedApproval
+from approvals.policy import DefaultPolicy
 from demo.models import Refund
 from tests.conftest import calls_of
 
@@ -288,3 +290,35 @@ def test_remembered_grants_are_listed_and_revoked_over_rest(turn, people, post):
     assert [g["id"] for g in get(alice, "/agent/remembered", all=1)[1]] == [grant.pk]
     again = turn(refund(11), actor=actor(alice), thread_id=first.thread_id)
     assert calls_of(again)[0].status == CallStatus.PENDING_APPROVAL
+
+
+class SupervisorsDecideAll(DefaultPolicy):
+    """A custom policy: supervisors may decide any pending approval, and the inbox knows it."""
+
+    def can_decide(self, actor, call):
+        return super().can_decide(actor, call) or actor.has_role("supervisor")
+
+    def decidable(self, actor):
+        q = super().decidable(actor)
+        if actor.has_role("supervisor"):
+            q |= Q(status="pending_approval")
+        return q
+
+
+def test_the_inbox_honours_a_custom_policys_decidable(turn, people, post, settings):
+    settings.AGENT = {
+        **settings.AGENT,
+        "APPROVAL_POLICY": "tests.approvals.test_api.SupervisorsDecideAll",
+    }
+    sam = user("sam", "supervisor")
+    mine = calls_of(turn(refund(10), actor=actor(sam)))[0]
+    alices = calls_of(turn(refund(11), actor=actor(people["alice"])))[0]
+    bobs = calls_of(turn(refund(12), actor=actor(people["bob"])))[0]
+    listed = get(sam, "/agent/approvals/pending")[1]["results"]
+    # Sam's own call matches two cases of the policy; the inbox lists it once.
+    assert [r["tool_call_id"] for r in listed] == [mine.pk, alices.pk, bobs.pk]
+    assert post(sam, "/agent/tool-call/approve", {"tool_call_id": bobs.pk})[0] == 200
+    assert [r["tool_call_id"] for r in get(sam, "/agent/approvals/pending")[1]["results"]] == [
+        mine.pk,
+        alices.pk,
+    ]
