@@ -206,6 +206,12 @@ class ToolCall(models.Model):
                 name="call_pending_by_approver",
                 condition=models.Q(status__in=["pending_approval", "pending_input"]),
             ),
+            # The pending inbox of a requester (approvals.selectors): walk in order, stop early.
+            models.Index(
+                fields=["requester_ref", "requested_at"],
+                name="call_pending_by_requester",
+                condition=models.Q(status__in=["pending_approval", "pending_input"]),
+            ),
             models.Index(
                 fields=["expires_at"],
                 name="call_pending_expiry",

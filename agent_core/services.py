@@ -480,6 +480,8 @@ def _announce_calls(rows: list[ToolCall]) -> None:
             signals.tool_call.send(ToolCall, call=row)
             if row.status == CallStatus.PENDING_APPROVAL:
                 signals.approval_requested.send(ToolCall, call=row)
+            elif row.decided_via == "remembered":
+                signals.approval_settled.send(ToolCall, call=row)
 
     _after_commit(send)
 
@@ -604,6 +606,8 @@ def resolve_in_doubt(
                 defaults={"status": StepStatus.COMPLETED, "output": {"status": "succeeded"}},
             )
         streams.emit(run.pk, frames)
+        if reapprove and not done:
+            _after_commit(lambda: signals.approval_requested.send(ToolCall, call=call))
         if lease is None:
             logger.info(
                 "%s resolved as %s by %s", call_id, "done" if done else "not done", decided_by_ref
@@ -692,3 +696,19 @@ def refuse_call(lease: Lease, call_id: str, *, reason: str) -> None:
         streams.emit(run.pk, [("tool-output-denied", {"tool_call_id": call_id, "reason": reason})])
         if not ToolCall.objects.filter(run=run, status=CallStatus.APPROVED).exists():
             park(run)
+
+
+def extend_approval(run: Run, call: ToolCall, *, expires_at: Any) -> bool:
+    """Move a pending request's deadline to ``expires_at`` (later only); announced on the
+    stream as ``approval-extended``. The caller holds the run's lock (``lock_run``)."""
+    won = ToolCall.objects.filter(
+        pk=call.pk, status=CallStatus.PENDING_APPROVAL, expires_at__lt=expires_at
+    ).update(expires_at=expires_at)
+    if not won:
+        return False
+    call.expires_at = expires_at
+    streams.emit(
+        run.pk,
+        [("approval-extended", {"tool_call_id": call.pk, "expires_at": expires_at.isoformat()})],
+    )
+    return True

@@ -7,3 +7,6 @@ class ApprovalsConfig(AppConfig):
     name = "approvals"
     verbose_name = "Approvals"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the system checks)

@@ -15,7 +15,11 @@ from .policy import get_policy
 
 
 class ApprovalGate:
-    """Asks the policy, honours remembered approvals, and expires overdue requests."""
+    """Asks the policy, honours remembered approvals, and expires overdue requests.
+
+    ``review`` runs inside the suspend transaction: its answer is stamped on the call and never
+    re-derived, so a policy changed while the run waits does not re-decide the call.
+    """
 
     def review(self, call: ToolCall, *, tool: ToolSpec, actor: Actor, thread: Thread) -> Verdict:
         requirement = get_policy().requirement_for(tool, call.args, actor, thread)

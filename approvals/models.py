@@ -39,6 +39,13 @@ class RememberedApproval(models.Model):
     def __str__(self) -> str:
         return f"{self.tool_name} in {self.thread_id} by {self.granted_by_ref}"
 
+    @property
+    def is_active(self) -> bool:
+        """Not revoked and not past its expiry."""
+        return self.revoked_at is None and (
+            self.expires_at is None or self.expires_at > timezone.now()
+        )
+
 
 class Action(models.TextChoices):
     APPROVE = "approve"

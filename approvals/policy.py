@@ -1,40 +1,41 @@
 """Approval policy: per call, who must say yes and for how long; who may decide.
 
 ``AGENT["APPROVAL_POLICY"]`` names the class. Its answer is taken once, inside the suspend
-transaction, and stored on the call: changing the policy while a run waits does not re-decide it.
+transaction, and stored on the call (``requires_approval``, ``approver``, ``expires_at``):
+changing the policy while a run waits does not re-decide it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
+from django.db.models import Q
 from django.utils.module_loading import import_string
 
 from agent_core.actors import Actor
 from agent_core.conf import agent_settings
-from agent_core.models import Thread, ToolCall
+from agent_core.models import CallStatus, Thread, ToolCall
 from agent_core.tools import ToolSpec
 
-REQUESTER = "requester"
+from .requirement import REQUESTER, Requirement
+from .rules import requirement_from_rules
 
-
-@dataclass(frozen=True)
-class Requirement:
-    """``required``: ask a person first; ``approver``: ``"requester"`` or a role name."""
-
-    required: bool = True
-    approver: str = REQUESTER
-    ttl: timedelta | None = None
+__all__ = ["REQUESTER", "ApprovalPolicy", "DefaultPolicy", "Requirement", "get_policy"]
 
 
 class ApprovalPolicy:
-    """The base policy: every action call needs the requester's yes, with no expiry."""
+    """The base policy: every action call needs the requester's yes, with no expiry.
+
+    Subclass and override ``requirement_for`` (who and how long), ``can_decide`` / ``can_answer``
+    (who may decide a stored call). Whoever overrides ``can_decide`` or ``can_answer`` should
+    also override ``decidable``, its mirror as a query, which lists pending approvals in one
+    indexed query; the system check ``approvals.W001`` reminds you.
+    """
 
     def requirement_for(
         self, tool: ToolSpec, args: dict[str, Any], actor: Actor, thread: Thread
     ) -> Requirement:
+        """Whether ``tool`` called with ``args`` by ``actor`` on ``thread`` needs a yes."""
         return Requirement()
 
     def can_decide(self, actor: Actor, call: ToolCall) -> bool:
@@ -47,9 +48,30 @@ class ApprovalPolicy:
         """A human tool's question is answered by the thread's owner."""
         return actor.ref == call.requester_ref
 
+    def decidable(self, actor: Actor) -> Q:
+        """``can_decide`` and ``can_answer`` as a filter on pending ``ToolCall`` rows."""
+        pending_approval = Q(status=CallStatus.PENDING_APPROVAL)
+        return (
+            (pending_approval & Q(approver=REQUESTER, requester_ref=actor.ref))
+            | (pending_approval & Q(approver__in=sorted(actor.roles - {REQUESTER})))
+            | Q(status=CallStatus.PENDING_INPUT, requester_ref=actor.ref)
+        )
 
-class DefaultPolicy(ApprovalPolicy):
-    """Every action call requires the requester; no expiry (SPEC §7)."""
+
+class RulesPolicy(ApprovalPolicy):
+    """The base policy, refined per tool by the declarative ``APPROVALS["RULES"]`` setting."""
+
+    def requirement_for(
+        self, tool: ToolSpec, args: dict[str, Any], actor: Actor, thread: Thread
+    ) -> Requirement:
+        found = requirement_from_rules(tool.name, args)
+        if found is not None:
+            return found
+        return super().requirement_for(tool, args, actor, thread)
+
+
+class DefaultPolicy(RulesPolicy):
+    """Every action call requires the requester, no expiry (SPEC §7), unless a rule says else."""
 
 
 def get_policy() -> ApprovalPolicy:

@@ -1,4 +1,4 @@
-"""Read queries of the approvals app: what an actor may decide, across all runs."""
+"""Read queries of the approvals app: what an actor may decide, and their remembered approvals."""
 
 from __future__ import annotations
 
@@ -7,21 +7,41 @@ from django.db.models import Q, QuerySet
 from agent_core.actors import Actor
 from agent_core.models import CallStatus, ToolCall
 
-from .policy import REQUESTER
+from .models import RememberedApproval
+from .policy import get_policy
 
 
 def pending_for(actor: Actor) -> QuerySet[ToolCall]:
     """Pending approvals and questions this actor may decide, oldest first, in one query.
 
-    Mirrors ``ApprovalPolicy.can_decide`` / ``can_answer`` of the default policy as a filter.
+    The filter is the configured policy's ``decidable(actor)``, the query mirror of its
+    ``can_decide`` / ``can_answer``. A policy that overrides those without ``decidable`` gets the
+    default filter here (system check ``approvals.W001``); the port still enforces its rule.
     """
-    mine = Q(approver=REQUESTER, requester_ref=actor.ref) | Q(
-        status=CallStatus.PENDING_INPUT, requester_ref=actor.ref
+    return pending_calls().filter(decidable_by(actor)).order_by("requested_at", "id")
+
+
+def pending_calls() -> QuerySet[ToolCall]:
+    """Every call waiting on a person (approval or answer), with its run and thread."""
+    return ToolCall.objects.filter(
+        status__in=[CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT]
+    ).select_related("run", "thread")
+
+
+def decidable_by(actor: Actor) -> Q:
+    """The configured policy's ``decidable(actor)``: who may decide what, as a filter."""
+    return get_policy().decidable(actor)
+
+
+def remembered_for(actor: Actor, *, include_inactive: bool = False) -> QuerySet[RememberedApproval]:
+    """Remembered approvals the actor may see and revoke: on their threads, or granted by them."""
+    grants = (
+        RememberedApproval.objects.all()
+        if include_inactive
+        else RememberedApproval.objects.active()
     )
-    by_role = Q(status=CallStatus.PENDING_APPROVAL, approver__in=sorted(actor.roles))
     return (
-        ToolCall.objects.filter(status__in=[CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT])
-        .filter(mine | by_role)
-        .select_related("run", "thread")
-        .order_by("requested_at", "id")
+        grants.filter(Q(thread__owner_ref=actor.ref) | Q(granted_by_ref=actor.ref))
+        .select_related("thread")
+        .order_by("-created_at", "-id")
     )

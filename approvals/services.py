@@ -8,6 +8,8 @@ attempt, refused ones included. A refusal raises after the audit row has committ
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -27,6 +29,7 @@ from agent_core.exceptions import (
 )
 from agent_core.models import CallStatus, Run, ToolCall
 
+from .conf import approvals_settings
 from .exceptions import ApprovalExpired, InvalidDecision, NotApprover
 from .models import Action, DecisionAttempt, RememberedApproval
 from .policy import get_policy
@@ -50,6 +53,8 @@ _APPROVED_ONCE = frozenset(
     }
 )
 
+Apply = Callable[[Run, ToolCall], Outcome]
+
 
 def approve(
     tool_call_id: str,
@@ -59,21 +64,124 @@ def approve(
     via: str = "web",
     args: dict[str, Any] | None = None,
 ) -> Outcome:
-    """Approve a pending call (optionally with edited ``args``); the run resumes on commit."""
-    return _decide(tool_call_id, Action.APPROVE, actor=actor, via=via, remember=remember, args=args)
+    """Approve a pending call (optionally with edited ``args``); the run resumes on commit.
+
+    ``remember`` also approves later calls of the same tool in the same thread (rememberable
+    tools only) until the grant expires (``APPROVALS["REMEMBER_TTL"]``) or is revoked.
+    """
+
+    def apply(run: Run, call: ToolCall) -> Outcome:
+        return _settle(run, call, CallStatus.APPROVED, actor, via, remember=remember, args=args)
+
+    return _attempt(tool_call_id, Action.APPROVE, actor, via, apply)
 
 
 def reject(tool_call_id: str, *, actor: Actor, reason: str = "", via: str = "web") -> Outcome:
     """Reject a pending call; the model is told ``reason`` and that the tool did not run."""
-    return _decide(tool_call_id, Action.REJECT, actor=actor, via=via, reason=reason)
+
+    def apply(run: Run, call: ToolCall) -> Outcome:
+        return _settle(run, call, CallStatus.REJECTED, actor, via, reason=reason)
+
+    return _attempt(tool_call_id, Action.REJECT, actor, via, apply)
 
 
 def answer(tool_call_id: str, *, actor: Actor, answer: Any, via: str = "web") -> Outcome:
     """Answer a human tool's question; the answer, validated, becomes the call's result."""
-    return _decide(tool_call_id, Action.ANSWER, actor=actor, via=via, answer=answer)
+
+    def apply(run: Run, call: ToolCall) -> Outcome:
+        return _answer(run, call, actor=actor, via=via, answer=answer)
+
+    return _attempt(tool_call_id, Action.ANSWER, actor, via, apply)
 
 
-def _decide(tool_call_id: str, action: Action, *, actor: Actor, via: str, **kw: Any) -> Outcome:
+def extend(
+    tool_call_id: str,
+    *,
+    actor: Actor,
+    ttl: timedelta | None = None,
+    expires_at: datetime | None = None,
+    via: str = "web",
+) -> datetime:
+    """Give a pending request a later deadline (``ttl`` from now, or ``expires_at``); audited.
+
+    Only someone who may decide the call may extend it; a request already past its deadline
+    expires instead (410).
+    """
+    if (ttl is None) == (expires_at is None):
+        raise InvalidDecision("give either ttl or expires_at")
+    result: list[datetime] = []
+
+    def apply(run: Run, call: ToolCall) -> Outcome:
+        if not get_policy().can_decide(actor, call):
+            raise NotApprover()
+        if call.status != CallStatus.PENDING_APPROVAL:
+            raise _conflict(run, call)
+        _check_deadline(run, call)
+        if call.expires_at is None:
+            raise InvalidDecision("this request has no deadline to extend")
+        deadline = expires_at if expires_at is not None else timezone.now() + (ttl or timedelta())
+        if deadline <= call.expires_at:
+            raise InvalidDecision(f"the new deadline must be after {call.expires_at.isoformat()}")
+        core.extend_approval(run, call, expires_at=deadline)
+        result.append(deadline)
+        return Outcome.APPLIED
+
+    _attempt(tool_call_id, Action.EXTEND, actor, via, apply, detail=lambda: _iso(result))
+    return result[0]
+
+
+def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
+    """Revoke a remembered approval: later calls of its tool in its thread ask again; audited.
+
+    The thread's owner and the grant's granter may revoke it.
+    """
+    with transaction.atomic():
+        grant = (
+            RememberedApproval.objects.select_for_update()
+            .select_related("thread")
+            .filter(pk=remembered_id)
+            .first()
+        )
+        refusal: AgentCoreError | None = None
+        outcome: Outcome | None = None
+        if grant is None:
+            refusal = NotFound(f"no remembered approval {remembered_id}")
+        elif actor.ref not in (grant.granted_by_ref, grant.thread.owner_ref):
+            refusal = NotApprover("only the thread's owner or the granter may revoke this")
+        elif grant.revoked_at is not None:
+            outcome = Outcome.UNCHANGED
+        else:
+            RememberedApproval.objects.filter(pk=grant.pk, revoked_at__isnull=True).update(
+                revoked_at=timezone.now(), revoked_by_ref=actor.ref
+            )
+            outcome = Outcome.APPLIED
+        DecisionAttempt.objects.create(
+            tool_call_id=grant.source_tool_call_id or "" if grant else "",
+            thread_id=grant.thread_id if grant else "",
+            tool_name=grant.tool_name if grant else "",
+            action=Action.REVOKE,
+            actor_ref=actor.ref,
+            via=via,
+            outcome=outcome.value if outcome else refusal.code if refusal else "",
+            detail=f"remembered approval {remembered_id}"
+            + (f": {refusal.message}" if refusal else ""),
+        )
+    if refusal is not None:
+        raise refusal
+    assert outcome is not None
+    return outcome
+
+
+def _attempt(
+    tool_call_id: str,
+    action: Action,
+    actor: Actor,
+    via: str,
+    apply: Apply,
+    *,
+    detail: Callable[[], str] | None = None,
+) -> Outcome:
+    """Run ``apply`` under the run's row lock and audit the attempt, whatever came of it."""
     with transaction.atomic():
         call = ToolCall.objects.filter(pk=tool_call_id).first()
         refusal: AgentCoreError | None = None
@@ -84,105 +192,133 @@ def _decide(tool_call_id: str, action: Action, *, actor: Actor, via: str, **kw: 
             run = core.lock_run(call.run_id)
             call.refresh_from_db()
             try:
-                outcome = _apply(run, call, action, actor=actor, via=via, **kw)
+                outcome = apply(run, call)
             except AgentCoreError as exc:
                 refusal = exc
-        _audit(tool_call_id, call, action, actor, via, outcome, refusal)
+        note = refusal.message if refusal else detail() if detail else ""
+        _audit(tool_call_id, call, action, actor, via, outcome, refusal, note)
     if refusal is not None:
         raise refusal
     assert outcome is not None
     return outcome
 
 
-def _apply(
-    run: Run, call: ToolCall, action: Action, *, actor: Actor, via: str, **kw: Any
+def _settle(
+    run: Run,
+    call: ToolCall,
+    wanted: CallStatus,
+    actor: Actor,
+    via: str,
+    *,
+    remember: bool = False,
+    reason: str = "",
+    args: dict[str, Any] | None = None,
 ) -> Outcome:
-    policy = get_policy()
-    allowed = policy.can_answer if action == Action.ANSWER else policy.can_decide
-    if not allowed(actor, call):
+    if call.kind == "human":
+        raise InvalidDecision("this call asks a question: answer it instead")
+    if not get_policy().can_decide(actor, call):
         raise NotApprover()
-    if action == Action.ANSWER:
-        return _answer(run, call, actor=actor, via=via, answer=kw["answer"])
-    wanted = CallStatus.APPROVED if action == Action.APPROVE else CallStatus.REJECTED
-    if call.status == CallStatus.PENDING_APPROVAL:
-        if call.expires_at is not None and call.expires_at <= timezone.now():
-            _expire(run, call)
-            raise ApprovalExpired()
-        args = kw.get("args")
-        if args is not None:
-            args = _validated_args(run, call, args)
-        core.settle_approval(
-            run,
-            call,
-            status=wanted,
-            decided_by_ref=actor.ref,
-            decided_via=via,
-            reason=kw.get("reason", ""),
-            remember=kw.get("remember", False),
-            args=args,
-        )
-        if wanted == CallStatus.APPROVED and kw.get("remember"):
-            _remember(run, call, actor)
-        return Outcome.APPLIED
-    repeated = (
-        call.status in _APPROVED_ONCE
-        if wanted == CallStatus.APPROVED
-        else (call.status == CallStatus.REJECTED)
+    if call.status != CallStatus.PENDING_APPROVAL:
+        if _repeats(call, wanted, remember=remember, args=args):
+            return Outcome.UNCHANGED
+        raise _conflict(run, call)
+    _check_deadline(run, call)
+    tool = get_agent(run.agent).get_tool(call.tool_name)
+    if remember and not tool.rememberable:
+        raise InvalidDecision(f"{call.tool_name} approvals cannot be remembered")
+    if args is not None:
+        args = _validated(tool.validate_args, args, "the edited arguments")
+    core.settle_approval(
+        run,
+        call,
+        status=wanted,
+        decided_by_ref=actor.ref,
+        decided_via=via,
+        reason=reason,
+        remember=remember,
+        args=args,
     )
-    if repeated and call.decided_at is not None and call.decided_via not in ("", "policy"):
-        return Outcome.UNCHANGED
+    if remember:
+        _remember(call, actor)
+    return Outcome.APPLIED
+
+
+def _repeats(
+    call: ToolCall, wanted: CallStatus, *, remember: bool, args: dict[str, Any] | None
+) -> bool:
+    """Whether a decision on an already decided call is an identical repeat (200 ``unchanged``).
+
+    A yes with other edited args, or one asking to remember what was not remembered, is not.
+    """
+    if call.decided_at is None or call.decided_via in ("", "policy", "expiry"):
+        return False
+    if wanted == CallStatus.REJECTED:
+        return call.status == CallStatus.REJECTED
+    if call.status not in _APPROVED_ONCE:
+        return False
+    if remember and not call.remember:
+        return False
+    return args is None or args == call.args
+
+
+def _conflict(run: Run, call: ToolCall) -> AgentCoreError:
     if call.status == CallStatus.EXPIRED:
-        raise ApprovalExpired()
+        return ApprovalExpired()
     if call.status == CallStatus.CANCELLED or (run.is_terminal and call.decided_at is None):
-        raise RunNotActive()
-    raise AlreadyDecided(f"{call.pk} is already {call.status}")
+        return RunNotActive()
+    return AlreadyDecided(f"{call.pk} is already {call.status}")
+
+
+def _check_deadline(run: Run, call: ToolCall) -> None:
+    """Guarantee 9 at decision time: a request past its deadline expires now and answers 410."""
+    if call.expires_at is not None and call.expires_at <= timezone.now():
+        if _expire(run, call):
+            _audit(call.pk, call, Action.EXPIRE, SYSTEM, "expiry", Outcome.APPLIED, None, "")
+        raise ApprovalExpired()
 
 
 def _answer(run: Run, call: ToolCall, *, actor: Actor, via: str, answer: Any) -> Outcome:
+    if call.kind != "human":
+        raise InvalidDecision("this call asks for an approval, not an answer")
+    if not get_policy().can_answer(actor, call):
+        raise NotApprover()
     if call.status != CallStatus.PENDING_INPUT:
         if call.status == CallStatus.SUCCEEDED:
             raise AlreadyAnswered()
         raise RunNotActive()
     tool = get_agent(run.agent).get_tool(call.tool_name)
-    try:
-        value = tool.validate_answer(answer)
-    except pydantic.ValidationError as exc:
-        raise InvalidDecision(
-            "the answer does not fit the question's schema", errors=_errors(exc)
-        ) from exc
+    value = _validated(tool.validate_answer, answer, "the answer")
     core.answer_input(run, call, answer=value, decided_by_ref=actor.ref, via=via)
     return Outcome.APPLIED
 
 
-def _validated_args(run: Run, call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
-    tool = get_agent(run.agent).get_tool(call.tool_name)
+def _validated(validate: Callable[[Any], Any], value: Any, what: str) -> Any:
     try:
-        return tool.validate_args(args)
+        return validate(value)
     except pydantic.ValidationError as exc:
-        raise InvalidDecision(
-            "the edited arguments do not fit the tool's schema", errors=_errors(exc)
-        ) from exc
+        errors = json.loads(exc.json(include_url=False, include_context=False))
+        raise InvalidDecision(f"{what} do not fit the schema", errors=errors) from exc
 
 
-def _errors(exc: pydantic.ValidationError) -> list[dict[str, Any]]:
-    errors: list[dict[str, Any]] = json.loads(exc.json(include_url=False, include_context=False))
-    return errors
-
-
-def _remember(run: Run, call: ToolCall, actor: Actor) -> None:
-    if get_agent(run.agent).get_tool(call.tool_name).rememberable:
-        RememberedApproval.objects.create(
-            thread_id=call.thread_id,
-            tool_name=call.tool_name,
-            granted_by_ref=actor.ref,
-            source_tool_call=call,
-        )
+def _remember(call: ToolCall, actor: Actor) -> None:
+    ttl = approvals_settings().remember_ttl
+    RememberedApproval.objects.create(
+        thread_id=call.thread_id,
+        tool_name=call.tool_name,
+        granted_by_ref=actor.ref,
+        source_tool_call=call,
+        expires_at=timezone.now() + ttl if ttl else None,
+    )
 
 
 def _expire(run: Run, call: ToolCall) -> bool:
     return core.settle_approval(
         run, call, status=CallStatus.EXPIRED, decided_by_ref=SYSTEM.ref, decided_via="expiry"
     )
+
+
+def _iso(result: list[datetime]) -> str:
+    return f"expires_at {result[0].isoformat()}" if result else ""
 
 
 def _audit(
@@ -193,6 +329,7 @@ def _audit(
     via: str,
     outcome: Outcome | None,
     refusal: AgentCoreError | None,
+    detail: str = "",
 ) -> None:
     DecisionAttempt.objects.create(
         tool_call_id=tool_call_id,
@@ -203,16 +340,20 @@ def _audit(
         actor_ref=actor.ref,
         via=via,
         outcome=outcome.value if outcome else refusal.code if refusal else "",
-        detail=refusal.message if refusal else "",
+        detail=detail,
     )
 
 
 def expire_due(limit: int = 500) -> int:
-    """Settle pending approvals whose deadline passed (the periodic sweep); returns how many."""
+    """Settle pending approvals whose deadline passed (the periodic sweep); returns how many.
+
+    Each call settles in its own transaction under its run's lock, so a decision arriving at the
+    same moment and the sweep agree on one outcome, recorded once.
+    """
     due = list(
-        ToolCall.objects.filter(
-            status=CallStatus.PENDING_APPROVAL, expires_at__lte=timezone.now()
-        ).values_list("pk", "run_id")[:limit]
+        ToolCall.objects.filter(status=CallStatus.PENDING_APPROVAL, expires_at__lte=timezone.now())
+        .order_by("expires_at")
+        .values_list("pk", "run_id")[:limit]
     )
     expired = 0
     for call_id, run_id in due:

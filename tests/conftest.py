@@ -10,7 +10,7 @@ import pytest
 
 from agent_core import services
 from agent_core.actors import Actor
-from agent_core.models import Run, ToolCall
+from agent_core.models import Run, StreamFrame, ToolCall
 from agent_core.runner import set_runner
 from agent_core.runner.inline import InlineRunner
 from demo.models import Campaign, Order
@@ -66,3 +66,26 @@ def decide(django_capture_on_commit_callbacks: Any) -> Callable[..., Any]:
 
 def calls_of(run: Run) -> list[ToolCall]:
     return list(ToolCall.objects.filter(run=run).order_by("requested_at", "position"))
+
+
+OPS_AGENTS = ["demo.agents.support_agent", "tests.approvals.agents.ops_agent"]
+
+
+@pytest.fixture
+def ops_turn(
+    shop: None, sync_runner: InlineRunner, django_capture_on_commit_callbacks: Any, settings: Any
+) -> Callable[..., Run]:
+    """Like ``turn``, for the ``ops`` test agent (preflight and never-rememberable tools)."""
+    settings.AGENT = {**settings.AGENT, "AGENTS": OPS_AGENTS}
+
+    def start(message: str, *, actor: Actor = ALICE, thread_id: str | None = None) -> Run:
+        with django_capture_on_commit_callbacks(execute=True):
+            run = services.start_run(agent="ops", message=message, actor=actor, thread_id=thread_id)
+        run.refresh_from_db()
+        return run
+
+    return start
+
+
+def frame_kinds(run: Run) -> list[str]:
+    return list(StreamFrame.objects.filter(run=run).order_by("seq").values_list("kind", flat=True))

@@ -1,0 +1,131 @@
+"""Request bodies of the decision endpoints and the shape of pending calls and grants."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from agent_core.agents import get_agent
+from agent_core.exceptions import AgentCoreError
+from agent_core.models import ToolCall
+
+from ..models import RememberedApproval
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """A JSON ``true`` / ``false`` only: ``"yes"`` or ``1`` is a mistake, not a decision."""
+
+    default_error_messages = {"invalid": "Must be true or false."}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class _Decision(serializers.Serializer[Any]):
+    tool_call_id = serializers.CharField(max_length=40)
+    via = serializers.CharField(min_length=1, max_length=64, default="web")
+
+
+class ApproveSerializer(_Decision):
+    """``{tool_call_id, remember?, via?, args?}``: ``args`` approves the call with edited args."""
+
+    remember = StrictBooleanField(default=False)
+    args = serializers.DictField(required=False)
+
+
+class RejectSerializer(_Decision):
+    """``{tool_call_id, reason?, via?}``: the reason is told to the model."""
+
+    reason = serializers.CharField(max_length=4096, allow_blank=True, default="")
+
+
+class AnswerSerializer(_Decision):
+    """``{tool_call_id, answer, via?}``: the answer must fit the question's JSON schema."""
+
+    answer = serializers.JSONField()
+
+
+class ExtendSerializer(_Decision):
+    """``{tool_call_id, ttl? | expires_at?, via?}``: ``ttl`` is seconds from now."""
+
+    ttl = serializers.IntegerField(min_value=1, max_value=365 * 24 * 3600, required=False)
+    expires_at = serializers.DateTimeField(required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("ttl" in attrs) == ("expires_at" in attrs):
+            raise serializers.ValidationError("Give either ttl (seconds) or expires_at.")
+        return attrs
+
+
+class DecisionResultSerializer(serializers.Serializer[Any]):
+    """What a decision answers: the call's status now, and whether this request changed it."""
+
+    tool_call_id = serializers.CharField()
+    status = serializers.CharField()
+    outcome = serializers.ChoiceField(choices=["applied", "unchanged"])
+    expires_at = serializers.DateTimeField(allow_null=True, required=False)
+
+
+class PendingCallSerializer(serializers.ModelSerializer[ToolCall]):
+    """A call waiting on a person, with everything needed to decide it without another read."""
+
+    tool_call_id = serializers.CharField(source="id")
+    agent = serializers.CharField(source="run.agent")
+    requester = serializers.CharField(source="requester_ref")
+    answer_schema = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ToolCall
+        fields = [
+            "tool_call_id",
+            "status",
+            "tool_name",
+            "kind",
+            "args",
+            "confirmation",
+            "approver",
+            "requester",
+            "thread_id",
+            "run_id",
+            "agent",
+            "requested_at",
+            "expires_at",
+            "answer_schema",
+        ]
+
+    def get_answer_schema(self, call: ToolCall) -> dict[str, Any] | None:
+        """A human tool's answer schema (read from the declared tool, not the database)."""
+        if call.kind != "human":
+            return None
+        try:
+            return get_agent(call.run.agent).get_tool(call.tool_name).answer_schema
+        except AgentCoreError:
+            return None
+
+
+class RememberedApprovalSerializer(serializers.ModelSerializer[RememberedApproval]):
+    """A standing yes for one tool in one thread."""
+
+    source_tool_call_id = serializers.CharField(allow_null=True)
+    active = serializers.SerializerMethodField()
+
+    class Meta:
+        model = RememberedApproval
+        fields = [
+            "id",
+            "thread_id",
+            "tool_name",
+            "granted_by_ref",
+            "source_tool_call_id",
+            "created_at",
+            "expires_at",
+            "revoked_at",
+            "revoked_by_ref",
+            "active",
+        ]
+
+    def get_active(self, grant: RememberedApproval) -> bool:
+        return grant.is_active

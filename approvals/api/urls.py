@@ -1,0 +1,19 @@
+"""Mounted under ``agent/`` by the project: ``path("agent/", include("approvals.api.urls"))``."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from . import views
+
+app_name = "approvals_api"
+
+urlpatterns = [
+    path("tool-call/approve", views.ApproveView.as_view(), name="approve"),
+    path("tool-call/reject", views.RejectView.as_view(), name="reject"),
+    path("tool-call/answer", views.AnswerView.as_view(), name="answer"),
+    path("tool-call/extend", views.ExtendView.as_view(), name="extend"),
+    path("approvals/pending", views.PendingApprovalsView.as_view(), name="pending"),
+    path("remembered", views.RememberedListView.as_view(), name="remembered"),
+    path("remembered/<int:pk>", views.RememberedDetailView.as_view(), name="remembered-detail"),
+]

@@ -1,0 +1,184 @@
+"""Decision endpoints and the pending-approvals inbox: parse, call the port, shape the answer."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agent_core.api.actors import HasActor, request_actor
+from agent_core.models import ToolCall
+
+from .. import selectors, services
+from ..models import RememberedApproval
+from .filters import PendingFilter, keyset_page, page_limit
+from .serializers import (
+    AnswerSerializer,
+    ApproveSerializer,
+    DecisionResultSerializer,
+    ExtendSerializer,
+    PendingCallSerializer,
+    RejectSerializer,
+    RememberedApprovalSerializer,
+)
+
+
+def _body(serializer_class: type[serializers.Serializer[Any]], request: Request) -> Any:
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _result(call_id: str, outcome: str) -> Response:
+    status, expires_at = ToolCall.objects.values_list("status", "expires_at").get(pk=call_id)
+    data = {"tool_call_id": call_id, "status": status, "outcome": outcome}
+    return Response(DecisionResultSerializer({**data, "expires_at": expires_at}).data)
+
+
+class _DecisionView(APIView):
+    permission_classes = [HasActor]
+
+
+class ApproveView(_DecisionView):
+    """``POST /agent/tool-call/approve``."""
+
+    @extend_schema(request=ApproveSerializer, responses=DecisionResultSerializer)
+    def post(self, request: Request) -> Response:
+        body = _body(ApproveSerializer, request)
+        outcome = services.approve(
+            body["tool_call_id"],
+            actor=request_actor(request),
+            remember=body["remember"],
+            via=body["via"],
+            args=body.get("args"),
+        )
+        return _result(body["tool_call_id"], outcome)
+
+
+class RejectView(_DecisionView):
+    """``POST /agent/tool-call/reject``."""
+
+    @extend_schema(request=RejectSerializer, responses=DecisionResultSerializer)
+    def post(self, request: Request) -> Response:
+        body = _body(RejectSerializer, request)
+        outcome = services.reject(
+            body["tool_call_id"],
+            actor=request_actor(request),
+            reason=body["reason"],
+            via=body["via"],
+        )
+        return _result(body["tool_call_id"], outcome)
+
+
+class AnswerView(_DecisionView):
+    """``POST /agent/tool-call/answer``."""
+
+    @extend_schema(request=AnswerSerializer, responses=DecisionResultSerializer)
+    def post(self, request: Request) -> Response:
+        body = _body(AnswerSerializer, request)
+        outcome = services.answer(
+            body["tool_call_id"],
+            actor=request_actor(request),
+            answer=body["answer"],
+            via=body["via"],
+        )
+        return _result(body["tool_call_id"], outcome)
+
+
+class ExtendView(_DecisionView):
+    """``POST /agent/tool-call/extend``: a later deadline for a pending request."""
+
+    @extend_schema(request=ExtendSerializer, responses=DecisionResultSerializer)
+    def post(self, request: Request) -> Response:
+        body = _body(ExtendSerializer, request)
+        ttl = timedelta(seconds=body["ttl"]) if "ttl" in body else None
+        services.extend(
+            body["tool_call_id"],
+            actor=request_actor(request),
+            ttl=ttl,
+            expires_at=body.get("expires_at"),
+            via=body["via"],
+        )
+        return _result(body["tool_call_id"], services.Outcome.APPLIED)
+
+
+class PendingApprovalsView(APIView):
+    """``GET /agent/approvals/pending``: every call the actor may decide, oldest first."""
+
+    permission_classes = [HasActor]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("tool", str),
+            OpenApiParameter("agent", str),
+            OpenApiParameter("approver", str, description="a role name, or 'requester'"),
+            OpenApiParameter("thread", str),
+            OpenApiParameter("cursor", str),
+            OpenApiParameter("limit", int, description="1 to 200, default 50"),
+        ],
+        responses=PendingCallSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        actor = request_actor(request)
+        filtered = PendingFilter(params, queryset=selectors.pending_calls())
+        if not filtered.is_valid():
+            raise serializers.ValidationError(filtered.errors)
+        who = selectors.decidable_by(actor)
+        rows, cursor = keyset_page(filtered.qs, who, params.get("cursor"), page_limit(params))
+        next_url = None
+        if cursor is not None:
+            query = params.copy()
+            query["cursor"] = cursor
+            next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+        return Response(
+            {
+                "results": PendingCallSerializer(rows, many=True).data,
+                "next_cursor": cursor,
+                "next": next_url,
+            }
+        )
+
+
+class RememberedListView(APIView):
+    """``GET /agent/remembered``: the actor's remembered approvals (``?all=1``: revoked too)."""
+
+    permission_classes = [HasActor]
+
+    @extend_schema(responses=RememberedApprovalSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        include_inactive = request.query_params.get("all") in ("1", "true")
+        grants = selectors.remembered_for(request_actor(request), include_inactive=include_inactive)
+        return Response(RememberedApprovalSerializer(grants[:500], many=True).data)
+
+
+class RememberedDetailView(APIView):
+    """``GET`` / ``DELETE /agent/remembered/<id>``: one grant; delete revokes it (idempotent)."""
+
+    permission_classes = [HasActor]
+
+    def _grant(self, request: Request, pk: int) -> RememberedApproval:
+        grant = (
+            selectors.remembered_for(request_actor(request), include_inactive=True)
+            .filter(pk=pk)
+            .first()
+        )
+        if grant is None:
+            raise Http404
+        return grant
+
+    @extend_schema(responses=RememberedApprovalSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(RememberedApprovalSerializer(self._grant(request, pk)).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, pk: int) -> Response:
+        self._grant(request, pk)  # 404 for grants the actor may not see
+        services.revoke(pk, actor=request_actor(request), via="api")
+        return Response(status=204)

@@ -1,0 +1,57 @@
+"""The ``APPROVALS`` settings dict: declarative approval rules and remembered-approval lifetime.
+
+Read through ``approvals_settings()`` (cached; ``override_settings(APPROVALS=...)`` clears it).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalsSettings:
+    """Every key of ``settings.APPROVALS`` with its default; an unknown key is a TypeError."""
+
+    # tool name (or "*") -> one rule or a list of rules; see approvals/rules.py.
+    RULES: dict[str, Any] = field(default_factory=dict)
+    # How long a remembered approval lasts (seconds or timedelta); None: until revoked.
+    REMEMBER_TTL: float | timedelta | None = None
+
+    @property
+    def remember_ttl(self) -> timedelta | None:
+        return to_timedelta(self.REMEMBER_TTL, key="REMEMBER_TTL")
+
+
+def to_timedelta(value: Any, *, key: str) -> timedelta | None:
+    """A ttl given as seconds or a ``timedelta``; ``None`` means no expiry."""
+    if value is None or isinstance(value, timedelta):
+        ttl = value
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        ttl = timedelta(seconds=value)
+    else:
+        raise ValueError(f"{key} must be seconds or a timedelta, not {value!r}")
+    if ttl is not None and ttl <= timedelta(0):
+        raise ValueError(f"{key} must be positive, not {value!r}")
+    return ttl
+
+
+@functools.cache
+def approvals_settings() -> ApprovalsSettings:
+    """The current ``APPROVALS`` settings, parsed once and cached until the setting changes."""
+    return ApprovalsSettings(**dict(getattr(settings, "APPROVALS", {})))
+
+
+@receiver(setting_changed)
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    if setting == "APPROVALS":
+        approvals_settings.cache_clear()
+        from .rules import configured_rules
+
+        configured_rules.cache_clear()

@@ -1,0 +1,301 @@
+"""Benchmark: the pending-approvals inbox at scale, and approve latency under concurrent deciders.
+
+    DATABASE_URL=postgres://…/airlock python bench/pending.py [--reuse] [--requests 200]
+
+Uses the database ``<name>_bench`` next to ``DATABASE_URL`` (created if missing, its agent tables
+emptied and refilled): 50,000 threads, one run each, 1,000,000 tool calls of which 10,000 are
+pending (two in each of 5,000 waiting runs; approver: requester 60 %, finance 30 %, marketing
+10 %). Bulk-loaded with ``generate_series`` SQL. Then:
+
+1. ``GET /agent/approvals/pending`` in process (DRF APIClient, no network): median / p99 of the
+   first page and of a deep cursor page, for a finance approver and for a requester; plus the
+   SQL's own execution time (``EXPLAIN ANALYZE``) and whether it uses the partial index.
+2. ``POST /agent/tool-call/approve`` against a real daphne on a random port: 50 threads deciding
+   1,000 distinct calls at once (token auth); median / p99 latency and throughput. Each approved
+   call has a sibling still pending, so the run stays parked: this measures the decision path,
+   not the agent loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse, urlunparse
+
+ROOT = Path(__file__).resolve().parent.parent
+THREADS, CALLS_PER_RUN, DECIDERS, APPROVALS = 50_000, 20, 50, 1_000
+
+
+def bench_database_url() -> str:
+    url = urlparse(os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/airlock"))
+    name = url.path.lstrip("/") + "_bench"
+    import psycopg
+
+    admin = urlunparse(url._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+    return urlunparse(url._replace(path=f"/{name}"))
+
+
+def setup_django(database_url: str) -> None:
+    os.environ["DATABASE_URL"] = database_url
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.dev"
+    os.environ["DEBUG"] = "0"  # no query log growing in memory
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def owner(g: str, requester_ref: str) -> str:
+    return f"CASE WHEN {g} % 50 = 3 THEN '{requester_ref}' ELSE 'user:b' || ({g} % 1000) END"
+
+
+LOAD = """
+SET session_replication_role = replica;  -- skip FK triggers while bulk loading consistent rows
+TRUNCATE agent_core_thread, agent_core_run, agent_core_message, agent_core_toolcall,
+         agent_core_step, agent_core_streamframe, approvals_decisionattempt,
+         approvals_rememberedapproval CASCADE;
+INSERT INTO agent_core_thread (id, owner_ref, agent, title, created_at, updated_at)
+SELECT 'thr_b' || lpad(g::text, 8, '0'), {owner}, 'support', 'bench ' || g,
+       now() - interval '30 days' + g * interval '50 seconds', now()
+FROM generate_series(1, {threads}) g;
+INSERT INTO agent_core_run (id, thread_id, agent, status, error_code, error_message, actor_ref,
+    actor_roles, runner, lease_owner, lease_token, cancel_requested, last_seq, created_at,
+    updated_at)
+SELECT 'run_b' || lpad(g::text, 8, '0'), 'thr_b' || lpad(g::text, 8, '0'), 'support',
+       CASE WHEN g % 10 = 3 THEN 'waiting' ELSE 'completed' END, '', '', {owner}, '[]',
+       'inline', '', 0, false, 0, now() - interval '30 days' + g * interval '50 seconds', now()
+FROM generate_series(1, {threads}) g;
+INSERT INTO agent_core_message (id, thread_id, run_id, seq, role, content, created_at)
+SELECT 'msg_b' || lpad(g::text, 8, '0'), 'thr_b' || lpad(g::text, 8, '0'),
+       'run_b' || lpad(g::text, 8, '0'), 1, 'assistant', '[]', now()
+FROM generate_series(1, {threads}) g;
+INSERT INTO agent_core_toolcall (id, run_id, thread_id, message_id, step_name, position,
+    provider_call_id, tool_name, kind, args, args_digest, status, requires_approval, approver,
+    requester_ref, remember, decided_by_ref, decided_via, reason, confirmation, error, attempts,
+    fence, requested_at)
+SELECT 'tc_b' || lpad(g::text, 8, '0') || lpad(p::text, 2, '0'),
+       'run_b' || lpad(g::text, 8, '0'), 'thr_b' || lpad(g::text, 8, '0'),
+       'msg_b' || lpad(g::text, 8, '0'), 'llm:0', p, 'call_' || p,
+       (ARRAY['issue_refund', 'purge_cache', 'send_campaign'])[p % 3 + 1], 'action',
+       '{{"order_id": "A-1001", "amount": "10"}}', repeat('0', 64),
+       CASE WHEN g % 10 = 3 AND p < 2 THEN 'pending_approval'
+            WHEN p % 7 = 0 THEN 'rejected' ELSE 'succeeded' END,
+       true,
+       CASE WHEN g % 10 = 3 AND (g / 10) % 10 >= 9 THEN 'marketing'
+            WHEN g % 10 = 3 AND (g / 10) % 10 >= 6 THEN 'finance' ELSE 'requester' END,
+       {owner}, false, '', '', '', '', '', 0, 0,
+       now() - interval '30 days' + g * interval '50 seconds' + p * interval '1 second'
+FROM generate_series(1, {threads}) g CROSS JOIN generate_series(0, {calls} - 1) p;
+SET session_replication_role = DEFAULT;
+ANALYZE;
+"""
+
+
+def load(requester_ref: str, *, reuse: bool) -> None:
+    from django.db import connection
+
+    from agent_core.models import ToolCall
+
+    if reuse and ToolCall.objects.count() == THREADS * CALLS_PER_RUN:
+        print("reusing the loaded data")
+        return
+    started = time.perf_counter()
+    sql = LOAD.format(owner=owner("g", requester_ref), threads=THREADS, calls=CALLS_PER_RUN)
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+    print(f"loaded {THREADS * CALLS_PER_RUN:,} calls in {time.perf_counter() - started:.1f} s")
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return statistics.median(ordered) * 1000, p99 * 1000
+
+
+def time_requests(client: Any, url: str, params: dict[str, Any], n: int) -> tuple[float, float]:
+    for _ in range(10):
+        assert client.get(url, params).status_code == 200
+    samples = []
+    for _ in range(n):
+        started = time.perf_counter()
+        response = client.get(url, params)
+        samples.append(time.perf_counter() - started)
+        assert response.status_code == 200
+    return percentiles(samples)
+
+
+def sql_time(actor: Any, cursor: str | None) -> tuple[float, bool]:
+    """The page query's execution time in PostgreSQL, and whether it used a partial index."""
+    from django.db import connection
+
+    from approvals.api.filters import DEFAULT_LIMIT, page_query
+    from approvals.selectors import decidable_by, pending_calls
+
+    query = page_query(pending_calls(), decidable_by(actor), cursor, DEFAULT_LIMIT)
+    sql, params = query.query.sql_with_params()
+    with connection.cursor() as c:
+        c.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+        plan = c.fetchone()[0][0]
+    return plan["Execution Time"], "call_pending" in str(plan)
+
+
+def deep_cursor(actor: Any, depth: int) -> str:
+    from approvals.api.filters import Cursor
+    from approvals.selectors import pending_for
+
+    row = pending_for(actor)[depth - 1]
+    return Cursor(row.requested_at, row.id).encode()
+
+
+def bench_pending(users: dict[str, Any], n: int) -> list[str]:
+    from rest_framework.test import APIClient
+
+    from agent_core.actors import actor_for_user
+    from approvals.selectors import pending_for
+
+    lines = []
+    for name, depth in (("finance approver", 2_500), ("requester", 1_000)):
+        user = users[name]
+        actor = actor_for_user(user)
+        client = APIClient(SERVER_NAME="localhost")  # an ALLOWED_HOSTS name
+        client.force_authenticate(user)
+        visible = pending_for(actor).count()
+        for page, cursor in (
+            ("first page", None),
+            (f"page after {depth:,}", deep_cursor(actor, depth)),
+        ):
+            params = {"cursor": cursor} if cursor else {}
+            median, p99 = time_requests(client, "/agent/approvals/pending", params, n)
+            sql_ms, indexed = sql_time(actor, cursor)
+            lines.append(
+                f"| {name} ({visible:,} visible) | {page} | {median:.1f} | {p99:.1f} | "
+                f"{sql_ms:.2f} | {'yes' if indexed else 'no'} |"
+            )
+    return lines
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def bench_approve(database_url: str, token: str, call_ids: list[str]) -> str:
+    import httpx
+
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": database_url, "DEBUG": "0"}
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "config.asgi:application",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{base}/agent/approvals/pending", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "daphne did not start"
+                time.sleep(0.1)
+        slices = [call_ids[i::DECIDERS] for i in range(DECIDERS)]
+        samples: list[float] = []
+        errors: list[int] = []
+        lock = threading.Lock()
+        barrier = threading.Barrier(DECIDERS)
+
+        def decider(ids: list[str]) -> None:
+            headers = {"Authorization": f"Token {token}"}
+            with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
+                barrier.wait()
+                for call_id in ids:
+                    started = time.perf_counter()
+                    response = client.post(
+                        "/agent/tool-call/approve", json={"tool_call_id": call_id}
+                    )
+                    elapsed = time.perf_counter() - started
+                    with lock:
+                        samples.append(elapsed)
+                        if response.status_code != 200:
+                            errors.append(response.status_code)
+
+        threads = [threading.Thread(target=decider, args=(s,)) for s in slices]
+        started = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - started
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert not errors, f"non-200 answers: {errors[:5]}"
+    median, p99 = percentiles(samples)
+    return (
+        f"| {len(samples):,} approvals, {DECIDERS} concurrent deciders | {median:.1f} | {p99:.1f} "
+        f"| {len(samples) / wall:.0f} /s |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--reuse", action="store_true", help="keep data already loaded")
+    parser.add_argument("--requests", type=int, default=200, help="requests per measurement")
+    args = parser.parse_args()
+    database_url = bench_database_url()
+    setup_django(database_url)
+    from django.contrib.auth.models import Group, User
+    from rest_framework.authtoken.models import Token
+
+    from agent_core.models import CallStatus, ToolCall
+
+    fran, _ = User.objects.get_or_create(username="bench-fran")
+    fran.groups.add(Group.objects.get_or_create(name="finance")[0])
+    alice, _ = User.objects.get_or_create(username="bench-alice")
+    token, _ = Token.objects.get_or_create(user=fran)
+    load(f"user:{alice.pk}", reuse=args.reuse)
+    pending = ToolCall.objects.filter(status=CallStatus.PENDING_APPROVAL)
+    print(f"{ToolCall.objects.count():,} calls, {pending.count():,} pending")
+    lines = bench_pending({"finance approver": fran, "requester": alice}, args.requests)
+    targets = list(
+        pending.filter(approver="finance", position=0).order_by("id").values_list("id", flat=True)
+    )[:APPROVALS]
+    approve = bench_approve(database_url, token.key, targets)
+    print("\n| inbox of | page | median ms | p99 ms | SQL ms | partial index |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(lines))
+    print("\n| approve endpoint | median ms | p99 ms | throughput |")
+    print("|---|---|---|---|")
+    print(approve)
+    print("\n(after the approve run the data has changed: run without --reuse to measure again)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,324 @@
+"""Decisions, the pending inbox and remembered grants over REST (DRF APIClient, in process)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.db.models import Q
+from django.test import override_settings
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from agent_core import services
+from agent_core.actors import Actor, actor_for_user
+from agent_core.models import CallStatus, ToolCall
+from approvals.models import DecisionAttempt, RememberedApproval
+from approvals.policy import DefaultPolicy
+from demo.models import Refund
+from tests.conftest import calls_of
+
+pytestmark = pytest.mark.django_db
+
+
+def refund(amount: int) -> str:
+    return f'/call issue_refund {{"order_id": "A-1001", "amount": {amount}}}'
+
+
+def user(name: str, *roles: str) -> User:
+    person = User.objects.create_user(name)
+    for role in roles:
+        person.groups.add(Group.objects.get_or_create(name=role)[0])
+    return person
+
+
+@pytest.fixture
+def people(db):
+    return {"alice": user("alice"), "bob": user("bob"), "fran": user("fran", "finance")}
+
+
+def client_for(person: User | None) -> APIClient:
+    client = APIClient()
+    if person is not None:
+        client.force_authenticate(person)
+    return client
+
+
+def actor(person: User) -> Actor:
+    return actor_for_user(person)
+
+
+@pytest.fixture
+def post(django_capture_on_commit_callbacks):
+    """POST as ``person`` and let the run the decision resumes be driven before returning."""
+
+    def call(person: User | None, url: str, body: dict) -> tuple[int, dict]:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client_for(person).post(url, body, format="json")
+        return response.status_code, response.json()
+
+    return call
+
+
+# --- decisions -----------------------------------------------------------------------------------
+
+
+def test_approve_then_repeat_then_conflict(turn, people, post):
+    run = turn(refund(10), actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    body = {"tool_call_id": call.pk, "via": "slack"}
+    assert post(people["alice"], "/agent/tool-call/approve", body) == (
+        200,
+        {"tool_call_id": call.pk, "status": "approved", "outcome": "applied", "expires_at": None},
+    )
+    status, data = post(people["alice"], "/agent/tool-call/approve", body)
+    assert (status, data["outcome"]) == (200, "unchanged")
+    status, data = post(people["alice"], "/agent/tool-call/reject", {"tool_call_id": call.pk})
+    assert (status, data["code"]) == (409, "already_decided")
+    call.refresh_from_db()
+    assert (call.decided_by_ref, call.decided_via) == (f"user:{people['alice'].pk}", "slack")
+    assert Refund.objects.count() == 1
+
+
+@override_settings(APPROVALS={"RULES": {"issue_refund": {"approver": "finance", "ttl": 600}}})
+def test_refusals_have_their_status_and_code_and_are_audited(turn, people, post):
+    run = turn(refund(10), actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    url = "/agent/tool-call/approve"
+    assert post(None, url, {"tool_call_id": call.pk})[0] == 401
+    assert post(people["alice"], url, {"tool_call_id": call.pk})[1]["code"] == "not_approver"
+    assert post(people["bob"], url, {"tool_call_id": call.pk})[0] == 403
+    assert post(people["fran"], url, {"tool_call_id": "tc_nope"})[0] == 404
+    ToolCall.objects.filter(pk=call.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    status, data = post(people["fran"], url, {"tool_call_id": call.pk})
+    assert (status, data["code"]) == (410, "approval_expired")
+    outcomes = list(DecisionAttempt.objects.order_by("id").values_list("action", "outcome"))
+    assert outcomes == [
+        ("approve", "not_approver"),
+        ("approve", "not_approver"),
+        ("approve", "not_found"),
+        ("expire", "applied"),
+        ("approve", "approval_expired"),
+    ]
+
+
+def test_a_dead_runs_card_answers_run_not_active(turn, people, post):
+    run = turn(refund(10), actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    services.fail_run(run.pk, code="run_failed", message="gone")
+    status, data = post(people["alice"], "/agent/tool-call/approve", {"tool_call_id": call.pk})
+    assert (status, data["code"]) == (409, "run_not_active")
+
+
+@pytest.mark.parametrize(
+    ("url", "body", "field"),
+    [
+        ("/agent/tool-call/approve", {}, "tool_call_id"),
+        ("/agent/tool-call/approve", {"via": ""}, "via"),
+        ("/agent/tool-call/approve", {"via": "x" * 65}, "via"),
+        ("/agent/tool-call/approve", {"remember": "yes"}, "remember"),
+        ("/agent/tool-call/approve", {"remember": 1}, "remember"),
+        ("/agent/tool-call/approve", {"args": ["A-1001", 5]}, "args"),
+        ("/agent/tool-call/reject", {"reason": "x" * 4097}, "reason"),
+        ("/agent/tool-call/answer", {}, "answer"),
+        ("/agent/tool-call/extend", {}, "non_field_errors"),
+        ("/agent/tool-call/extend", {"ttl": 0}, "ttl"),
+        ("/agent/tool-call/extend", {"ttl": 60, "expires_at": "2030-01-01T00:00:00Z"}, None),
+    ],
+)
+def test_invalid_bodies_are_400_and_change_nothing(turn, people, post, url, body, field):
+    run = turn(refund(10), actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    full = {"tool_call_id": call.pk, **body} if field != "tool_call_id" else body
+    status, data = post(people["alice"], url, full)
+    assert (status, data["code"]) == (400, "invalid")
+    assert field is None or field in data["errors"]
+    call.refresh_from_db()
+    assert call.status == CallStatus.PENDING_APPROVAL and DecisionAttempt.objects.count() == 0
+
+
+def test_edited_args_over_rest(turn, people, post):
+    run = turn(refund(50), actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    url, me = "/agent/tool-call/approve", people["alice"]
+    bad = {"tool_call_id": call.pk, "args": {"order_id": "A-1001", "amount": "lots"}}
+    status, data = post(me, url, bad)
+    assert (status, data["code"]) == (400, "invalid")
+    assert data["errors"][0]["loc"] == ["amount"]
+    good = {"tool_call_id": call.pk, "args": {"order_id": "A-1001", "amount": 20}}
+    assert post(me, url, good)[1]["status"] == "approved"
+    assert Refund.objects.get().amount == 20
+
+
+def test_answer_over_rest(turn, people, post):
+    run = turn('/call ask_user {"question": "Which order?"}', actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    url, me = "/agent/tool-call/answer", people["alice"]
+    status, data = post(me, url, {"tool_call_id": call.pk, "answer": {"answer": ""}})
+    assert (status, data["code"]) == (400, "invalid") and data["errors"]
+    assert post(people["bob"], url, {"tool_call_id": call.pk, "answer": {"answer": "x"}})[0] == 403
+    status, data = post(me, url, {"tool_call_id": call.pk, "answer": {"answer": "A-1001"}})
+    assert (status, data["status"], data["outcome"]) == (200, "succeeded", "applied")
+    status, data = post(me, url, {"tool_call_id": call.pk, "answer": {"answer": "A-1002"}})
+    assert (status, data["code"]) == (409, "already_answered")
+
+
+@override_settings(APPROVALS={"RULES": {"*": {"ttl": 60}}})
+def test_extend_over_rest(turn, people, post):
+    run = turn(refund(10), actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    status, data = post(
+        people["bob"], "/agent/tool-call/extend", {"tool_call_id": call.pk, "ttl": 3600}
+    )
+    assert status == 403
+    status, data = post(
+        people["alice"], "/agent/tool-call/extend", {"tool_call_id": call.pk, "ttl": 3600}
+    )
+    assert (status, data["status"], data["outcome"]) == (200, "pending_approval", "applied")
+    call.refresh_from_db()
+    assert call.expires_at is not None and call.expires_at > timezone.now() + timedelta(minutes=50)
+    assert data["expires_at"] == call.expires_at.isoformat().replace("+00:00", "Z")
+
+
+# --- the pending inbox ---------------------------------------------------------------------------
+
+FINANCE_ABOVE_100 = {
+    "RULES": {"issue_refund": {"when": {"amount__gt": 100}, "approver": "finance"}}
+}
+
+
+def get(person: User, url: str, **params) -> tuple[int, dict]:
+    response = client_for(person).get(url, params)
+    return response.status_code, response.json()
+
+
+@override_settings(APPROVALS=FINANCE_ABOVE_100)
+def test_the_inbox_lists_what_the_actor_may_decide_across_threads(turn, people):
+    alice, bob, fran = people["alice"], people["bob"], people["fran"]
+    big = calls_of(turn(refund(150), actor=actor(alice)))[0]
+    small = calls_of(turn(refund(50), actor=actor(alice)))[0]
+    bobs_big = calls_of(turn(refund(300), actor=actor(bob)))[0]
+    question = calls_of(turn('/call ask_user {"question": "Why?"}', actor=actor(alice)))[0]
+    ids = lambda data: [r["tool_call_id"] for r in data["results"]]  # noqa: E731
+    assert ids(get(fran, "/agent/approvals/pending")[1]) == [big.pk, bobs_big.pk]
+    assert ids(get(alice, "/agent/approvals/pending")[1]) == [small.pk, question.pk]
+    assert ids(get(bob, "/agent/approvals/pending")[1]) == []
+    [row] = get(fran, "/agent/approvals/pending", thread=bobs_big.thread_id)[1]["results"]
+    assert row == {
+        "tool_call_id": bobs_big.pk,
+        "status": "pending_approval",
+        "tool_name": "issue_refund",
+        "kind": "action",
+        "args": {"order_id": "A-1001", "amount": "300", "reason": ""},
+        "confirmation": "",
+        "approver": "finance",
+        "requester": f"user:{bob.pk}",
+        "thread_id": bobs_big.thread_id,
+        "run_id": bobs_big.run_id,
+        "agent": "support",
+        "requested_at": row["requested_at"],
+        "expires_at": None,
+        "answer_schema": None,
+    }
+    q = get(alice, "/agent/approvals/pending", tool="ask_user")[1]["results"][0]
+    assert q["answer_schema"]["required"] == ["answer"]
+    assert ids(get(alice, "/agent/approvals/pending", approver="requester")[1]) == [small.pk]
+    assert ids(get(fran, "/agent/approvals/pending", agent="support")[1]) == [big.pk, bobs_big.pk]
+    assert ids(get(fran, "/agent/approvals/pending", agent="ops")[1]) == []
+    assert ids(get(fran, "/agent/approvals/pending", tool="purge_cache")[1]) == []
+    # Decided calls leave the inbox.
+    services.fail_run(big.run_id, code="run_failed", message="gone")
+    assert ids(get(fran, "/agent/approvals/pending")[1]) == [bobs_big.pk]
+    assert client_for(None).get("/agent/approvals/pending").status_code == 401
+
+
+def test_the_inbox_pages_with_a_cursor_in_one_query(turn, people, django_assert_num_queries):
+    alice = people["alice"]
+    made = [calls_of(turn(refund(10 + i), actor=actor(alice)))[0].pk for i in range(7)]
+    # Same requested_at for two calls: the id breaks the tie, so no page repeats or skips one.
+    ToolCall.objects.filter(pk__in=made[2:4]).update(requested_at=timezone.now())
+    expected = list(
+        ToolCall.objects.filter(pk__in=made)
+        .order_by("requested_at", "id")
+        .values_list("pk", flat=True)
+    )
+    seen: list[str] = []
+    cursor = None
+    client = client_for(alice)
+    while True:
+        params = {"limit": 3, **({"cursor": cursor} if cursor else {})}
+        # One query for the actor's roles (the resolver), one for the page: never one per row.
+        with django_assert_num_queries(2):
+            data = client.get("/agent/approvals/pending", params).json()
+        seen += [r["tool_call_id"] for r in data["results"]]
+        cursor = data["next_cursor"]
+        if cursor is None:
+            assert data["next"] is None
+            break
+        assert f"cursor={cursor}" in data["next"]
+    assert seen == expected
+
+
+@pytest.mark.parametrize(
+    "params", [{"cursor": "garbage!"}, {"limit": 0}, {"limit": "many"}, {"limit": 201}]
+)
+def test_bad_paging_parameters_are_400(people, params):
+    status, data = get(people["alice"], "/agent/approvals/pending", **params)
+    assert (status, data["code"]) == (400, "invalid")
+
+
+# --- remembered grants ---------------------------------------------------------------------------
+
+
+def test_remembered_grants_are_listed_and_revoked_over_rest(turn, people, post):
+    alice, bob = people["alice"], people["bob"]
+    first = turn(refund(10), actor=actor(alice))
+    post(
+        alice, "/agent/tool-call/approve", {"tool_call_id": calls_of(first)[0].pk, "remember": True}
+    )
+    grant = RememberedApproval.objects.get()
+    status, data = get(alice, "/agent/remembered")
+    assert status == 200 and [g["id"] for g in data] == [grant.pk] and data[0]["active"]
+    assert get(bob, f"/agent/remembered/{grant.pk}")[0] == 404
+    assert client_for(bob).delete(f"/agent/remembered/{grant.pk}").status_code == 404
+    assert client_for(alice).delete(f"/agent/remembered/{grant.pk}").status_code == 204
+    assert client_for(alice).delete(f"/agent/remembered/{grant.pk}").status_code == 204
+    assert get(alice, "/agent/remembered")[1] == []
+    status, data = get(alice, f"/agent/remembered/{grant.pk}")
+    assert (data["active"], data["revoked_by_ref"]) == (False, f"user:{alice.pk}")
+    assert [g["id"] for g in get(alice, "/agent/remembered", all=1)[1]] == [grant.pk]
+    again = turn(refund(11), actor=actor(alice), thread_id=first.thread_id)
+    assert calls_of(again)[0].status == CallStatus.PENDING_APPROVAL
+
+
+class SupervisorsDecideAll(DefaultPolicy):
+    """A custom policy: supervisors may decide any pending approval, and the inbox knows it."""
+
+    def can_decide(self, actor, call):
+        return super().can_decide(actor, call) or actor.has_role("supervisor")
+
+    def decidable(self, actor):
+        q = super().decidable(actor)
+        if actor.has_role("supervisor"):
+            q |= Q(status="pending_approval")
+        return q
+
+
+def test_the_inbox_honours_a_custom_policys_decidable(turn, people, post, settings):
+    settings.AGENT = {
+        **settings.AGENT,
+        "APPROVAL_POLICY": "tests.approvals.test_api.SupervisorsDecideAll",
+    }
+    sam = user("sam", "supervisor")
+    mine = calls_of(turn(refund(10), actor=actor(sam)))[0]
+    alices = calls_of(turn(refund(11), actor=actor(people["alice"])))[0]
+    bobs = calls_of(turn(refund(12), actor=actor(people["bob"])))[0]
+    listed = get(sam, "/agent/approvals/pending")[1]["results"]
+    # Sam's own call matches two cases of the policy; the inbox lists it once.
+    assert [r["tool_call_id"] for r in listed] == [mine.pk, alices.pk, bobs.pk]
+    assert post(sam, "/agent/tool-call/approve", {"tool_call_id": bobs.pk})[0] == 200
+    assert [r["tool_call_id"] for r in get(sam, "/agent/approvals/pending")[1]["results"]] == [
+        mine.pk,
+        alices.pk,
+    ]
