@@ -19,7 +19,6 @@ from agent_core.exceptions import AgentCoreError, AlreadyAnswered, AlreadyDecide
 from agent_core.models import CALL_PENDING, ToolCall
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
-from approvals.selectors import pending_for
 
 from ..access import console_view
 from ..cards import Card, answer_form_for, card_for, explain
@@ -57,17 +56,16 @@ def _inbox_context(request: HttpRequest) -> dict[str, Any]:
     actor = actor_of(request)
     form = InboxFilterForm(request.GET)
     filters = form.cleaned_data if form.is_valid() else {}
-    mine = _filtered(pending_for(actor), filters)
-    cards = [card_for(actor, call) for call in mine]
-    # pending_for mirrors the default policy; the configured policy has the last word.
-    yours = [c for c in cards if c.may_decide]
-    others_qs = (
-        ToolCall.objects.filter(status__in=CALL_PENDING)
-        .exclude(pk__in=[c.call.pk for c in yours])
-        .select_related("run", "thread")
-    )
-    others = [card_for(actor, call) for call in _filtered(others_qs, filters)]
-    return {"filter_form": form, "yours": yours, "others": others, "filtered": bool(filters)}
+    # One snapshot of every pending call, split by the configured policy's ``can_decide``:
+    # two queries could place a call that arrived in between on the wrong side.
+    pending = ToolCall.objects.filter(status__in=CALL_PENDING).select_related("run", "thread")
+    cards = [card_for(actor, call) for call in _filtered(pending, filters)]
+    return {
+        "filter_form": form,
+        "yours": [c for c in cards if c.may_decide],
+        "others": [c for c in cards if not c.may_decide],
+        "filtered": any(filters.values()),
+    }
 
 
 @console_view

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.core.paginator import Paginator
@@ -9,7 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 
-from agent_core.models import Run, StreamFrame
+from agent_core.models import Run, Step, StreamFrame, ToolCall
 from approvals.models import DecisionAttempt
 
 from ..access import console_view
@@ -44,7 +45,7 @@ def runs(request: HttpRequest) -> HttpResponse:
         {
             "filter_form": form,
             "page_obj": paginator.get_page(request.GET.get("page")),
-            "filtered": bool(filters),
+            "filtered": any(filters.values()),
             "query": _query_without_page(request),
         },
     )
@@ -67,15 +68,22 @@ def _run_context(run_id: str) -> dict[str, Any]:
         by_call.setdefault(attempt.tool_call_id, []).append(attempt)
     return {
         "run": run,
-        "messages": list(run.messages.order_by("seq")),
-        "steps": [
-            {"step": s, "took": (s.finished_at - s.started_at) if s.finished_at else None}
-            for s in steps
-        ],
+        "transcript": list(run.messages.order_by("seq")),
+        "steps": [{"step": s, "took": _took(s, calls)} for s in steps],
         "calls": [{"call": c, "attempts": by_call.get(c.pk, [])} for c in calls],
         "frames": frames,
         "last_seq": frames[-1].seq if frames else 0,
     }
+
+
+def _took(step: Step, calls: list[ToolCall]) -> timedelta | None:
+    # A tool step's row is written when the tool finished: its call holds the real span.
+    if step.name.startswith("tool:"):
+        call = next((c for c in calls if step.name == f"tool:{c.pk}"), None)
+        if call is not None and call.started_at and call.finished_at:
+            return call.finished_at - call.started_at
+        return None
+    return step.finished_at - step.started_at if step.finished_at else None
 
 
 @console_view

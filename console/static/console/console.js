@@ -71,13 +71,21 @@
     target.replaceChildren.apply(target, Array.prototype.slice.call(next.childNodes));
   }
 
+  // One refresh at a time: a response that arrives late must never overwrite a newer one.
+  var inFlight = false, again = false;
+
   function refresh() {
     refreshTimer = null;
-    document.querySelectorAll("[data-live-src]").forEach(function (el) {
-      fetch(el.getAttribute("data-live-src"), { headers: FRAGMENT, credentials: "same-origin" })
+    if (inFlight) { again = true; return; }
+    inFlight = true;
+    var jobs = Array.prototype.map.call(document.querySelectorAll("[data-live-src]"), function (el) {
+      return fetch(el.getAttribute("data-live-src"), { headers: FRAGMENT, credentials: "same-origin" })
         .then(function (r) { updateCounts(r); return r.ok ? r.text() : null; })
-        .then(function (html) { if (html !== null) { merge(el, html); tick(); } })
-        .catch(function () { /* the next event or poll tries again */ });
+        .then(function (html) { if (html !== null) { merge(el, html); tick(); } });
+    });
+    Promise.all(jobs).catch(function () { /* the next event or poll tries again */ }).then(function () {
+      inFlight = false;
+      if (again) { again = false; scheduleRefresh(0); }
     });
   }
 
@@ -96,7 +104,7 @@
       li.value = f.seq; li.setAttribute("data-seq", f.seq); li.className = "fresh";
       var kind = document.createElement("span"); kind.className = "kind"; kind.textContent = f.kind;
       var data = document.createElement("code"); data.className = "frame-data";
-      data.textContent = JSON.stringify(f.data);
+      data.textContent = JSON.stringify(f.data, null, 1).replace(/\n\s*/g, " ");
       li.append(kind, " ", data);
       list.append(li);
       last = f.seq;
@@ -112,6 +120,7 @@
     var status = document.querySelector("[data-live-status]");
     var run = document.body.getAttribute("data-run");
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    if (status) status.hidden = false;
     var socket = new WebSocket(scheme + location.host + "/console/ws/" + (run ? "runs/" + run + "/" : ""));
     socket.onopen = function () {
       attempt = 0;
