@@ -53,11 +53,12 @@
   }
 
   function merge(target, html) {
-    // Keep what the operator is in the middle of: a refused card, a form being typed into.
+    // Keep what the operator is in the middle of: a refused card, a form opened or typed into.
     var next = document.createElement("div");
     next.innerHTML = html;
     target.querySelectorAll("[data-card]").forEach(function (old) {
-      var busy = old.hasAttribute("data-keep") || old.contains(document.activeElement) || old.hasAttribute("data-dirty");
+      var busy = old.hasAttribute("data-keep") || old.hasAttribute("data-dirty") ||
+        old.contains(document.activeElement) || old.querySelector("details.more[open]");
       if (!busy) return;
       var fresh = next.querySelector('[data-card="' + old.getAttribute("data-card") + '"]');
       if (fresh) fresh.replaceWith(old);
