@@ -8,4 +8,5 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("agent/", include("approvals.api.urls")),
+    path("console/", include("console.urls")),
 ]

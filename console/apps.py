@@ -6,3 +6,8 @@ from django.apps import AppConfig
 class ConsoleConfig(AppConfig):
     name = "console"
     verbose_name = "Operators' console"
+
+    def ready(self) -> None:
+        from . import receivers
+
+        receivers.connect()

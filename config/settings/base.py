@@ -92,7 +92,11 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "console:login"
+LOGIN_REDIRECT_URL = "console:inbox"
+
+# The operators' console (console/conf.py): who may open it besides staff users.
+AIRLOCK_CONSOLE = {"ROLES": ["operator"]}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -1,0 +1,123 @@
+"""An inbox card: one pending call, what the viewer may do with it, and what came of it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django import forms
+from django.utils import timezone
+from django.utils.timesince import timesince
+
+from agent_core.actors import Actor
+from agent_core.agents import get_agent
+from agent_core.exceptions import AgentCoreError
+from agent_core.models import CallStatus, ToolCall
+from agent_core.tools import ToolSpec
+from approvals.policy import get_policy
+
+from .forms import EditArgsForm, RejectForm
+from .people import name_of
+from .schema_forms import form_class_for
+
+
+@dataclass
+class Card:
+    """A call as the inbox shows it to one viewer."""
+
+    call: ToolCall
+    may_decide: bool
+    tool: ToolSpec | None
+    answer_form: forms.Form | None = None
+    edit_form: forms.Form | None = None
+    reject_form: forms.Form | None = None
+    error: str = ""  # why the viewer's last action on this card was refused
+    errors: list[str] = field(default_factory=list)  # field-level details of that refusal
+
+    @property
+    def is_question(self) -> bool:
+        return self.call.status == CallStatus.PENDING_INPUT
+
+    @property
+    def is_pending(self) -> bool:
+        return self.call.status in (CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT)
+
+    @property
+    def rememberable(self) -> bool:
+        return self.tool is not None and self.tool.rememberable
+
+    @property
+    def prompt(self) -> str:
+        return str(self.call.args.get("question", "")) if self.is_question else ""
+
+
+def _tool_of(call: ToolCall) -> ToolSpec | None:
+    try:
+        return get_agent(call.run.agent).get_tool(call.tool_name)
+    except AgentCoreError:
+        # The agent or tool is no longer deployed: the card is still shown, read-only forms.
+        return None
+
+
+def may_decide(actor: Actor, call: ToolCall) -> bool:
+    """Whether the approval policy lets ``actor`` decide (or answer) ``call``."""
+    policy = get_policy()
+    if call.status == CallStatus.PENDING_INPUT:
+        return policy.can_answer(actor, call)
+    return policy.can_decide(actor, call)
+
+
+def answer_form_for(call: ToolCall, data: Any = None, *, tool: ToolSpec | None = None) -> Any:
+    """The form of a human question, generated from its tool's answer schema."""
+    tool = tool or _tool_of(call)
+    form_class = form_class_for((tool.answer_schema if tool else None) or {})
+    return form_class(data, prefix=f"a-{call.pk}", auto_id=f"id_%s_{call.pk}")
+
+
+def card_for(actor: Actor, call: ToolCall, *, data: Any = None, form: str = "") -> Card:
+    """The card of ``call`` for ``actor``; ``data`` (bound to the form named ``form``) redisplays
+    what the viewer typed, with its errors."""
+    tool = _tool_of(call)
+    card = Card(call=call, may_decide=may_decide(actor, call), tool=tool)
+    if not card.may_decide:
+        return card
+    if card.is_question:
+        card.answer_form = answer_form_for(call, data if form == "answer" else None, tool=tool)
+        return card
+    card.reject_form = RejectForm(
+        data if form == "reject" else None, auto_id=f"id_%s_reject_{call.pk}"
+    )
+    card.edit_form = EditArgsForm(
+        data if form == "edit" else None,
+        initial={"args": _json(call.args)},
+        auto_id=f"id_%s_edit_{call.pk}",
+    )
+    return card
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def explain(call: ToolCall) -> str:
+    """Why a decision on ``call`` came too late, in the words an operator needs."""
+    ago = f"{timesince(call.decided_at, timezone.now())} ago" if call.decided_at else ""
+    who = name_of(call.decided_by_ref)
+    via = f" (via {call.decided_via})" if call.decided_via not in ("", "console") else ""
+    match call.status:
+        case CallStatus.EXPIRED:
+            return f"This request expired {ago} — nobody decided in time. Nothing ran."
+        case CallStatus.CANCELLED:
+            return f"The run was cancelled {ago}; this call will not run."
+        case CallStatus.REJECTED:
+            return f"{who} rejected this {ago}{via}."
+        case CallStatus.SUCCEEDED if call.kind == "human":
+            return f"{who} answered this {ago}{via}."
+        case CallStatus.FAILED if call.decided_at is None:
+            return "The run ended before anyone decided; this call will not run."
+        case _ if call.decided_via == "remembered":
+            return f"A remembered approval let this run {ago}."
+        case _ if call.decided_at is not None:
+            return f"{who} approved this {ago}{via}; it is now {call.status.replace('_', ' ')}."
+    return f"This call is {call.status.replace('_', ' ')}."

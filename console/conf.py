@@ -1,0 +1,40 @@
+"""The ``AIRLOCK_CONSOLE`` settings dict: who may open the console, how long lists are."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsoleSettings:
+    """Every key of ``settings.AIRLOCK_CONSOLE`` with its default; an unknown key is a TypeError."""
+
+    # Group names whose members may open the console (staff users always may).
+    ROLES: tuple[str, ...] = ("operator",)
+    # Rows per page of the runs and audit lists.
+    PAGE_SIZE: int = 50
+    # Days shown by the metrics page.
+    METRICS_DAYS: int = 14
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ROLES", tuple(self.ROLES))
+
+
+@functools.cache
+def console_settings() -> ConsoleSettings:
+    """The current ``AIRLOCK_CONSOLE`` settings, cached until the setting changes."""
+    raw: dict[str, Any] = dict(getattr(settings, "AIRLOCK_CONSOLE", {}))
+    return ConsoleSettings(**raw)
+
+
+@receiver(setting_changed)
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    # override_settings(AIRLOCK_CONSOLE=...) in tests must be seen by the next call.
+    if setting == "AIRLOCK_CONSOLE":
+        console_settings.cache_clear()

@@ -1,0 +1,48 @@
+"""The console's live channel: "something changed" events, and a run's frames on its page.
+
+Read-only: the page refetches the fragment an event concerns; decisions go over HTTP forms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from agent_core.streams import group_name
+
+from .access import has_console_access
+
+CONSOLE_GROUP = "airlock.console"
+
+
+class ConsoleConsumer(AsyncJsonWebsocketConsumer):
+    """Joins ``airlock.console`` (and ``agent_run.<id>`` on a run's page) for a console user."""
+
+    groups: list[str]
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not await database_sync_to_async(has_console_access)(user):
+            await self.close(code=4403)
+            return
+        self.groups = [CONSOLE_GROUP]
+        run_id = self.scope["url_route"]["kwargs"].get("run_id")
+        if run_id:
+            self.groups.append(group_name(run_id))
+        for group in self.groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        for group in getattr(self, "groups", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def console_event(self, message: dict[str, Any]) -> None:
+        """A call or run changed: ``{"event", "run_id", "call_id"}``."""
+        await self.send_json({"type": "event", **message["event"]})
+
+    async def run_frames(self, message: dict[str, Any]) -> None:
+        """Committed frames of the run this page shows."""
+        await self.send_json({"type": "frames", "frames": message["frames"]})

@@ -1,0 +1,98 @@
+"""The console's forms: decisions, in-doubt resolutions and list filters."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+
+from agent_core.models import RunStatus
+from approvals.models import Action
+
+
+class JSONObjectField(forms.CharField):
+    """A JSON object typed into a text area."""
+
+    widget = forms.Textarea(attrs={"rows": 6, "spellcheck": "false"})
+
+    def to_python(self, value: Any) -> Any:
+        text = super().to_python(value) or ""
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            raise forms.ValidationError(f"This is not valid JSON: {exc}") from exc
+        if not isinstance(parsed, dict):
+            raise forms.ValidationError('Give a JSON object: {"name": value, …}.')
+        return parsed
+
+
+class ApproveForm(forms.Form):
+    """Approve, optionally remembering the approval for this tool in this thread."""
+
+    remember = forms.BooleanField(required=False)
+
+
+class RejectForm(forms.Form):
+    """Reject with a reason; the model is told it."""
+
+    reason = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class EditArgsForm(forms.Form):
+    """Approve with edited arguments; the approval port validates them against the schema."""
+
+    args = JSONObjectField(label="Arguments")
+
+
+class JSONResultField(forms.CharField):
+    """The result a person records for a call marked done (any JSON; empty is ``null``)."""
+
+    widget = forms.Textarea(attrs={"rows": 3, "spellcheck": "false"})
+
+    def to_python(self, value: Any) -> Any:
+        text = super().to_python(value)
+        if not text:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise forms.ValidationError(f"This is not valid JSON: {exc}") from exc
+
+
+class MarkDoneForm(forms.Form):
+    """Mark an in-doubt call done: it happened; ``result`` is what the model will be told."""
+
+    result = JSONResultField(required=False, label="Result (JSON)")
+
+
+class InboxFilterForm(forms.Form):
+    """Filters of the inbox; every field is an exact match, empty means any."""
+
+    tool = forms.CharField(required=False)
+    agent = forms.CharField(required=False)
+    approver = forms.CharField(required=False)
+    requester = forms.CharField(required=False, help_text="a username or an actor ref")
+    order = forms.ChoiceField(
+        required=False, choices=[("oldest", "Oldest first"), ("newest", "Newest first")]
+    )
+
+
+class RunFilterForm(forms.Form):
+    """Filters of the runs list."""
+
+    status = forms.ChoiceField(required=False, choices=[("", "Any status"), *RunStatus.choices])
+    agent = forms.CharField(required=False)
+    actor = forms.CharField(required=False, help_text="a username or an actor ref")
+    thread = forms.CharField(required=False)
+
+
+class AuditFilterForm(forms.Form):
+    """Filters of the audit log (also used by its CSV export)."""
+
+    actor = forms.CharField(required=False, help_text="a username or an actor ref")
+    action = forms.ChoiceField(required=False, choices=[("", "Any action"), *Action.choices])
+    outcome = forms.CharField(required=False)
+    via = forms.CharField(required=False)
+    tool = forms.CharField(required=False)
+    call = forms.CharField(required=False, label="Tool call id")

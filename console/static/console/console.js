@@ -1,0 +1,185 @@
+/* Airlock console: progressive enhancement, no build step.
+ * - live: a WebSocket tells the page that something changed; the page refetches its fragments
+ *   (elements with data-live-src) and, on a run's page, appends the run's new stream frames;
+ * - forms marked data-fragment are sent with fetch and their card is updated in place;
+ * - relative times and expiry countdowns tick.
+ * Without JavaScript every form still works as a normal POST and a reload shows the news. */
+(function () {
+  "use strict";
+  var FRAGMENT = { "X-Console-Fragment": "1" };
+  var refreshTimer = null;
+
+  function relative(date) {
+    var s = Math.round((Date.now() - date.getTime()) / 1000), future = s < 0;
+    s = Math.abs(s);
+    var text = s < 45 ? "just now" : s < 3600 ? Math.round(s / 60) + " min" :
+      s < 86400 ? Math.round(s / 3600) + " h" : Math.round(s / 86400) + " days";
+    if (text === "just now") return text;
+    return future ? "in " + text : text + " ago";
+  }
+
+  function countdown(ms) {
+    var s = Math.max(0, Math.floor(ms / 1000));
+    var h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
+    if (h) return h + " h " + m + " min";
+    return m + ":" + String(sec).padStart(2, "0");
+  }
+
+  function tick() {
+    document.querySelectorAll("time[data-relative]").forEach(function (el) {
+      el.textContent = relative(new Date(el.getAttribute("datetime")));
+    });
+    document.querySelectorAll("[data-countdown]").forEach(function (el) {
+      var left = new Date(el.getAttribute("data-countdown")).getTime() - Date.now();
+      if (left <= 0) {
+        if (!el.classList.contains("gone")) { el.classList.add("gone"); scheduleRefresh(1500); }
+        el.textContent = "expired";
+      } else {
+        el.textContent = "expires in " + countdown(left);
+        el.classList.toggle("urgent", left < 60000);
+      }
+    });
+  }
+
+  function updateCounts(response) {
+    var header = response.headers.get("X-Console-Counts");
+    if (!header) return;
+    header.split(";").forEach(function (pair) {
+      var kv = pair.split("="), el = document.querySelector('[data-count="' + kv[0] + '"]');
+      if (!el) return;
+      el.textContent = kv[1];
+      el.classList.toggle(kv[0] === "in_doubt" ? "warn" : "hot", kv[1] !== "0");
+    });
+  }
+
+  function merge(target, html) {
+    // Keep what the operator is in the middle of: a refused card, a form opened or typed into.
+    var next = document.createElement("div");
+    next.innerHTML = html;
+    target.querySelectorAll("[data-card]").forEach(function (old) {
+      var busy = old.hasAttribute("data-keep") || old.hasAttribute("data-dirty") ||
+        old.contains(document.activeElement) || old.querySelector("details.more[open]");
+      if (!busy) return;
+      var fresh = next.querySelector('[data-card="' + old.getAttribute("data-card") + '"]');
+      if (fresh) fresh.replaceWith(old);
+      else if (old.hasAttribute("data-keep")) {
+        var section = next.querySelector("section") || next;
+        var heading = section.querySelector("h2");
+        if (heading && heading.nextSibling) section.insertBefore(old, heading.nextSibling.nextSibling);
+        else section.prepend(old);
+      }
+    });
+    target.replaceChildren.apply(target, Array.prototype.slice.call(next.childNodes));
+  }
+
+  // One refresh at a time: a response that arrives late must never overwrite a newer one.
+  var inFlight = false, again = false;
+
+  function refresh() {
+    refreshTimer = null;
+    if (inFlight) { again = true; return; }
+    inFlight = true;
+    var jobs = Array.prototype.map.call(document.querySelectorAll("[data-live-src]"), function (el) {
+      return fetch(el.getAttribute("data-live-src"), { headers: FRAGMENT, credentials: "same-origin" })
+        .then(function (r) { updateCounts(r); return r.ok ? r.text() : null; })
+        .then(function (html) { if (html !== null) { merge(el, html); tick(); } });
+    });
+    Promise.all(jobs).catch(function () { /* the next event or poll tries again */ }).then(function () {
+      inFlight = false;
+      if (again) { again = false; scheduleRefresh(0); }
+    });
+  }
+
+  function scheduleRefresh(delay) {
+    if (refreshTimer) return;
+    refreshTimer = setTimeout(refresh, delay === undefined ? 120 : delay);
+  }
+
+  function appendFrames(frames) {
+    var list = document.getElementById("frames");
+    if (!list) return;
+    var last = parseInt(list.getAttribute("data-last-seq") || "0", 10);
+    frames.forEach(function (f) {
+      if (f.seq <= last) return;
+      var li = document.createElement("li");
+      li.value = f.seq; li.setAttribute("data-seq", f.seq); li.className = "fresh";
+      var kind = document.createElement("span"); kind.className = "kind"; kind.textContent = f.kind;
+      var data = document.createElement("code"); data.className = "frame-data";
+      data.textContent = JSON.stringify(f.data, null, 1).replace(/\n\s*/g, " ");
+      li.append(kind, " ", data);
+      list.append(li);
+      last = f.seq;
+    });
+    list.setAttribute("data-last-seq", String(last));
+    list.scrollTop = list.scrollHeight;
+    var empty = document.querySelector("[data-frames-empty]");
+    if (empty) empty.remove();
+  }
+
+  function connect(attempt) {
+    if (!document.body.hasAttribute("data-live")) return;
+    var status = document.querySelector("[data-live-status]");
+    var run = document.body.getAttribute("data-run");
+    var scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    if (status) status.hidden = false;
+    var socket = new WebSocket(scheme + location.host + "/console/ws/" + (run ? "runs/" + run + "/" : ""));
+    socket.onopen = function () {
+      attempt = 0;
+      if (status) { status.textContent = "live"; status.classList.add("on"); }
+      if (document.body.hasAttribute("data-connected-once")) scheduleRefresh();  // missed news
+      document.body.setAttribute("data-connected-once", "");
+      document.body.setAttribute("data-socket", "open");
+    };
+    socket.onmessage = function (e) {
+      var msg = JSON.parse(e.data);
+      if (msg.type === "frames") appendFrames(msg.frames);
+      scheduleRefresh();
+    };
+    socket.onclose = function () {
+      document.body.setAttribute("data-socket", "closed");
+      if (status) { status.textContent = "reconnecting…"; status.classList.remove("on"); }
+      setTimeout(function () { connect(attempt + 1); }, Math.min(15000, 500 * Math.pow(2, attempt)));
+    };
+  }
+
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    if (!form.hasAttribute("data-fragment")) return;
+    e.preventDefault();
+    var card = form.closest("[data-card]");
+    form.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+    fetch(form.action, { method: "POST", body: new FormData(form), headers: FRAGMENT, credentials: "same-origin" })
+      .then(function (r) { return r.text().then(function (html) { return { ok: r.ok, html: html }; }); })
+      .then(function (res) {
+        if (res.ok) {
+          var area = document.getElementById("flash-area");
+          if (area) area.insertAdjacentHTML("afterbegin", res.html);
+          if (card) card.remove();
+          scheduleRefresh(0);
+        } else if (card) {
+          card.outerHTML = res.html;
+          tick();
+        }
+      })
+      .catch(function () { form.submit(); });
+  });
+
+  document.addEventListener("input", function (e) {
+    var card = e.target.closest && e.target.closest("[data-card]");
+    if (card) card.setAttribute("data-dirty", "");
+  });
+
+  document.addEventListener("click", function (e) {
+    if (!e.target.hasAttribute("data-dismiss")) return;
+    var card = e.target.closest("[data-card]");
+    if (card) { card.remove(); scheduleRefresh(0); }
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    tick();
+    setInterval(tick, 1000);
+    connect(0);
+    // A safety net for lost events: re-check now and then.
+    if (document.querySelector("[data-live-src]")) setInterval(function () { scheduleRefresh(); }, 30000);
+  });
+})();

@@ -1,0 +1,109 @@
+"""The audit: every decision and decision attempt, filterable, exportable as CSV."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from typing import Any
+
+from django.core.paginator import Paginator
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+
+from approvals.models import DecisionAttempt
+
+from ..access import console_view
+from ..conf import console_settings
+from ..forms import AuditFilterForm
+from ..people import name_of, ref_of
+from .common import page
+
+CSV_COLUMNS = (
+    "created_at",
+    "actor_ref",
+    "actor",
+    "action",
+    "outcome",
+    "via",
+    "tool_name",
+    "tool_call_id",
+    "run_id",
+    "thread_id",
+    "detail",
+)
+
+
+def _attempts(request: HttpRequest) -> tuple[AuditFilterForm, QuerySet[DecisionAttempt]]:
+    form = AuditFilterForm(request.GET)
+    filters = form.cleaned_data if form.is_valid() else {}
+    qs = DecisionAttempt.objects.order_by("-created_at", "-id")
+    if filters.get("actor"):
+        qs = qs.filter(actor_ref=ref_of(filters["actor"]))
+    for field, column in (
+        ("action", "action"),
+        ("outcome", "outcome"),
+        ("via", "via"),
+        ("tool", "tool_name"),
+        ("call", "tool_call_id"),
+    ):
+        if filters.get(field):
+            qs = qs.filter(**{column: filters[field]})
+    return form, qs
+
+
+@console_view
+def audit(request: HttpRequest) -> HttpResponse:
+    """The audit log, newest first."""
+    form, qs = _attempts(request)
+    paginator = Paginator(qs, console_settings().PAGE_SIZE)
+    query = request.GET.copy()
+    query.pop("page", None)
+    return page(
+        request,
+        "console/audit.html",
+        {
+            "filter_form": form,
+            "page_obj": paginator.get_page(request.GET.get("page")),
+            "query": query.urlencode(),
+        },
+    )
+
+
+class _Echo:
+    """A file-like object whose ``write`` returns the line, for streaming ``csv.writer``."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def _rows(qs: QuerySet[DecisionAttempt]) -> Iterator[Any]:
+    writer = csv.writer(_Echo())
+    yield writer.writerow(CSV_COLUMNS)
+    names: dict[str, str] = {}
+    for attempt in qs.iterator():
+        if attempt.actor_ref not in names:
+            names[attempt.actor_ref] = name_of(attempt.actor_ref)
+        yield writer.writerow(
+            [
+                attempt.created_at.isoformat(),
+                attempt.actor_ref,
+                names[attempt.actor_ref],
+                attempt.action,
+                attempt.outcome,
+                attempt.via,
+                attempt.tool_name,
+                attempt.tool_call_id,
+                attempt.run_id,
+                attempt.thread_id,
+                attempt.detail,
+            ]
+        )
+
+
+@console_view
+def audit_csv(request: HttpRequest) -> StreamingHttpResponse:
+    """The filtered audit as CSV, every matching row (not one page)."""
+    _, qs = _attempts(request)
+    response = StreamingHttpResponse(_rows(qs), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="airlock-audit.csv"'
+    return response

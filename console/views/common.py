@@ -1,0 +1,48 @@
+"""What every console page shares: the actor, the navigation counts, fragment requests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from agent_core.actors import Actor, actor_for_user
+from agent_core.models import CallStatus, ToolCall
+from approvals.selectors import pending_for
+
+FRAGMENT_HEADER = "X-Console-Fragment"
+
+
+def actor_of(request: HttpRequest) -> Actor:
+    """The actor of the logged-in user (roles are the user's group names)."""
+    return actor_for_user(request.user)
+
+
+def is_fragment(request: HttpRequest) -> bool:
+    """The page's script asked for a fragment to swap in, not a whole page."""
+    return request.headers.get(FRAGMENT_HEADER) == "1"
+
+
+def nav_counts(actor: Actor) -> dict[str, int]:
+    """The numbers in the navigation: what waits on this actor, what waits in doubt."""
+    return {
+        "waiting_on_you": pending_for(actor).count(),
+        "in_doubt": ToolCall.objects.filter(status=CallStatus.IN_DOUBT).count(),
+    }
+
+
+def page(
+    request: HttpRequest, template: str, context: dict[str, Any], *, status: int = 200
+) -> HttpResponse:
+    """Render a full console page, with the navigation's counts."""
+    context = {**context, "nav": nav_counts(actor_of(request))}
+    return render(request, template, context, status=status)
+
+
+def fragment(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
+    """Render a fragment for the page's script, with the navigation's counts in a header."""
+    response = render(request, template, context)
+    counts = nav_counts(actor_of(request))
+    response["X-Console-Counts"] = ";".join(f"{k}={v}" for k, v in counts.items())
+    return response

@@ -1,0 +1,217 @@
+"""The inbox: what waits on the viewer (and, read-only, on others), and the decisions on it.
+
+Every decision goes through the approval port with ``via="console"``; the port authorizes,
+decides and audits. A refusal is shown on the card it concerns, with the HTTP status it means.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.html import format_html
+from django.views.decorators.http import require_POST
+
+from agent_core.exceptions import AgentCoreError, AlreadyAnswered, AlreadyDecided, RunNotActive
+from agent_core.models import CALL_PENDING, ToolCall
+from approvals import services as port
+from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
+
+from ..access import console_view
+from ..cards import Card, answer_form_for, card_for, explain
+from ..forms import ApproveForm, EditArgsForm, InboxFilterForm, RejectForm
+from ..people import ref_of
+from .common import actor_of, fragment, is_fragment, page
+
+VIA = "console"
+# The status each refusal of the port stands for (SPEC §8).
+STATUS_OF = {
+    NotApprover: 403,
+    AlreadyDecided: 409,
+    AlreadyAnswered: 409,
+    RunNotActive: 409,
+    ApprovalExpired: 410,
+    InvalidDecision: 400,
+}
+
+
+def _filtered(calls: QuerySet[ToolCall], filters: dict[str, Any]) -> QuerySet[ToolCall]:
+    if filters.get("tool"):
+        calls = calls.filter(tool_name=filters["tool"])
+    if filters.get("agent"):
+        calls = calls.filter(run__agent=filters["agent"])
+    if filters.get("approver"):
+        calls = calls.filter(approver=filters["approver"])
+    if filters.get("requester"):
+        calls = calls.filter(requester_ref=ref_of(filters["requester"]))
+    if filters.get("order") == "newest":
+        return calls.order_by("-requested_at", "-id")
+    return calls.order_by("requested_at", "id")
+
+
+def _inbox_context(request: HttpRequest) -> dict[str, Any]:
+    actor = actor_of(request)
+    form = InboxFilterForm(request.GET)
+    filters = form.cleaned_data if form.is_valid() else {}
+    # One snapshot of every pending call, split by the configured policy's ``can_decide``:
+    # two queries could place a call that arrived in between on the wrong side.
+    pending = ToolCall.objects.filter(status__in=CALL_PENDING).select_related("run", "thread")
+    cards = [card_for(actor, call) for call in _filtered(pending, filters)]
+    return {
+        "filter_form": form,
+        "yours": [c for c in cards if c.may_decide],
+        "others": [c for c in cards if not c.may_decide],
+        "filtered": any(filters.values()),
+    }
+
+
+@console_view
+def inbox(request: HttpRequest) -> HttpResponse:
+    """The inbox page."""
+    return page(request, "console/inbox.html", _inbox_context(request))
+
+
+@console_view
+def inbox_fragment(request: HttpRequest) -> HttpResponse:
+    """The inbox's lists alone, fetched by the page when something changed."""
+    return fragment(request, "console/partials/inbox_lists.html", _inbox_context(request))
+
+
+def _pending_call(call_id: str) -> ToolCall:
+    call = ToolCall.objects.select_related("run", "thread").filter(pk=call_id).first()
+    if call is None:
+        raise Http404("no such tool call")
+    return call
+
+
+@require_POST
+@console_view
+def approve(request: HttpRequest, call_id: str) -> HttpResponse:
+    """Approve (``remember=on``: and remember it for this tool in this thread)."""
+    form = ApproveForm(request.POST)
+    form.is_valid()  # a checkbox: always valid
+    remember = bool(form.cleaned_data.get("remember"))
+    return _decide(
+        request,
+        call_id,
+        "approve",
+        lambda call: port.approve(call.pk, actor=actor_of(request), remember=remember, via=VIA),
+        done="Approved and remembered for this thread" if remember else "Approved",
+    )
+
+
+@require_POST
+@console_view
+def reject(request: HttpRequest, call_id: str) -> HttpResponse:
+    """Reject with a reason."""
+    form = RejectForm(request.POST, auto_id=f"id_%s_reject_{call_id}")
+    return _decide(
+        request,
+        call_id,
+        "reject",
+        lambda call: port.reject(
+            call.pk, actor=actor_of(request), reason=form.cleaned_data["reason"], via=VIA
+        ),
+        done="Rejected",
+        form=form,
+    )
+
+
+@require_POST
+@console_view
+def edit(request: HttpRequest, call_id: str) -> HttpResponse:
+    """Approve with edited arguments."""
+    form = EditArgsForm(request.POST, auto_id=f"id_%s_edit_{call_id}")
+    return _decide(
+        request,
+        call_id,
+        "edit",
+        lambda call: port.approve(
+            call.pk, actor=actor_of(request), args=form.cleaned_data["args"], via=VIA
+        ),
+        done="Approved with edited arguments",
+        form=form,
+    )
+
+
+@require_POST
+@console_view
+def answer(request: HttpRequest, call_id: str) -> HttpResponse:
+    """Answer a human question with the form generated from its answer schema."""
+    call = _pending_call(call_id)
+    form = answer_form_for(call, request.POST)
+    return _decide(
+        request,
+        call_id,
+        "answer",
+        lambda call: port.answer(
+            call.pk, actor=actor_of(request), answer=_answer_of(form), via=VIA
+        ),
+        done="Answered",
+        form=form,
+    )
+
+
+def _answer_of(form: Any) -> dict[str, Any]:
+    return {k: v for k, v in form.cleaned_data.items() if v is not None}
+
+
+def _decide(
+    request: HttpRequest,
+    call_id: str,
+    form_name: str,
+    apply: Any,
+    *,
+    done: str,
+    form: Any = None,
+) -> HttpResponse:
+    actor = actor_of(request)
+    call = _pending_call(call_id)
+    if form is not None and not form.is_valid():
+        card = card_for(actor, call, data=request.POST, form=form_name)
+        card.error = "Check the form: nothing was decided."
+        return _card_response(request, card, status=400)
+    try:
+        apply(call)
+    except AgentCoreError as exc:
+        call.refresh_from_db()
+        card = card_for(actor, call, data=request.POST, form=form_name)
+        card.error = _refusal_text(exc, call)
+        card.errors = _field_errors(exc)
+        return _card_response(request, card, status=STATUS_OF.get(type(exc), 400))
+    if is_fragment(request):
+        return HttpResponse(
+            format_html(
+                '<div class="flash ok" role="status">{}: {} ({}).</div>',
+                done,
+                call.tool_name,
+                call.pk,
+            )
+        )
+    messages.success(request, f"{done}: {call.tool_name} ({call.pk}).")
+    return redirect("console:inbox")
+
+
+def _refusal_text(exc: AgentCoreError, call: ToolCall) -> str:
+    if isinstance(exc, NotApprover):
+        approver = "the requester" if call.approver == "requester" else call.approver
+        return f"You may not decide this call: it waits on {approver}."
+    if isinstance(exc, InvalidDecision):
+        return f"Nothing was decided: {exc.message}."
+    if isinstance(exc, AlreadyDecided | AlreadyAnswered | ApprovalExpired | RunNotActive):
+        return explain(call)
+    return exc.message
+
+
+def _field_errors(exc: AgentCoreError) -> list[str]:
+    details = exc.errors if isinstance(exc, InvalidDecision) and exc.errors else []
+    return [f"{'.'.join(str(p) for p in e.get('loc', ())) or 'value'}: {e['msg']}" for e in details]
+
+
+def _card_response(request: HttpRequest, card: Card, *, status: int) -> HttpResponse:
+    if is_fragment(request):
+        return render(request, "console/partials/card.html", {"card": card}, status=status)
+    return page(request, "console/decision.html", {"card": card}, status=status)

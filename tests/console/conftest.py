@@ -1,0 +1,61 @@
+"""Console fixtures: real users in real groups, and a policy that gives refunds to finance."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import Group, User
+from django.test import override_settings
+
+from agent_core.actors import Actor, actor_for_user
+from agent_core.models import Run, ToolCall
+
+FINANCE_POLICY = "tests.console.policy.FinancePolicy"
+REFUND = '/call issue_refund {"order_id": "A-1001", "amount": 25}'
+
+
+def make_user(username: str, *groups: str, staff: bool = False) -> User:
+    user = User.objects.create_user(username=username, password="pw", is_staff=staff)
+    user.groups.set(Group.objects.get_or_create(name=g)[0] for g in groups)
+    return user
+
+
+@pytest.fixture
+def people(db: None) -> dict[str, User]:
+    """alice: requester, no console access; fran and felix: finance approvers (staff);
+    otto: operator (console role), not in finance."""
+    return {
+        "alice": make_user("alice"),
+        "fran": make_user("fran", "finance", staff=True),
+        "felix": make_user("felix", "finance", staff=True),
+        "otto": make_user("otto", "operator"),
+    }
+
+
+def actor(user: User) -> Actor:
+    return actor_for_user(user)
+
+
+@pytest.fixture
+def finance_policy() -> Iterator[None]:
+    with override_settings(AGENT={**settings.AGENT, "APPROVAL_POLICY": FINANCE_POLICY}):
+        yield
+
+
+@pytest.fixture
+def refund(turn: Callable[..., Run], people: dict[str, User], finance_policy: None) -> ToolCall:
+    """A pending refund that waits on finance, requested by alice."""
+    run = turn(REFUND, actor=actor(people["alice"]))
+    return ToolCall.objects.get(run=run, tool_name="issue_refund")
+
+
+@pytest.fixture
+def login(client: Any, people: dict[str, User]) -> Callable[[str], Any]:
+    def as_user(name: str) -> Any:
+        client.force_login(people[name])
+        return client
+
+    return as_user

@@ -1,0 +1,82 @@
+"""Live updates: the console's WebSocket, fed by the core's signals and the run's frames."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser
+
+from agent_core import services
+from agent_core.models import ToolCall
+from approvals import services as port
+from console.routing import websocket_urlpatterns
+from tests.console.conftest import REFUND, actor
+
+pytestmark = pytest.mark.django_db(transaction=True)
+application = URLRouter(websocket_urlpatterns)
+
+
+def _connect(path: str, user: Any) -> tuple[bool, Any, WebsocketCommunicator]:
+    async def go() -> tuple[bool, Any, WebsocketCommunicator]:
+        communicator = WebsocketCommunicator(application, path)
+        communicator.scope["user"] = user
+        connected, code = await communicator.connect()
+        if connected:
+            await communicator.disconnect()
+        return connected, code, communicator
+
+    return async_to_sync(go)()
+
+
+def test_anonymous_users_and_users_without_access_are_turned_away(people):
+    assert _connect("/console/ws/", AnonymousUser())[:2] == (False, 4403)
+    assert _connect("/console/ws/", people["alice"])[:2] == (False, 4403)
+    assert _connect("/console/ws/", people["otto"])[0] is True
+
+
+def _until(communicator: WebsocketCommunicator, wanted: Any) -> list[dict[str, Any]]:
+    async def go() -> list[dict[str, Any]]:
+        seen: list[dict[str, Any]] = []
+        while not seen or not wanted(seen[-1]):
+            seen.append(await communicator.receive_json_from(timeout=10))
+        return seen
+
+    return async_to_sync(go)()
+
+
+def test_a_new_request_and_its_decision_reach_open_pages(people, shop, sync_runner, finance_policy):
+    alice, fran = actor(people["alice"]), actor(people["fran"])
+
+    async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        inbox = WebsocketCommunicator(application, "/console/ws/")
+        inbox.scope["user"] = people["fran"]
+        assert (await inbox.connect())[0]
+        run = await database_sync_to_async(services.start_run)(
+            agent="support", message=REFUND, actor=alice
+        )
+        requested: list[dict[str, Any]] = []
+        while not requested or requested[-1]["event"] != "approval_requested":
+            requested.append(await inbox.receive_json_from(timeout=10))
+        page = WebsocketCommunicator(application, f"/console/ws/runs/{run.pk}/")
+        page.scope["user"] = people["fran"]
+        assert (await page.connect())[0]
+        call = await database_sync_to_async(ToolCall.objects.get)(run=run)
+        await database_sync_to_async(port.approve)(call.pk, actor=fran, via="console")
+        frames: list[dict[str, Any]] = []
+        while not any(f["kind"] == "finish" for m in frames for f in m.get("frames", [])):
+            frames.append(await page.receive_json_from(timeout=10))
+        await inbox.disconnect()
+        await page.disconnect()
+        return requested, frames
+
+    requested, frames = async_to_sync(scenario)()
+    assert requested[-1]["type"] == "event" and requested[-1]["call_id"].startswith("tc_")
+    kinds = [f["kind"] for m in frames if m["type"] == "frames" for f in m["frames"]]
+    assert "approval-settled" in kinds and "tool-output" in kinds and kinds[-1] == "finish"
+    events = [m["event"] for m in frames if m["type"] == "event"]
+    assert "approval_settled" in events

@@ -1,0 +1,140 @@
+"""Runs, a run's page, the audit (and its CSV), the metrics."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from django.urls import reverse
+
+from agent_core.models import RunStatus, ToolCall
+from approvals import services as port
+from console.metrics import percentile
+from tests.console.conftest import REFUND, actor
+
+
+@pytest.fixture
+def history(turn, decide, people, finance_policy):
+    """Three runs: a refund approved, a refund rejected, a refund still waiting."""
+    alice, fran = actor(people["alice"]), actor(people["fran"])
+    approved = turn(REFUND, actor=alice)
+    decide(port.approve, ToolCall.objects.get(run=approved).pk, actor=fran, via="console")
+    rejected = turn(REFUND, actor=alice)
+    decide(port.reject, ToolCall.objects.get(run=rejected).pk, actor=fran, reason="dup")
+    waiting = turn(REFUND, actor=alice)
+    return {"approved": approved, "rejected": rejected, "waiting": waiting}
+
+
+def test_runs_lists_every_run_with_filters(login, history):
+    client = login("otto")
+    runs = lambda **q: [r.pk for r in client.get(reverse("console:runs"), q).context["page_obj"]]  # noqa: E731
+    assert len(runs()) == 3
+    assert runs(status="waiting") == [history["waiting"].pk]
+    assert len(runs(status="completed")) == 2
+    assert len(runs(actor="alice")) == 3 and runs(actor="fran") == []
+    assert runs(thread=history["waiting"].thread_id) == [history["waiting"].pk]
+    assert runs(agent="nobody") == []
+    assert (
+        b"No runs match these filters"
+        in client.get(reverse("console:runs"), {"agent": "x"}).content
+    )
+
+
+def test_an_unknown_status_filter_is_ignored_not_an_error(login, history):
+    response = login("otto").get(reverse("console:runs"), {"status": "bogus"})
+    assert response.status_code == 200 and len(response.context["page_obj"]) == 3
+
+
+def test_the_runs_list_pages(login, history, settings):
+    settings.AIRLOCK_CONSOLE = {"PAGE_SIZE": 2}
+    client = login("otto")
+    first = client.get(reverse("console:runs"))
+    assert len(first.context["page_obj"]) == 2 and b"Older" in first.content
+    assert len(client.get(reverse("console:runs"), {"page": 2}).context["page_obj"]) == 1
+
+
+def test_a_run_page_shows_transcript_steps_calls_and_stream(login, history):
+    run = history["approved"]
+    response = login("otto").get(reverse("console:run", args=[run.pk]))
+    html = response.content.decode()
+    assert "/call issue_refund" in html  # the user's message
+    assert "issue_refund</code> returned" in html  # the tool result in the transcript
+    assert "llm:0" in html and "llm:1" in html and "tool:" in html  # the step timeline
+    assert "fran" in html and "via console" in html  # the approval record
+    assert "approval-requested" in html and "finish" in html  # the stream's frames
+    assert "Decision attempts (1)" in html
+    assert response.context["last_seq"] == run.frames.count()
+
+
+def test_a_waiting_run_links_to_its_card(login, history):
+    run = history["waiting"]
+    call = ToolCall.objects.get(run=run)
+    html = login("otto").get(reverse("console:run", args=[run.pk])).content.decode()
+    assert f"#card-{call.pk}" in html and "waiting" in html
+
+
+def test_the_run_fragment_is_the_details_alone(login, history):
+    run = history["waiting"]
+    response = login("otto").get(reverse("console:run_fragment", args=[run.pk]))
+    assert response.status_code == 200 and b"<nav" not in response.content
+    assert "X-Console-Counts" in response
+
+
+def test_an_unknown_run_is_not_found(login, db):
+    assert login("otto").get(reverse("console:run", args=["run_nope"])).status_code == 404
+
+
+def test_the_audit_lists_and_filters_every_attempt(login, history, people):
+    client = login("otto")
+    port_refusal = ToolCall.objects.get(run=history["waiting"])
+    with pytest.raises(Exception):  # noqa: B017 (NotApprover, audited)
+        port.approve(port_refusal.pk, actor=actor(people["otto"]))
+    rows = lambda **q: list(client.get(reverse("console:audit"), q).context["page_obj"])  # noqa: E731
+    assert len(rows()) == 3
+    assert [a.outcome for a in rows(outcome="not_approver")] == ["not_approver"]
+    assert [a.action for a in rows(action="reject")] == ["reject"]
+    assert len(rows(actor="fran")) == 2 and len(rows(via="console")) == 1
+    assert [a.tool_call_id for a in rows(call=port_refusal.pk)] == [port_refusal.pk]
+
+
+def test_the_audit_exports_the_filtered_rows_as_csv(login, history):
+    response = login("otto").get(reverse("console:audit_csv"), {"actor": "fran"})
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    assert "attachment" in response["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert [(r["actor"], r["action"], r["outcome"]) for r in rows] == [
+        ("fran", "reject", "applied"),
+        ("fran", "approve", "applied"),
+    ]
+    assert rows[1]["via"] == "console" and rows[0]["tool_name"] == "issue_refund"
+
+
+def test_the_metrics_count_runs_rates_and_latency(login, history):
+    response = login("otto").get(reverse("console:metrics"))
+    m = response.context["m"]
+    assert m.totals == {RunStatus.COMPLETED: 2, RunStatus.WAITING: 1}
+    assert m.failure_rate == 0.0
+    assert m.decisions == 2 and m.latency_median is not None and m.latency_p95 is not None
+    [refunds] = m.tools
+    assert (refunds.tool, refunds.asked, refunds.settled, refunds.rejected) == (
+        "issue_refund",
+        3,
+        2,
+        1,
+    )
+    assert refunds.rejection_rate == 0.5 and refunds.expiry_rate == 0.0
+    html = response.content.decode()
+    assert "<svg" in html and "50.0%" in html and "0.0%" in html
+
+
+def test_metrics_with_no_runs_say_so(login, db):
+    response = login("otto").get(reverse("console:metrics"))
+    assert response.context["m"].failure_rate is None
+    assert b"No approval was asked in this period" in response.content
+
+
+def test_the_percentile_is_nearest_rank():
+    assert percentile([], 50) is None
+    assert percentile([3.0, 1.0, 2.0], 50) == 2.0
+    assert percentile([float(n) for n in range(1, 101)], 95) == 95.0
