@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("agent/", include("agent_core.api.urls")),
 ]
