@@ -7,7 +7,6 @@ the header resolver (allowed explicitly: DEBUG is off) and the live test agents.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from config.settings.test import *  # noqa: F403
 from config.settings.test import AGENT, DATABASES
@@ -15,7 +14,7 @@ from config.settings.test import AGENT, DATABASES
 if os.environ.get("AIRLOCK_TEST_DB_NAME"):
     DATABASES["default"]["NAME"] = os.environ["AIRLOCK_TEST_DB_NAME"]
 
-AGENT: dict[str, Any] = {
+AGENT = {
     **AGENT,
     "AGENTS": [*AGENT["AGENTS"], "tests.live.agents.live_agent"],
     "PROVIDERS": {
