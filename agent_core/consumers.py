@@ -2,7 +2,9 @@
 
 Messages: ``{"event": "meta", "data": …}``, ``{"id": n, "data": {"kind": …}}``, then
 ``{"event": "done", "data": …}`` or ``{"event": "error", "data": {"code", "message"}}``; the
-server closes after the last. Close codes: 4401 no actor, 4404 unknown run, 4400 bad ``after``.
+server closes after the last. A handshake without an actor, for a run the actor may not see (or
+that does not exist), or with a bad ``?after=`` is refused (HTTP 403): all look alike, so a
+refusal reveals nothing.
 """
 
 from __future__ import annotations
@@ -40,21 +42,15 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
     _task: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
-        await self.accept()
         actor = await sync_to_async(_resolve)(self.scope)
-        if actor is None:
-            await self.close(code=4401)
-            return
         run_id = self.scope["url_route"]["kwargs"]["run_id"]
-        run = await sync_to_async(live.find_visible_run)(actor, run_id)
-        if run is None:
-            await self.close(code=4404)
-            return
+        run = None if actor is None else await sync_to_async(live.find_visible_run)(actor, run_id)
         query = parse_qs(self.scope.get("query_string", b"").decode())
         after = parse_after(query.get("after", [None])[0], None)
-        if after is None:
-            await self.close(code=4400)
+        if run is None or after is None:
+            await self.close()  # before accept: the handshake is refused
             return
+        await self.accept()
         self._task = asyncio.create_task(self._send_frames(live.follow(run, after)))
 
     async def _send_frames(self, events: Any) -> None:

@@ -108,6 +108,10 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Airlock API",
     "DESCRIPTION": "Durable human-in-the-loop approval for AI agents.",
     "VERSION": "0.1.0",
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "agent_core.models.RunStatus",
+        "CallStatusEnum": "agent_core.models.CallStatus",
+    },
 }
 
 AGENT: dict[str, Any] = {
