@@ -7,6 +7,7 @@ import json
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
+from websockets.typing import Origin
 
 from tests.api.conftest import ALICE, BOB, REFUND, Stream, read_all, start
 
@@ -19,7 +20,7 @@ def _ws_url(server_url: str, run_id: str, query: str = "") -> str:
 
 def _connect(url: str, headers: dict[str, str]):
     # Channels checks Origin against ALLOWED_HOSTS (browsers always send one).
-    origin = "http://" + url.split("/")[2]
+    origin = Origin("http://" + url.split("/")[2])
     return connect(url, additional_headers=headers, origin=origin, open_timeout=30)
 
 
