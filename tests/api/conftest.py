@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +13,8 @@ import pytest
 from django.conf import settings
 from httpx_sse import connect_sse
 
+from agent_core import services
+from agent_core.models import Run, RunStatus
 from tests.live.server import Server, start_server
 
 ALICE = {"X-Actor-Id": "user:alice"}
@@ -38,6 +41,20 @@ def servers(
     yield a, b
     a.stop()
     b.stop()
+
+
+@pytest.fixture(autouse=True)
+def settle_runs(transactional_db: None) -> Iterator[None]:
+    """After each test, let the runs it started come to rest before the tables are truncated:
+    a driver mid-transaction on a server would deadlock with the flush."""
+    yield
+    active = [RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.CANCELLING]
+    deadline = time.monotonic() + 60
+    while Run.objects.filter(status__in=active).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for run_id in Run.objects.filter(status__in=active).values_list("pk", flat=True):
+        services.request_cancel(run_id, actor_ref="test-teardown")
+    time.sleep(0.2)  # the driver that was told to stop lets go of its transaction
 
 
 @pytest.fixture

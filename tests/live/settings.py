@@ -25,4 +25,8 @@ AGENT = {
     "ALLOW_HEADER_ACTOR": True,
     "STREAM_KEEPALIVE_SECONDS": float(os.environ.get("AIRLOCK_KEEPALIVE", "15")),
     "EXPOSE_ERROR_DETAILS": os.environ.get("AIRLOCK_EXPOSE_ERRORS") == "1",
+    # The sweeper's multi-table queries could deadlock with the tests' TRUNCATE between tests;
+    # the live tests never need it (no driver dies in them), so it sweeps only at start-up.
+    "SWEEP_SECONDS": int(os.environ.get("AIRLOCK_SWEEP_SECONDS", "3600")),
+    "STREAM_FRAME_FLUSH_BYTES": int(os.environ.get("AIRLOCK_FLUSH_BYTES", "1024")),
 }
