@@ -54,7 +54,9 @@ def _frames_after(run_id: str, after: int) -> list[tuple[int, str, dict[str, Any
 def _ending(run_id: str) -> Event | None:
     """The closing event if the run has ended (its ``finish`` frame was committed)."""
     run = Run.objects.filter(pk=run_id).only("status", "error_code", "error_message").first()
-    if run is None or not run.is_terminal:
+    if run is None:  # its thread was deleted while we followed it
+        return Event("error", {"code": "not_found", "message": "The run was deleted."})
+    if not run.is_terminal:
         return None
     return _closing(run.status, run.error_code, run.error_message)
 
