@@ -9,6 +9,7 @@ interval passes quietly (live delivery is best effort; the table is the truth).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -22,7 +23,10 @@ from .api.permissions import visible_runs
 from .conf import agent_settings
 from .models import Run, RunStatus, StreamFrame
 
+logger = logging.getLogger(__name__)
+
 GENERIC_FAILURE = "The run failed."
+_RETRY_SECONDS = 0.2
 
 EventKind = Literal["meta", "frame", "done", "error", "keepalive"]
 
@@ -96,6 +100,12 @@ async def follow(run: Run, after: int) -> AsyncIterator[Event]:
                 message = await asyncio.wait_for(layer.receive(channel), keepalive)
             except TimeoutError:
                 yield Event("keepalive")
+                read_table = True
+                continue
+            except Exception:
+                # Redis hiccup (e.g. a read timeout under load): the table still has every frame.
+                logger.warning("live feed of %s failed; reading the table", run.pk, exc_info=True)
+                await asyncio.sleep(_RETRY_SECONDS)
                 read_table = True
                 continue
             for frame in sorted(message.get("frames", []), key=lambda f: f["seq"]):

@@ -64,7 +64,9 @@ def start_server(db_name: str, log: Path, **env: str) -> Server:
         if process.poll() is not None:
             raise RuntimeError(f"daphne exited: {log.read_text()[-3000:]}")
         try:
-            httpx.get(f"{server.url}/agent/schema/", timeout=2)
+            # A cheap request (401): building the schema on a loaded machine is slow, and
+            # drf-spectacular's first, lazy schema build is not safe to run twice at once.
+            httpx.get(f"{server.url}/agent/runs", timeout=30)
             return server
         except httpx.TransportError:
             if time.monotonic() > deadline:
