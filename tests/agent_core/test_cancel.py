@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from django.test import override_settings
 
 from agent_core import services
 from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, Thread
 from agent_core.runner import sweep
+from agent_core.runner.abort import CancelWatch
 from tests.conftest import ALICE, calls_of
 
 pytestmark = pytest.mark.django_db
@@ -55,3 +57,12 @@ def test_a_driven_run_is_marked_cancelling_and_the_sweeper_settles_it_if_the_dri
     assert run.status == RunStatus.CANCELLED
     kinds = list(StreamFrame.objects.filter(run=run).order_by("seq").values_list("kind", flat=True))
     assert kinds[-2:] == ["cancelled", "finish"]
+
+
+def test_the_abort_signal_sees_a_cancel_requested_by_any_process(turn):
+    run = turn(REFUND)
+    with override_settings(AGENT={"AGENTS": ["demo.agents.support_agent"], "CANCEL_POLL_MS": 0}):
+        watch = CancelWatch(run.pk)
+        assert not watch.is_set() and not watch.wait(0.01)
+        Run.objects.filter(pk=run.pk).update(cancel_requested=True)  # as another process would
+        assert watch.is_set() and watch.wait(0.01)
