@@ -40,3 +40,18 @@ class DjangoAuthResolver:
         if user is None or not user.is_authenticated:
             return None
         return actor_for_user(user)
+
+
+class HeaderResolver:
+    """Development only: trusts ``X-Actor-Id`` and ``X-Actor-Role`` (comma-separated roles).
+
+    Anyone can send these headers, so a system check (``agent_core.E004``) refuses this resolver
+    when ``DEBUG`` is off unless ``AGENT["ALLOW_HEADER_ACTOR"]`` says so explicitly.
+    """
+
+    def resolve(self, request: Any) -> Actor | None:
+        ref = (request.headers.get("X-Actor-Id") or "").strip()
+        if not ref:
+            return None
+        raw = request.headers.get("X-Actor-Role") or ""
+        return Actor(ref=ref, roles=frozenset(r.strip() for r in raw.split(",") if r.strip()))

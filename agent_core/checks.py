@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.core.checks import CheckMessage, Error, register
 from django.utils.module_loading import import_string
 
 from .conf import agent_settings
-
-_DOTTED_PATHS = ("APPROVAL_GATE", "APPROVAL_POLICY", "ACTOR_RESOLVER")
-
 
 _DOTTED_PATHS = ("APPROVAL_GATE", "APPROVAL_POLICY", "ACTOR_RESOLVER")
 
@@ -49,3 +47,27 @@ def check_agent_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
                 Error(f"AGENT[{key!r}] = {dotted!r} does not import: {exc}", id="agent_core.E003")
             )
     return errors
+
+
+@register()
+def check_header_actor(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The header resolver trusts whatever a client sends: development only."""
+    from .actors import HeaderResolver
+
+    try:
+        settings = agent_settings()
+        resolver = import_string(settings.ACTOR_RESOLVER)
+    except (TypeError, ImportError):
+        return []  # reported by check_agent_settings
+    trusting = isinstance(resolver, type) and issubclass(resolver, HeaderResolver)
+    if trusting and not django_settings.DEBUG and not settings.ALLOW_HEADER_ACTOR:
+        return [
+            Error(
+                "AGENT['ACTOR_RESOLVER'] is the header resolver, which lets any client claim to "
+                "be anyone, and DEBUG is off.",
+                id="agent_core.E004",
+                hint="Use agent_core.actors.DjangoAuthResolver (or your own) in production, or "
+                "set AGENT['ALLOW_HEADER_ACTOR'] = True behind a proxy that sets the headers.",
+            )
+        ]
+    return []

@@ -34,6 +34,12 @@ class AgentSettings:
     STREAM_FRAME_FLUSH_MS: int = 50
     STREAM_FRAME_FLUSH_BYTES: int = 1024
     EXPOSE_ERROR_DETAILS: bool | None = None  # None: follow settings.DEBUG
+    # The REST API and streams (agent_core.api, agent_core.live).
+    ALLOW_HEADER_ACTOR: bool = False  # let the header resolver run with DEBUG off
+    OPERATOR_ROLE: str = "operator"  # actors with this role see and may cancel every run
+    STREAM_KEEPALIVE_SECONDS: float = 15.0
+    MAX_BODY_BYTES: int = 65536  # larger API request bodies are refused with 413
+    CANCEL_POLL_MS: int = 200  # how often a driver's abort signal looks for a cancel request
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "AGENTS", tuple(self.AGENTS))

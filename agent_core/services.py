@@ -145,15 +145,20 @@ def hand_off(lease: Lease) -> None:
     )
 
 
-def lock(lease: Lease) -> Run:
-    """The run's row, locked, if ``lease`` still holds it; raises ``LeaseLost`` otherwise."""
+def lock(lease: Lease, *, allow_cancelling: bool = False) -> Run:
+    """The run's row, locked, if ``lease`` still holds it; raises ``LeaseLost`` otherwise.
+
+    A run being cancelled refuses its driver's writes (that is how a driver learns of the cancel
+    mid-step) except, with ``allow_cancelling``, the record of a tool that already ran.
+    """
     run = (
         Run.objects.select_for_update()
         .select_related("thread")
         .filter(pk=lease.run_id, lease_token=lease.token, lease_owner=lease.owner)
         .first()
     )
-    if run is None or run.status != RunStatus.RUNNING:
+    allowed = {RunStatus.RUNNING, RunStatus.CANCELLING} if allow_cancelling else {RunStatus.RUNNING}
+    if run is None or run.status not in allowed:
         raise LeaseLost()
     return run
 
@@ -522,7 +527,8 @@ def finish_call(
     now = timezone.now()
     status = CallStatus.FAILED if error is not None else CallStatus.SUCCEEDED
     with transaction.atomic():
-        run = lock(lease)
+        # The tool has run: its outcome is recorded even when a cancel arrived meanwhile.
+        run = lock(lease, allow_cancelling=True)
         extra: dict[str, Any] = {}
         if expected == CallStatus.APPROVED:
             extra = {"attempts": F("attempts") + 1, "started_at": now, "fence": lease.token}
@@ -712,3 +718,109 @@ def extend_approval(run: Run, call: ToolCall, *, expires_at: Any) -> bool:
         [("approval-extended", {"tool_call_id": call.pk, "expires_at": expires_at.isoformat()})],
     )
     return True
+
+
+# --- cancel (guarantee 11) -----------------------------------------------------------------------
+
+
+def request_cancel(run_id: str, *, actor_ref: str) -> Run:
+    """Cancel a run: settled at once when no driver holds it, else ``cancelling`` until its
+    driver reaches a safe point. Children are cancelled too. A finished run is left as it is."""
+    with transaction.atomic():
+        run = lock_run(run_id)
+        if run.is_terminal or run.status == RunStatus.CANCELLING:
+            return run
+        driven = (
+            run.status == RunStatus.RUNNING
+            and run.lease_owner != ""
+            and run.lease_expires_at is not None
+            and run.lease_expires_at > timezone.now()
+        )
+        if driven:
+            Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
+                status=RunStatus.CANCELLING, cancel_requested=True
+            )
+            run.status, run.cancel_requested = RunStatus.CANCELLING, True
+            logger.info("run %s: cancel requested by %s", run.pk, actor_ref)
+        else:
+            Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+            _settle_cancel(run, actor_ref=actor_ref)
+        for child_id in Run.objects.filter(parent_run=run, status__in=RUN_ACTIVE).values_list(
+            "pk", flat=True
+        ):
+            request_cancel(child_id, actor_ref=actor_ref)
+        return run
+
+
+def finish_cancel(lease: Lease) -> bool:
+    """The driver reached a safe point of a run being cancelled: settle it; ``False`` when the
+    run is not being cancelled (or this lease no longer holds it)."""
+    with transaction.atomic():
+        run = (
+            Run.objects.select_for_update()
+            .select_related("thread")
+            .filter(
+                pk=lease.run_id,
+                lease_token=lease.token,
+                lease_owner=lease.owner,
+                status=RunStatus.CANCELLING,
+            )
+            .first()
+        )
+        if run is None:
+            return False
+        _settle_cancel(run, actor_ref="")
+        return True
+
+
+def settle_abandoned_cancels(limit: int = 100) -> int:
+    """Sweeper: runs left ``cancelling`` by a driver that died are settled once its lease ends."""
+    settled = 0
+    stale = Run.objects.filter(status=RunStatus.CANCELLING).filter(
+        Q(lease_expires_at__lt=timezone.now()) | Q(lease_expires_at__isnull=True)
+    )
+    for run_id in stale.values_list("pk", flat=True)[:limit]:
+        with transaction.atomic():
+            run = lock_run(run_id)
+            if run.status == RunStatus.CANCELLING:
+                _settle_cancel(run, actor_ref="")
+                settled += 1
+    return settled
+
+
+def _announce_settled(call: ToolCall) -> Callable[[], object]:
+    return lambda: signals.approval_settled.send(ToolCall, call=call)
+
+
+def _settle_cancel(run: Run, *, actor_ref: str) -> None:
+    """Under the run's lock: every open call is cancelled (nothing of it ran), the transcript
+    gets a result for each, the stream ends with ``cancelled`` then ``finish``."""
+    now = timezone.now()
+    frames: Frames = []
+    for call in ToolCall.objects.filter(
+        run=run, status__in=[CallStatus.PROPOSED, CallStatus.APPROVED, *CALL_PENDING]
+    ).order_by("requested_at", "position"):
+        was_pending_approval = call.status == CallStatus.PENDING_APPROVAL
+        won = ToolCall.objects.filter(pk=call.pk, status=call.status).update(
+            status=CallStatus.CANCELLED,
+            decided_by_ref=actor_ref or call.decided_by_ref,
+            decided_via="cancel" if was_pending_approval else call.decided_via,
+            decided_at=now if was_pending_approval else call.decided_at,
+            reason="run cancelled",
+            finished_at=now,
+        )
+        if not won:
+            continue
+        call.refresh_from_db()
+        if was_pending_approval:
+            frames.append(("approval-settled", _approval_settled(call)))
+            _after_commit(_announce_settled(call))
+        frames.append(("tool-output-denied", {"tool_call_id": call.pk, "reason": "run cancelled"}))
+    # A call caught mid-execution may or may not have happened: a person must say (guarantee 5).
+    ToolCall.objects.filter(run=run, status=CallStatus.EXECUTING).update(status=CallStatus.IN_DOUBT)
+    _report_unreported_calls(run)
+    frames.append(("cancelled", {}))
+    streams.emit(run.pk, frames)
+    message = f"cancelled by {actor_ref}" if actor_ref else "cancelled"
+    if _end_run(run, RunStatus.CANCELLED, code="cancelled", message=message):
+        _after_commit(lambda: signals.run_cancelled.send(Run, run=run))

@@ -18,6 +18,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from agent_core.routing import websocket_urlpatterns as agent_ws  # noqa: E402
 from agent_core.runner import start_background  # noqa: E402
 from console.routing import websocket_urlpatterns as console_ws  # noqa: E402
 
@@ -29,7 +30,9 @@ http = ASGIStaticFilesHandler(django_asgi) if serve_static else django_asgi
 application = ProtocolTypeRouter(
     {
         "http": http,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter([*console_ws]))),
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter([*agent_ws, *console_ws]))
+        ),
     }
 )
 

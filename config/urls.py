@@ -7,6 +7,7 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("agent/", include("agent_core.api.urls")),
     path("agent/", include("approvals.api.urls")),
     path("console/", include("console.urls")),
 ]

@@ -66,10 +66,15 @@ def stale_runs(limit: int = 100) -> list[str]:
 
 def sweep(runner: Runner | None = None) -> int:
     """Re-drive stale runs and expire overdue approvals; returns how many runs were dispatched."""
+    from .. import services  # services imports the runner package
+
     runner = runner or get_runner()
     expired = get_gate().expire_due()
     if expired:
         logger.info("sweep expired %d approval requests", expired)
+    cancelled = services.settle_abandoned_cancels()
+    if cancelled:
+        logger.info("sweep settled %d cancelled runs whose driver died", cancelled)
     run_ids = stale_runs()
     for run_id in run_ids:
         logger.info("sweep re-drives %s", run_id)

@@ -23,6 +23,7 @@ from ..agents import Agent, get_agent
 from ..conf import agent_settings
 from ..exceptions import (
     AgentCoreError,
+    Cancelled,
     LeaseLost,
     ModelError,
     ModelNoOutput,
@@ -35,6 +36,7 @@ from ..providers import get_provider
 from ..providers.base import ModelResponse, TextDelta, ToolCallPart
 from ..services import Lease, ProposedCall
 from ..tools import AbortSignal, AlreadyDone, Confirm, Refuse, ToolContext, ToolSpec, to_jsonable
+from .abort import CancelWatch
 from .text import TextBuffer
 
 logger = logging.getLogger(__name__)
@@ -87,9 +89,12 @@ Plan: TypeAlias = CallModel | RunTool | Recover | Park | Finish
 def advance(lease: Lease, *, abort: AbortSignal | None = None) -> Next:
     """Take the run's next step under ``lease`` and say what comes after it."""
     run = Run.objects.select_related("thread").get(pk=lease.run_id)
+    if run.status == RunStatus.CANCELLING:  # the safe point between steps
+        services.finish_cancel(lease)
+        return Next.STOP
     if run.status != RunStatus.RUNNING or run.lease_token != lease.token:
         return Next.STOP
-    abort = abort or AbortSignal()
+    abort = abort or CancelWatch(run.pk)
     try:
         agent = get_agent(run.agent)
         match plan(run):
@@ -109,13 +114,20 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None) -> Next:
         if run.status != RunStatus.RUNNING or run.lease_token != lease.token:
             return Next.STOP
         return Next.MODEL if isinstance(plan(run), CallModel) else Next.TOOL
-    except (LeaseLost, RetryLater):
+    except LeaseLost:
+        # A cancel refuses the driver's writes: this is how a step in flight learns of it.
+        if services.finish_cancel(lease):
+            return Next.STOP
+        raise
+    except RetryLater:
         raise
     except AgentCoreError as exc:
-        services.fail_run(run.pk, code=exc.code, message=exc.message, lease=lease)
+        if not services.finish_cancel(lease):  # an aborted model call is a cancel, not a failure
+            services.fail_run(run.pk, code=exc.code, message=exc.message, lease=lease)
     except Exception as exc:
-        logger.exception("run %s failed in the loop", run.pk)
-        services.fail_run(run.pk, code="run_failed", message=repr(exc), lease=lease)
+        if not services.finish_cancel(lease):
+            logger.exception("run %s failed in the loop", run.pk)
+            services.fail_run(run.pk, code="run_failed", message=repr(exc), lease=lease)
     return Next.STOP
 
 
@@ -183,6 +195,8 @@ def _call_model(lease: Lease, run: Run, agent: Agent, index: int, abort: AbortSi
     attempt = services.begin_model_step(lease, name)
     if attempt > settings.MODEL_STEP_ATTEMPTS:
         raise ModelError(f"model step {name} did not finish in {attempt - 1} attempts")
+    if abort.is_set():  # the safe point before the model call
+        raise Cancelled()
     request = transcript.build_request(run, agent)
     response = ModelResponse()
     text = TextBuffer(lambda chunks: services.emit_text(lease, chunks))
@@ -294,6 +308,8 @@ def _run_tool(lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: Abort
     except ToolNotFound as exc:
         services.finish_call(lease, call.pk, error=exc.message, expected=CallStatus.APPROVED)
         return
+    if abort.is_set():  # the safe point before a tool is dispatched
+        raise Cancelled()
     ctx = _context(run, call.pk, abort)
     if tool.kind == "action" and tool.preflight is not None:
         match tool.preflight(ctx, call.args):

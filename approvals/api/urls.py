@@ -15,5 +15,5 @@ urlpatterns = [
     path("tool-call/extend", views.ExtendView.as_view(), name="extend"),
     path("approvals/pending", views.PendingApprovalsView.as_view(), name="pending"),
     path("remembered", views.RememberedListView.as_view(), name="remembered"),
-    path("remembered/<int:pk>", views.RememberedDetailView.as_view(), name="remembered-detail"),
+    path("remembered/<str:pk>", views.RememberedDetailView.as_view(), name="remembered-detail"),
 ]

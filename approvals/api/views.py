@@ -163,7 +163,10 @@ class RememberedDetailView(APIView):
 
     permission_classes = [HasActor]
 
-    def _grant(self, request: Request, pk: int) -> RememberedApproval:
+    def _grant(self, request: Request, pk: str) -> RememberedApproval:
+        # Any id shape reaches this view, so a malformed one is a JSON 404 like an unknown one.
+        if not pk.isascii() or not pk.isdigit():
+            raise Http404
         grant = (
             selectors.remembered_for(request_actor(request), include_inactive=True)
             .filter(pk=pk)
@@ -174,11 +177,11 @@ class RememberedDetailView(APIView):
         return grant
 
     @extend_schema(responses=RememberedApprovalSerializer)
-    def get(self, request: Request, pk: int) -> Response:
+    def get(self, request: Request, pk: str) -> Response:
         return Response(RememberedApprovalSerializer(self._grant(request, pk)).data)
 
     @extend_schema(responses={204: None})
-    def delete(self, request: Request, pk: int) -> Response:
+    def delete(self, request: Request, pk: str) -> Response:
         self._grant(request, pk)  # 404 for grants the actor may not see
-        services.revoke(pk, actor=request_actor(request), via="api")
+        services.revoke(int(pk), actor=request_actor(request), via="api")
         return Response(status=204)

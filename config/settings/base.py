@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -111,9 +112,13 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Airlock API",
     "DESCRIPTION": "Durable human-in-the-loop approval for AI agents.",
     "VERSION": "0.1.0",
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "agent_core.models.RunStatus",
+        "CallStatusEnum": "agent_core.models.CallStatus",
+    },
 }
 
-AGENT = {
+AGENT: dict[str, Any] = {
     "AGENTS": ["demo.agents.support_agent"],
     "MODEL": "scripted:demo",
     "RUNNER": os.environ.get("AGENT_RUNNER", "inline"),

@@ -1,0 +1,59 @@
+"""Who may see and who may manage a thread or a run (SPEC §8).
+
+* The thread's owner (``owner_ref``) sees and manages its threads and runs.
+* ``AGENT["OPERATOR_ROLE"]`` (default ``operator``) sees and may cancel every run.
+* An approver sees the runs and threads holding a call it is the approver of (a role it has),
+  so it can follow what it decides; it may not cancel them or delete the thread (403).
+* Anyone else gets 404: the id might as well not exist.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from ..actors import Actor
+from ..conf import agent_settings
+from ..exceptions import AgentCoreError
+from ..models import Run, Thread, ToolCall
+
+
+class NotAllowed(AgentCoreError):
+    """You may see this, but not do that to it."""
+
+    code = "forbidden"
+
+
+def is_operator(actor: Actor) -> bool:
+    return actor.has_role(agent_settings().OPERATOR_ROLE)
+
+
+def _approves(actor: Actor, **on: OuterRef) -> Exists:
+    return Exists(ToolCall.objects.filter(approver__in=sorted(actor.roles), **on))
+
+
+def visible_threads(actor: Actor) -> QuerySet[Thread]:
+    """Threads the actor may read."""
+    threads = Thread.objects.all()
+    if is_operator(actor):
+        return threads
+    return threads.filter(Q(owner_ref=actor.ref) | _approves(actor, thread=OuterRef("pk")))
+
+
+def visible_runs(actor: Actor) -> QuerySet[Run]:
+    """Runs the actor may read and follow."""
+    runs = Run.objects.all()
+    if is_operator(actor):
+        return runs
+    return runs.filter(Q(thread__owner_ref=actor.ref) | _approves(actor, run=OuterRef("pk")))
+
+
+def check_may_cancel(actor: Actor, run: Run) -> None:
+    """The owner and operators may cancel a run they can see; others get 403."""
+    if run.thread.owner_ref != actor.ref and not is_operator(actor):
+        raise NotAllowed("Only the thread's owner or an operator may cancel this run.")
+
+
+def check_may_manage(actor: Actor, thread: Thread) -> None:
+    """Only the owner writes to or deletes a thread; others who can see it get 403."""
+    if thread.owner_ref != actor.ref:
+        raise NotAllowed("Only the thread's owner may do this.")

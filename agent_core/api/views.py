@@ -1,0 +1,178 @@
+"""The chat REST API (SPEC §8): parse the request, call a service, shape the answer.
+
+The live stream (``GET /agent/chat/<run_id>/stream``) is an async view in ``agent_core.sse``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Prefetch, QuerySet
+from django.urls import reverse
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.pagination import CursorPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import services
+from ..exceptions import NotFound, RunActive
+from ..models import Message, Run, Thread, ToolCall
+from . import serializers
+from .actors import HasActor, request_actor
+from .filters import RunFilter, ThreadFilter
+from .parsers import LimitedJSONParser
+from .permissions import check_may_cancel, check_may_manage, visible_runs, visible_threads
+
+_ERRORS = {
+    400: OpenApiResponse(description="invalid body: `{code, detail, errors}`"),
+    401: OpenApiResponse(description="no actor"),
+    403: OpenApiResponse(description="not allowed"),
+    404: OpenApiResponse(description="unknown, or not yours to see"),
+}
+
+
+class NewestFirst(CursorPagination):
+    ordering = ("-created_at", "-id")
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+
+class ChatView(APIView):
+    """Start a turn: a new thread, or the next turn of one of your threads."""
+
+    permission_classes = [HasActor]
+    parser_classes = [LimitedJSONParser]
+
+    @extend_schema(
+        request=serializers.ChatStartSerializer,
+        responses={
+            202: serializers.ChatStartedSerializer,
+            409: OpenApiResponse(description="`run_active`: the thread is busy"),
+            413: OpenApiResponse(description="`body_too_large`"),
+            **_ERRORS,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        actor = request_actor(request)
+        body = serializers.ChatStartSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        thread_id = body.validated_data.get("thread_id")
+        if thread_id is not None:
+            thread = visible_threads(actor).filter(pk=thread_id).first()
+            if thread is None:
+                raise NotFound(f"no thread {thread_id}")
+            check_may_manage(actor, thread)
+        run = services.start_run(
+            agent=body.validated_data["agent"],
+            message=body.validated_data["message"],
+            actor=actor,
+            thread_id=thread_id,
+        )
+        stream_url = reverse("agent_core_api:chat-stream", args=[run.pk])
+        data = {"run_id": run.pk, "thread_id": run.thread_id, "stream_url": stream_url}
+        return Response(data, status=status.HTTP_202_ACCEPTED)
+
+
+class CancelView(APIView):
+    """Cancel a run (guarantee 11); a finished run answers 202 with its status, unchanged."""
+
+    permission_classes = [HasActor]
+    parser_classes = [LimitedJSONParser]
+
+    @extend_schema(
+        request=None,
+        responses={202: serializers.RunStatusSerializer, **_ERRORS},
+    )
+    def post(self, request: Request, run_id: str) -> Response:
+        actor = request_actor(request)
+        run = visible_runs(actor).select_related("thread").filter(pk=run_id).first()
+        if run is None:
+            raise NotFound(f"no run {run_id}")
+        check_may_cancel(actor, run)
+        run = services.request_cancel(run.pk, actor_ref=actor.ref)
+        return Response({"status": run.status}, status=status.HTTP_202_ACCEPTED)
+
+
+class ThreadViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet[Thread],
+):
+    """Your threads (newest first); one with its transcript; delete one that is idle."""
+
+    permission_classes = [HasActor]
+    parser_classes = [LimitedJSONParser]
+
+    pagination_class = NewestFirst
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = ThreadFilter
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self) -> QuerySet[Thread]:
+        if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the shape
+            return Thread.objects.none()
+        actor = request_actor(self.request)
+        if self.action == "list":
+            return Thread.objects.filter(owner_ref=actor.ref)
+        calls = ToolCall.objects.order_by("position")
+        messages = Message.objects.order_by("seq").prefetch_related(
+            Prefetch("tool_calls", queryset=calls)
+        )
+        return visible_threads(actor).prefetch_related(Prefetch("messages", queryset=messages))
+
+    def get_serializer_class(self) -> type[serializers.ThreadSerializer]:
+        if self.action == "retrieve":
+            return serializers.ThreadDetailSerializer
+        return serializers.ThreadSerializer
+
+    @extend_schema(
+        responses={
+            204: None,
+            409: OpenApiResponse(description="`run_active`: cancel its run first"),
+            **_ERRORS,
+        }
+    )
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Delete a thread with its runs, calls and frames; refused while a run is active."""
+        actor = request_actor(request)
+        thread = self.get_object()
+        check_may_manage(actor, thread)
+        with transaction.atomic():
+            locked = Thread.objects.select_for_update().get(pk=thread.pk)
+            if locked.active_run_id is not None:
+                raise RunActive()
+            locked.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RunViewSet(viewsets.ReadOnlyModelViewSet[Run]):
+    """Runs you may see (newest first, filterable); one with its steps and calls."""
+
+    permission_classes = [HasActor]
+    parser_classes = [LimitedJSONParser]
+
+    pagination_class = NewestFirst
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = RunFilter
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self) -> QuerySet[Run]:
+        if getattr(self, "swagger_fake_view", False):
+            return Run.objects.none()
+        runs = visible_runs(request_actor(self.request))
+        if self.action == "retrieve":
+            runs = runs.prefetch_related(
+                Prefetch("steps"), Prefetch("tool_calls", queryset=ToolCall.objects.all())
+            )
+        return runs
+
+    def get_serializer_class(self) -> type[serializers.RunSerializer]:
+        if self.action == "retrieve":
+            return serializers.RunDetailSerializer
+        return serializers.RunSerializer

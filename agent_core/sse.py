@@ -1,0 +1,82 @@
+"""``GET /agent/chat/<run_id>/stream``: the run's frames as server-sent events (SPEC §9).
+
+An async view, so a waiting run's open stream costs a coroutine, not a thread; served by daphne.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
+from django.views.decorators.http import require_GET
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import APIException
+from rest_framework.request import Request
+from rest_framework.settings import api_settings
+
+from . import live
+from .actors import Actor
+from .api.actors import request_actor
+
+
+def _resolve(request: HttpRequest) -> Actor:
+    # The same authentication as the DRF views (session, token), then the actor resolver.
+    classes = cast(list[type[BaseAuthentication]], api_settings.DEFAULT_AUTHENTICATION_CLASSES)
+    authenticators = [auth() for auth in classes]
+    return request_actor(Request(request, authenticators=authenticators))
+
+
+def parse_after(query: str | None, header: str | None) -> int | None:
+    """``?after=n`` wins over ``Last-Event-ID: n``; ``None`` when the one given is not a count."""
+    raw = query if query is not None else header
+    if raw is None or raw == "":
+        return 0
+    if not raw.isdigit() or len(raw) > 12:
+        return None
+    return int(raw)
+
+
+def _error(code: str, detail: str, status: int) -> JsonResponse:
+    return JsonResponse({"code": code, "detail": detail}, status=status)
+
+
+@require_GET
+async def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
+    """Replay the frames after the client's last id, then follow the run live."""
+    try:
+        actor = await sync_to_async(_resolve)(request)
+    except APIException as exc:
+        return _error("not_authenticated", str(exc.detail), 401)
+    run = await sync_to_async(live.find_visible_run)(actor, run_id)
+    if run is None:
+        return _error("not_found", f"no run {run_id}", 404)
+    after = parse_after(request.GET.get("after"), request.headers.get("Last-Event-ID"))
+    if after is None:
+        return _error("invalid", "after / Last-Event-ID must be a frame number (0 or more)", 400)
+    response = StreamingHttpResponse(_events(live.follow(run, after)))
+    response["Content-Type"] = "text/event-stream"
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
+    return response
+
+
+async def _events(events: AsyncIterator[live.Event]) -> AsyncIterator[bytes]:
+    async for event in events:
+        yield format_event(event)
+
+
+def format_event(event: live.Event) -> bytes:
+    """One SSE block: frames carry ``id:``; ``meta``, ``done`` and ``error`` are named events."""
+    if event.kind == "keepalive":
+        return b": keep-alive\n\n"
+    data = _json(event.data)
+    if event.kind == "frame":
+        return f"id: {event.seq}\ndata: {data}\n\n".encode()
+    return f"event: {event.kind}\ndata: {data}\n\n".encode()
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), default=str)

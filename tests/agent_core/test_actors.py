@@ -1,0 +1,71 @@
+"""Actors: the header resolver and its system check, the default resolver over DRF, and the
+generic 500 body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import RequestFactory, override_settings
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from agent_core.actors import Actor, HeaderResolver
+from agent_core.api.errors import exception_handler
+from agent_core.checks import check_header_actor
+from agent_core.models import Thread
+
+HEADER = {"ACTOR_RESOLVER": "agent_core.actors.HeaderResolver", "AGENTS": []}
+
+
+def test_the_header_resolver_reads_id_and_roles():
+    request = RequestFactory().get(
+        "/", HTTP_X_ACTOR_ID="user:fran", HTTP_X_ACTOR_ROLE="finance, ops,"
+    )
+    assert HeaderResolver().resolve(request) == Actor("user:fran", frozenset({"finance", "ops"}))
+    assert HeaderResolver().resolve(RequestFactory().get("/")) is None
+
+
+@pytest.mark.parametrize(
+    ("debug", "agent", "refused"),
+    [
+        (False, HEADER, True),
+        (False, {**HEADER, "ALLOW_HEADER_ACTOR": True}, False),
+        (True, HEADER, False),
+        (False, {"AGENTS": []}, False),
+    ],
+)
+def test_the_header_resolver_is_refused_with_debug_off(debug, agent, refused):
+    with override_settings(DEBUG=debug, AGENT=agent):
+        errors = check_header_actor()
+    assert [e.id for e in errors] == (["agent_core.E004"] if refused else [])
+
+
+@pytest.mark.django_db
+def test_the_default_resolver_uses_token_and_session_auth_with_groups_as_roles():
+    alice = User.objects.create_user("alice", password="x")
+    alice.groups.add(Group.objects.create(name="operator"))
+    Thread.objects.create(owner_ref=f"user:{alice.pk}", agent="support")
+    Thread.objects.create(owner_ref="user:someone-else", agent="support")
+    token = Token.objects.create(user=alice)
+    client = APIClient()
+    assert client.get("/agent/threads").status_code == 401
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert len(client.get("/agent/threads").json()["results"]) == 1
+    assert len(client.get("/agent/runs").json()["results"]) == 0
+    client.credentials(HTTP_AUTHORIZATION="Token wrong")
+    assert client.get("/agent/threads").json()["code"] == "not_authenticated"
+    session = APIClient()
+    session.force_login(alice)
+    assert session.get("/agent/threads").status_code == 200
+
+
+@pytest.mark.parametrize(("expose", "detail"), [(False, "Internal server error."), (True, "boom")])
+def test_an_unexpected_error_is_a_generic_500_in_production(expose, detail):
+    context: dict[str, Any] = {}
+    with override_settings(AGENT={"AGENTS": [], "EXPOSE_ERROR_DETAILS": expose}):
+        response = exception_handler(RuntimeError("boom"), context)
+    assert response is not None and response.status_code == 500
+    assert response.data["code"] == "server_error"
+    assert (detail in response.data["detail"]) if expose else (response.data["detail"] == detail)

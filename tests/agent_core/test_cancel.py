@@ -1,0 +1,68 @@
+"""Cancel in process: cascade to child runs, and the sweeper settling an abandoned cancel."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import override_settings
+
+from agent_core import services
+from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, Thread
+from agent_core.runner import sweep
+from agent_core.runner.abort import CancelWatch
+from tests.conftest import ALICE, calls_of
+
+pytestmark = pytest.mark.django_db
+
+REFUND = '/call issue_refund {"order_id": "A-1001", "amount": 10}'
+
+
+def _child_of(parent: Run, status: RunStatus) -> Run:
+    thread = Thread.objects.create(owner_ref=ALICE.ref, agent="support")
+    child = Run.objects.create(
+        thread=thread, agent="support", actor_ref=ALICE.ref, runner="inline", parent_run=parent
+    )
+    Run.objects.filter(pk=child.pk).update(status=status)
+    Thread.objects.filter(pk=thread.pk).update(active_run=child)
+    return child
+
+
+def test_cancel_cascades_to_child_runs(turn, decide):
+    parent = turn(REFUND)
+    child = _child_of(parent, RunStatus.WAITING)
+    done = _child_of(parent, RunStatus.COMPLETED)
+    decide(services.request_cancel, parent.pk, actor_ref=ALICE.ref)
+    for run in (parent, child, done):
+        run.refresh_from_db()
+    assert parent.status == child.status == RunStatus.CANCELLED
+    assert done.status == RunStatus.COMPLETED
+    assert [c.status for c in calls_of(parent)] == [CallStatus.CANCELLED]
+    assert Thread.objects.get(pk=child.thread_id).active_run_id is None
+
+
+def test_a_driven_run_is_marked_cancelling_and_the_sweeper_settles_it_if_the_driver_died(turn):
+    run = turn(REFUND)
+    # Pretend a driver holds it mid-step, then dies without reaching a safe point.
+    Run.objects.filter(pk=run.pk).update(
+        status=RunStatus.RUNNING,
+        lease_owner="dead-worker",
+        lease_expires_at=run.created_at.replace(year=2100),
+    )
+    assert services.request_cancel(run.pk, actor_ref=ALICE.ref).status == RunStatus.CANCELLING
+    assert services.request_cancel(run.pk, actor_ref=ALICE.ref).status == RunStatus.CANCELLING
+    sweep()
+    assert Run.objects.get(pk=run.pk).status == RunStatus.CANCELLING  # the lease still holds
+    Run.objects.filter(pk=run.pk).update(lease_expires_at=run.created_at)
+    sweep()
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED
+    kinds = list(StreamFrame.objects.filter(run=run).order_by("seq").values_list("kind", flat=True))
+    assert kinds[-2:] == ["cancelled", "finish"]
+
+
+def test_the_abort_signal_sees_a_cancel_requested_by_any_process(turn):
+    run = turn(REFUND)
+    with override_settings(AGENT={"AGENTS": ["demo.agents.support_agent"], "CANCEL_POLL_MS": 0}):
+        watch = CancelWatch(run.pk)
+        assert not watch.is_set() and not watch.wait(0.01)
+        Run.objects.filter(pk=run.pk).update(cancel_requested=True)  # as another process would
+        assert watch.is_set() and watch.wait(0.01)

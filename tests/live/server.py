@@ -1,0 +1,75 @@
+"""Start a real daphne process on a socket bound to a free port (port 0: no collisions)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+@dataclass
+class Server:
+    """A daphne process serving ``config.asgi`` with ``tests.live.settings``."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+    log: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_server(db_name: str, log: Path, **env: str) -> Server:
+    """Start daphne on a fresh socket and wait until it answers HTTP."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(512)
+    port = sock.getsockname()[1]
+    environment = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.live.settings",
+        "AIRLOCK_TEST_DB_NAME": db_name,
+        "PYTHONPATH": str(ROOT),
+        **env,
+    }
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "--fd", str(sock.fileno()), "config.asgi:application"],
+            cwd=ROOT,
+            env=environment,
+            pass_fds=[sock.fileno()],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    sock.close()
+    server = Server(process, f"http://127.0.0.1:{port}", log)
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"daphne exited: {log.read_text()[-3000:]}")
+        try:
+            # A cheap request (401): building the schema on a loaded machine is slow, and
+            # drf-spectacular's first, lazy schema build is not safe to run twice at once.
+            httpx.get(f"{server.url}/agent/runs", timeout=30)
+            return server
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                server.stop()
+                raise RuntimeError(f"daphne did not start: {log.read_text()[-3000:]}") from None
+            time.sleep(0.1)
