@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -109,7 +110,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
 }
 
-AGENT = {
+AGENT: dict[str, Any] = {
     "AGENTS": ["demo.agents.support_agent"],
     "MODEL": "scripted:demo",
     "RUNNER": os.environ.get("AGENT_RUNNER", "inline"),

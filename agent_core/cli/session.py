@@ -1,0 +1,35 @@
+"""Who is at the terminal, and starting or continuing a turn on their behalf."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import CommandError
+
+from .. import services
+from ..actors import Actor, actor_for_user
+from ..exceptions import AgentCoreError
+from ..models import Run, Thread
+
+
+def actor_named(username: str) -> Actor:
+    """The actor of the Django user ``username`` (``--as``); a clear error if there is none."""
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise CommandError(f"no user called {username!r} (--as takes a Django username)")
+    return actor_for_user(user)
+
+
+def own_thread(thread_id: str, actor: Actor) -> Thread:
+    """The actor's thread ``thread_id``; someone else's thread is reported as unknown."""
+    thread = Thread.objects.filter(pk=thread_id, owner_ref=actor.ref).first()
+    if thread is None:
+        raise CommandError(f"no thread {thread_id} of yours")
+    return thread
+
+
+def start_turn(agent: str, message: str, actor: Actor, thread_id: str | None) -> Run:
+    """Start a turn; a refusal (unknown agent, busy thread) becomes a ``CommandError``."""
+    try:
+        return services.start_run(agent=agent, message=message, actor=actor, thread_id=thread_id)
+    except AgentCoreError as exc:
+        raise CommandError(f"{exc.code}: {exc.message}") from exc
