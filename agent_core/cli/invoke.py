@@ -8,7 +8,7 @@ from enum import IntEnum
 from ..actors import Actor
 from ..models import Message, Role, RunStatus
 from .follow import RunFollower, pending_calls, shown
-from .session import own_thread, start_turn
+from .session import finish_driving, own_thread, start_turn
 
 
 class ExitCode(IntEnum):
@@ -33,6 +33,7 @@ def invoke(
         own_thread(thread_id, actor)
     run = start_turn(agent, message, actor, thread_id)
     run = RunFollower(run.pk).follow(lambda _text: None)
+    finish_driving()
     if run.status == RunStatus.COMPLETED:
         answer = Message.objects.filter(run=run, role=Role.ASSISTANT).order_by("-seq").first()
         out(answer.text if answer is not None else "")

@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from agent_core.cli.ages import parse_age
 from agent_core.cli.follow import shown
 from agent_core.cli.invoke import ExitCode, invoke
-from agent_core.cli.session import actor_named
+from agent_core.cli.session import actor_named, finish_driving
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import CALL_PENDING, ToolCall
 from agent_core.retention import delete_finished_threads, finished_threads
@@ -91,6 +91,7 @@ class Command(BaseCommand):
             self.stdout.flush()
 
         Chat(agent, actor_named(username), write=write, read=input).run(thread)
+        finish_driving()
 
     def do_invoke(
         self, *, agent: str, message: str, username: str, thread: str | None, **_: Any
@@ -166,9 +167,10 @@ class Command(BaseCommand):
         except AgentCoreError as exc:
             details = f" {shown(exc.errors)}" if exc.errors else ""
             raise CommandError(f"{exc.code}: {exc.message}{details}") from exc
-        # With the inline runner this process drives the resumed run before it exits.
         self.out(f"{tool_call_id}: {outcome.value}")
         self.stdout.flush()
+        # With the inline runner this process drives the resumed run: to its next wait or end.
+        finish_driving(ToolCall.objects.get(pk=tool_call_id).run_id)
 
     def do_cleanup(self, *, older_than: str, dry_run: bool, **_: Any) -> None:
         try:
