@@ -1,9 +1,10 @@
 """``agent chat``: an interactive terminal chat that stops to ask on every card.
 
 It follows the run from the database (the driver may be this process's inline runner or a
-Celery worker), prompts ``approve / reject <reason> / edit <json>`` on an approval card the
-person at the terminal may decide, asks a human tool's question, and decides through the
-approval port with ``via="cli"``. Leaving while a run waits is safe: ``--thread`` reattaches.
+Celery worker), prompts ``approve [remember] / reject <reason> / edit <json>`` on an approval
+card the person at the terminal may decide, asks a human tool's question, and decides through
+the approval port with ``via="cli"``. Leaving while a run waits is safe: ``--thread``
+reattaches.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from . import services as port
 from .exceptions import InvalidDecision
 from .policy import get_policy
 
-DECISION_PROMPT = "approve / reject <reason> / edit <json> > "
+DECISION_PROMPT = "approve [remember] / reject <reason> / edit <json> > "
 ANSWER_PROMPT = "answer> "
 USER_PROMPT = "you> "
 
@@ -125,7 +126,8 @@ class Chat:
             try:
                 match verb.lower():
                     case "approve" | "a" | "y" | "yes":
-                        port.approve(call.pk, actor=self.actor, via="cli")
+                        remember = rest.strip().lower() in ("remember", "--remember")
+                        port.approve(call.pk, actor=self.actor, via="cli", remember=remember)
                     case "reject" | "r" | "n" | "no":
                         port.reject(call.pk, actor=self.actor, reason=rest.strip(), via="cli")
                     case "edit" | "e":
@@ -134,7 +136,10 @@ class Chat:
                             raise ValueError("edited arguments must be a JSON object")
                         port.approve(call.pk, actor=self.actor, via="cli", args=args)
                     case _:
-                        self.write("type approve, reject <reason> or edit <json args>\n")
+                        self.write(
+                            "type approve (or approve remember), reject <reason> "
+                            "or edit <json args>\n"
+                        )
                         continue
             except (ValueError, AgentCoreError) as exc:
                 self.write(f"  {_refusal(exc)}\n")

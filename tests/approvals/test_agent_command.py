@@ -193,10 +193,10 @@ def test_chat_streams_asks_and_decides(people, terminals):
     assert "look up orders" in chat.expect("you> ")
 
     chat.send('/call purge_cache {"path": "/products"}')
-    card = chat.expect("approve / reject <reason> / edit <json> > ")
+    card = chat.expect("approve [remember] / reject <reason> / edit <json> > ")
     assert '[approval needed] purge_cache {"path": "/products"}' in card
     chat.send("maybe")
-    chat.expect("type approve, reject <reason> or edit <json args>")
+    chat.expect("type approve (or approve remember), reject <reason> or edit <json args>")
     chat.send("approve")
     answer = chat.expect("you> ")
     assert "approved by user:" in answer and "via cli" in answer
@@ -242,11 +242,14 @@ def test_chat_reattaches_to_a_thread_left_waiting(people, terminals):
     shown = second.expect("edit <json> > ")
     assert f"thread {run.thread_id}" in shown and "/call purge_cache" in shown
     assert "[approval needed] purge_cache" in shown
-    second.send("approve")
+    second.send("approve remember")
     assert "purge_cache returned" in second.expect("you> ")
+    second.send('/call purge_cache {"path": "/cart"}')
+    assert "approved by user:" in second.expect("you> ")  # remembered: no card this time
     second.end_input()
     assert second.wait() == 0
-    assert CachePurge.objects.count() == 1
+    assert CachePurge.objects.count() == 2
+    assert ToolCall.objects.filter(decided_via="remembered").count() == 1
     run.refresh_from_db()
     assert run.status == RunStatus.COMPLETED
 
