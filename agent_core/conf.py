@@ -12,6 +12,20 @@ from django.dispatch import receiver
 
 
 @dataclass(frozen=True, kw_only=True)
+class VendorSettings:
+    """How to reach one model vendor (``AGENT["OPENAI"]``, ``AGENT["ANTHROPIC"]``).
+
+    ``BASE_URL`` and ``API_KEY`` left ``None`` fall back to the vendor's environment variables
+    (``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``, ``ANTHROPIC_BASE_URL`` / ``ANTHROPIC_API_KEY``).
+    """
+
+    BASE_URL: str | None = None
+    API_KEY: str | None = None
+    TIMEOUT: float = 60.0  # seconds; connect and each read of the stream
+    MAX_TOKENS: int = 4096  # output tokens per model step (Anthropic requires a limit)
+
+
+@dataclass(frozen=True, kw_only=True)
 class AgentSettings:
     """Every key of ``settings.AGENT`` with its default; an unknown key is a TypeError."""
 
@@ -21,6 +35,8 @@ class AgentSettings:
     PROVIDERS: dict[str, str] = field(
         default_factory=lambda: {
             "scripted": "agent_core.providers.scripted.ScriptedProvider",
+            "openai": "agent_core.providers.openai.OpenAIProvider",
+            "anthropic": "agent_core.providers.anthropic.AnthropicProvider",
         }
     )
     APPROVAL_GATE: str = "approvals.gate.ApprovalGate"
@@ -40,9 +56,15 @@ class AgentSettings:
     STREAM_KEEPALIVE_SECONDS: float = 15.0
     MAX_BODY_BYTES: int = 65536  # larger API request bodies are refused with 413
     CANCEL_POLL_MS: int = 200  # how often a driver's abort signal looks for a cancel request
+    OPENAI: VendorSettings = field(default_factory=VendorSettings)
+    ANTHROPIC: VendorSettings = field(default_factory=VendorSettings)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "AGENTS", tuple(self.AGENTS))
+        for vendor in ("OPENAI", "ANTHROPIC"):
+            value = getattr(self, vendor)
+            if isinstance(value, dict):  # settings give a dict; an unknown key is a TypeError
+                object.__setattr__(self, vendor, VendorSettings(**value))
 
     @property
     def expose_error_details(self) -> bool:

@@ -5,6 +5,19 @@ from __future__ import annotations
 from django.db import models
 
 
+class Customer(models.Model):
+    """A shop customer; campaigns go to the ones who opted in."""
+
+    email = models.EmailField(primary_key=True)
+    name = models.CharField(max_length=100)
+    city = models.CharField(max_length=100, blank=True)
+    vip = models.BooleanField(default=False)
+    marketing_opt_in = models.BooleanField(default=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Order(models.Model):
     id = models.CharField(primary_key=True, max_length=20)
     customer_email = models.EmailField()

@@ -13,7 +13,7 @@ from pydantic import Field
 from agent_core.tools import Confirm, Preflight, Recovered, ToolContext, human_tool, tool
 
 from . import mailer
-from .models import CachePurge, Campaign, Order, Refund
+from .models import CachePurge, Campaign, Customer, Order, Refund
 
 
 @tool(kind="read")
@@ -23,17 +23,20 @@ def lookup_order(ctx: ToolContext, order_id: str) -> dict[str, Any]:
     if order is None:
         return {"order_id": order_id, "found": False}
     refunded = sum((r.amount for r in order.refunds.all()), Decimal(0))
+    customer = Customer.objects.filter(email=order.customer_email).first()
     return {
         "order_id": order.pk,
         "found": True,
         "customer_email": order.customer_email,
+        "customer_name": customer.name if customer is not None else "",
         "total": str(order.total),
         "status": order.status,
         "refunded": str(refunded),
     }
 
 
-@tool(kind="action", atomic=True)
+# Each refund and campaign is its own decision: the approver cannot wave the rest through.
+@tool(kind="action", atomic=True, rememberable=False)
 def issue_refund(
     ctx: ToolContext,
     order_id: str,
@@ -63,7 +66,12 @@ def _campaign_recover(ctx: ToolContext, args: dict[str, Any]) -> Recovered:
     return Recovered(done=True, result={"send_id": sent.pk, "recipients": sent.recipients})
 
 
-@tool(kind="action", preflight=_campaign_preflight, recover=_campaign_recover)
+@tool(
+    kind="action",
+    preflight=_campaign_preflight,
+    recover=_campaign_recover,
+    rememberable=False,
+)
 def send_campaign(ctx: ToolContext, campaign_id: str) -> dict[str, Any]:
     """Email a marketing campaign to its whole audience."""
     campaign = Campaign.objects.get(pk=campaign_id)

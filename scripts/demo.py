@@ -178,13 +178,17 @@ class Supervisor:
             pass
 
 
-def print_banner(port: int) -> None:
+def print_banner(port: int, env: dict[str, str]) -> None:
     width = max(len(login.role) for login in DEMO_LOGINS)
     lines = [
         "",
         f"Airlock demo running at http://{HOST}:{port}/",
         "Demo logins (username / password):",
         *(f"  {login.role:<{width}}  {login.username} / {login.password}" for login in DEMO_LOGINS),
+        "Command line, from another terminal in this directory:",
+        f"  export DATABASE_URL='{env.get('DATABASE_URL', '')}'",
+        f"  export REDIS_URL='{env.get('REDIS_URL', '')}'",
+        "  .venv/bin/python manage.py agent chat support --as alice",
         "Press Ctrl-C to stop.",
         "",
     ]
@@ -236,7 +240,7 @@ def main(argv: Sequence[str]) -> int:
                 log(f"{name} exited unexpectedly (exit status {status}), stopping the rest")
                 return status or 1
             if not banner_printed and accepts_connections(port):
-                print_banner(port)
+                print_banner(port, env)
                 banner_printed = True
             elif not banner_printed and time.monotonic() > banner_due:
                 log(f"web server not accepting connections on {HOST}:{port} after startup")

@@ -8,3 +8,11 @@ from .base import *  # noqa: F403
 
 DEBUG = os.environ.get("DEBUG", "1") == "1"
 SECRET_KEY = SECRET_KEY or "dev-only-not-secret"  # noqa: F405
+
+# The demo's approval policy: refunds need finance (15 minutes; under 20 free), campaigns need
+# marketing, cache purges the requester (rememberable). Tests keep the default policy.
+AGENT = {**AGENT, "APPROVAL_POLICY": "demo.policy.DemoPolicy"}  # noqa: F405
+
+# With an OpenAI-compatible endpoint configured, the demo agent talks to a real model.
+if os.environ.get("OPENAI_BASE_URL"):
+    AGENT["MODEL"] = "openai:" + os.environ.get("AIRLOCK_DEMO_MODEL", "gpt-4o-mini")

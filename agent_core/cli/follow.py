@@ -1,0 +1,103 @@
+"""Following a run from the database: its new frames, until it parks on a person or ends.
+
+A command runs in its own process, possibly not the one driving the run, so it reads the run's
+``StreamFrame`` rows (committed in ``seq`` order) rather than the live channel layer.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..models import CALL_PENDING, RUN_TERMINAL, Run, RunStatus, StreamFrame, ToolCall
+
+POLL_SECONDS = 0.1
+_SHOWN_CHARS = 300
+
+
+@dataclass
+class RunFollower:
+    """Reads a run's frames after ``after`` and reports when the run stops moving."""
+
+    run_id: str
+    after: int = 0
+
+    def new_frames(self) -> list[StreamFrame]:
+        rows = list(
+            StreamFrame.objects.filter(run_id=self.run_id, seq__gt=self.after, superseded=False)
+            .order_by("seq")
+            .only("seq", "kind", "data")
+        )
+        if rows:
+            self.after = rows[-1].seq
+        return rows
+
+    def follow(self, write: Callable[[str], None], *, poll: float = POLL_SECONDS) -> Run:
+        """Write each new frame as it commits; return the run once it waits or has ended."""
+        while True:
+            run = Run.objects.get(pk=self.run_id)
+            # The status and the frames announcing it commit together: read the frames after the
+            # status, and nothing that led to it can be missing.
+            for frame in self.new_frames():
+                if text := render(frame.kind, frame.data):
+                    write(text)
+            if run.status == RunStatus.WAITING or run.status in RUN_TERMINAL:
+                return run
+            time.sleep(poll)
+
+
+def pending_calls(run_id: str) -> list[ToolCall]:
+    """The run's calls waiting on a person (an approval or an answer), in proposal order."""
+    return list(
+        ToolCall.objects.filter(run_id=run_id, status__in=CALL_PENDING).order_by(
+            "requested_at", "position"
+        )
+    )
+
+
+def wait_until_settled(call_id: str, *, poll: float = POLL_SECONDS) -> ToolCall:
+    """Block until someone (anywhere) decides the call, or its run ends."""
+    while True:
+        call = ToolCall.objects.select_related("run").get(pk=call_id)
+        if call.status not in CALL_PENDING or call.run.is_terminal:
+            return call
+        time.sleep(poll)
+
+
+def shown(value: Any) -> str:
+    """A JSON value on one line, cut short for a terminal."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + "…"
+
+
+def render(kind: str, data: dict[str, Any]) -> str:
+    """A frame as terminal text (empty for frames a terminal does not need)."""
+    match kind:
+        case "text":
+            return str(data.get("text", ""))
+        case "tool-input-available":
+            return f"\n  -> {data['tool_name']} {shown(data.get('input', {}))}\n"
+        case "approval-settled":
+            who = f" by {data['decided_by']}" if data.get("decided_by") else ""
+            via = f" via {data['decided_via']}" if data.get("decided_via") else ""
+            reason = f": {data['reason']}" if data.get("reason") else ""
+            return f"  {data['status']}{who}{via}{reason}\n"
+        case "tool-output":
+            return f"  <- {shown(data.get('output'))}\n"
+        case "tool-output-error":
+            return f"  <- error: {shown(data.get('error'))}\n"
+        case "tool-output-denied":
+            return f"  <- did not run: {data.get('reason', '')}\n"
+        case "tool-in-doubt":
+            return f"  ?? {data['tool_call_id']} may or may not have run\n"
+        case "cancelled":
+            return "\n[cancelled]\n"
+        case "finish" if data.get("status") != RunStatus.COMPLETED:
+            code = f" ({data['error_code']})" if data.get("error_code") else ""
+            return f"\n[run {data.get('status')}{code}]\n"
+        case "finish":
+            return "\n"
+    return ""

@@ -1,0 +1,272 @@
+"""``manage.py agent …`` in real subprocesses (and a pty for ``chat``) against the test database."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from agent_core import services
+from agent_core.actors import actor_for_user
+from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, Thread, ToolCall
+from approvals.models import DecisionAttempt
+from demo.models import CachePurge, Refund
+from tests.processes import Terminal, manage
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+WAITING = 3
+
+
+@pytest.fixture
+def people(shop: None, sync_runner: object) -> dict[str, User]:
+    return {name: User.objects.create(username=name) for name in ("alice", "bob")}
+
+
+@pytest.fixture
+def terminals() -> Iterator[list[Terminal]]:
+    opened: list[Terminal] = []
+    yield opened
+    for terminal in opened:
+        terminal.kill()
+
+
+def open_chat(terminals: list[Terminal], *args: str) -> Terminal:
+    terminal = Terminal("agent", "chat", "support", "--as", "alice", *args)
+    terminals.append(terminal)
+    return terminal
+
+
+def waiting(message: str) -> tuple[str, str]:
+    """Start, in this process, a turn of alice's that stops on a person: (call id, thread id)."""
+    alice = actor_for_user(User.objects.get(username="alice"))
+    run = services.start_run(agent="support", message=message, actor=alice)
+    run.refresh_from_db()
+    assert run.status == RunStatus.WAITING
+    return ToolCall.objects.get(run=run).pk, run.thread_id
+
+
+def invoke_waiting(message: str) -> tuple[str, str]:
+    """Invoke a turn that stops on a person; the pending call's id and the thread's."""
+    result = manage("agent", "invoke", "support", message, "--as", "alice")
+    assert result.returncode == WAITING, result.stderr
+    head, line = result.stdout.splitlines()[:2]
+    call_id = line.split("\t")[0]
+    assert call_id.startswith("tc_") and head.startswith("waiting on a person: thread thr_")
+    return call_id, head.split()[5]
+
+
+# --- invoke, pending, approve, reject, answer ----------------------------------------------------
+
+
+def test_invoke_exits_3_with_the_pending_call_then_approve_resumes_it(people):
+    result = manage(
+        "agent", "invoke", "support", '/call purge_cache {"path": "/p"}', "--as", "alice"
+    )
+    assert result.returncode == WAITING, result.stderr
+    call = ToolCall.objects.get()
+    assert result.stdout.splitlines()[1] == (
+        f'{call.pk}\tpurge_cache\t{{"path": "/p"}}\tapprover=requester'
+    )
+    pending = manage("agent", "pending", "--as", "alice")
+    assert call.pk in pending.stdout and "purge_cache" in pending.stdout
+    assert manage("agent", "pending", "--as", "bob").stdout.strip() == "nothing is waiting"
+
+    approved = manage("agent", "approve", call.pk, "--as", "alice", "--remember")
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout.strip() == f"{call.pk}: applied"
+    call.refresh_from_db()
+    assert call.status == CallStatus.SUCCEEDED and call.decided_via == "cli" and call.remember
+    assert CachePurge.objects.count() == 1
+    assert Run.objects.get().status == RunStatus.COMPLETED
+
+    again = manage("agent", "approve", call.pk, "--as", "alice")
+    assert again.returncode == 0 and again.stdout.strip() == f"{call.pk}: unchanged"
+    late = manage("agent", "reject", call.pk, "--as", "alice", "--reason", "changed my mind")
+    assert late.returncode == 1 and "already_decided" in late.stderr
+    assert CachePurge.objects.count() == 1
+    assert set(DecisionAttempt.objects.values_list("via", flat=True)) == {"cli"}
+
+
+def test_reject_tells_the_model_why(people):
+    call_id, _ = waiting('/call issue_refund {"order_id": "A-1001", "amount": 30}')
+    result = manage("agent", "reject", call_id, "--as", "alice", "--reason", "not eligible")
+    assert result.returncode == 0, result.stderr
+    call = ToolCall.objects.get(pk=call_id)
+    assert call.status == CallStatus.REJECTED and call.reason == "not eligible"
+    assert call.decided_via == "cli" and Refund.objects.count() == 0
+
+
+def test_approve_with_edited_args(people):
+    call_id, _ = waiting('/call issue_refund {"order_id": "A-1001", "amount": 30}')
+    result = manage(
+        "agent",
+        "approve",
+        call_id,
+        "--as",
+        "alice",
+        "--args",
+        '{"order_id": "A-1001", "amount": 5}',
+    )
+    assert result.returncode == 0, result.stderr
+    assert str(Refund.objects.get().amount) == "5.00"
+    invalid = manage("agent", "approve", call_id, "--as", "alice", "--args", "[1]")
+    assert invalid.returncode == 1 and "must be a JSON object" in invalid.stderr
+
+
+def test_refusals_exit_1_and_change_nothing(people):
+    call_id, _ = waiting('/call purge_cache {"path": "/p"}')
+    not_mine = manage("agent", "approve", call_id, "--as", "bob")
+    assert not_mine.returncode == 1 and "not_approver" in not_mine.stderr
+    nobody = manage("agent", "approve", call_id, "--as", "mallory")
+    assert nobody.returncode == 1 and "no user called 'mallory'" in nobody.stderr
+    unknown = manage("agent", "approve", "tc_nope", "--as", "alice")
+    assert unknown.returncode == 1 and "not_found" in unknown.stderr
+    no_reason = manage("agent", "reject", call_id, "--as", "alice")
+    assert no_reason.returncode == 2 and "--reason" in no_reason.stderr
+    assert ToolCall.objects.get(pk=call_id).status == CallStatus.PENDING_APPROVAL
+    assert CachePurge.objects.count() == 0
+
+
+def test_a_question_is_answered_from_the_command_line(people):
+    call_id, thread_id = invoke_waiting('/call ask_user {"question": "Which size?"}')
+    assert "\tanswer" in manage("agent", "pending", "--as", "alice").stdout
+    result = manage("agent", "answer", call_id, "Large", "--as", "alice")
+    assert result.returncode == 0, result.stderr
+    assert ToolCall.objects.get(pk=call_id).result == {"answer": "Large"}
+    follow_up = manage("agent", "invoke", "support", "hi", "--as", "alice", "--thread", thread_id)
+    assert follow_up.returncode == 0 and "look up orders" in follow_up.stdout
+
+
+def test_invoke_on_a_busy_thread_is_refused(people):
+    _, thread_id = waiting('/call purge_cache {"path": "/p"}')
+    busy = manage("agent", "invoke", "support", "hi", "--as", "alice", "--thread", thread_id)
+    assert busy.returncode == 1 and "run_active" in busy.stderr
+    theirs = manage("agent", "invoke", "support", "hi", "--as", "bob", "--thread", thread_id)
+    assert theirs.returncode == 1 and f"no thread {thread_id} of yours" in theirs.stderr
+    unknown = manage("agent", "invoke", "nobody", "hi", "--as", "alice")
+    assert unknown.returncode == 1 and "agent_not_found" in unknown.stderr
+
+
+# --- cleanup -------------------------------------------------------------------------------------
+
+
+def _age(thread_id: str, days: int) -> None:
+    then = timezone.now() - timedelta(days=days)
+    Thread.objects.filter(pk=thread_id).update(created_at=then)
+    Run.objects.filter(thread_id=thread_id).update(created_at=then)
+    Run.objects.filter(thread_id=thread_id, finished_at__isnull=False).update(finished_at=then)
+
+
+def test_cleanup_deletes_old_finished_threads_only(people):
+    alice = actor_for_user(people["alice"])
+    old_done = services.start_run(agent="support", message="hello", actor=alice).thread_id
+    _, old_waiting = waiting('/call purge_cache {"path": "/p"}')
+    services.start_run(agent="support", message="hello", actor=alice)
+    recent = Thread.objects.exclude(pk__in=[old_done, old_waiting]).get().pk
+    _age(old_done, 40)
+    _age(old_waiting, 40)
+
+    dry = manage("agent", "cleanup", "--older-than", "30d", "--dry-run")
+    assert dry.stdout.strip() == "1 finished threads are older than 30d"
+    result = manage("agent", "cleanup", "--older-than", "30d")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("deleted 1 threads (")
+    assert set(Thread.objects.values_list("pk", flat=True)) == {old_waiting, recent}
+    assert not Run.objects.filter(thread_id=old_done).exists()
+    assert not StreamFrame.objects.filter(run__thread_id=old_done).exists()
+    bad = manage("agent", "cleanup", "--older-than", "soon")
+    assert bad.returncode == 1 and "not an age like 30d" in bad.stderr
+
+
+# --- chat ----------------------------------------------------------------------------------------
+
+
+def test_chat_streams_asks_and_decides(people, terminals):
+    chat = open_chat(terminals)
+    chat.expect("you> ")
+    chat.send("hello")
+    assert "look up orders" in chat.expect("you> ")
+
+    chat.send('/call purge_cache {"path": "/products"}')
+    card = chat.expect("approve [remember] / reject <reason> / edit <json> > ")
+    assert '[approval needed] purge_cache {"path": "/products"}' in card
+    chat.send("maybe")
+    chat.expect("type approve (or approve remember), reject <reason> or edit <json args>")
+    chat.send("approve")
+    answer = chat.expect("you> ")
+    assert "approved by user:" in answer and "via cli" in answer
+    assert "purge_cache returned" in answer
+
+    chat.send('/call issue_refund {"order_id": "A-1001", "amount": 30}')
+    chat.expect("edit <json> > ")
+    chat.send('edit {"order_id": "A-1001", "amount": "lots"}')
+    chat.expect("refused (invalid)")
+    chat.send('edit {"order_id": "A-1001", "amount": 12}')
+    assert "issue_refund returned" in chat.expect("you> ")
+    assert str(Refund.objects.get().amount) == "12.00"
+
+    chat.send('/call purge_cache {"path": "/"}')
+    chat.expect("edit <json> > ")
+    chat.send("reject too broad")
+    assert "too broad" in chat.expect("you> ")
+
+    chat.send('/call ask_user {"question": "Which size?"}')
+    assert "? Which size?" in chat.expect("answer> ")
+    chat.send("Large")
+    assert 'ask_user returned {"answer": "Large"}' in chat.expect("you> ")
+
+    chat.end_input()
+    assert chat.wait() == 0
+    assert CachePurge.objects.count() == 1
+    vias = set(ToolCall.objects.exclude(decided_via="").values_list("decided_via", flat=True))
+    assert vias == {"cli"}
+
+
+def test_chat_reattaches_to_a_thread_left_waiting(people, terminals):
+    first = open_chat(terminals)
+    first.expect("you> ")
+    first.send('/call purge_cache {"path": "/products"}')
+    first.expect("edit <json> > ")
+    first.end_input()  # the person walks away from the card
+    assert "reattach with --thread thr_" in first.expect("\n") + first.expect("\n")
+    assert first.wait() == 0
+    run = Run.objects.get()
+    assert run.status == RunStatus.WAITING and CachePurge.objects.count() == 0
+
+    second = open_chat(terminals, "--thread", run.thread_id)
+    shown = second.expect("edit <json> > ")
+    assert f"thread {run.thread_id}" in shown and "/call purge_cache" in shown
+    assert "[approval needed] purge_cache" in shown
+    second.send("approve remember")
+    assert "purge_cache returned" in second.expect("you> ")
+    second.send('/call purge_cache {"path": "/cart"}')
+    assert "approved by user:" in second.expect("you> ")  # remembered: no card this time
+    second.end_input()
+    assert second.wait() == 0
+    assert CachePurge.objects.count() == 2
+    assert ToolCall.objects.filter(decided_via="remembered").count() == 1
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED
+
+
+def test_chat_waits_for_an_approver_it_is_not(people, terminals, settings):
+    # A call whose approver is a role alice lacks: chat shows the card and waits; bob (with the
+    # role) decides from another process, and the chat carries on.
+    call_id, thread_id = waiting('/call purge_cache {"path": "/p"}')
+    ToolCall.objects.filter(pk=call_id).update(approver="ops")
+    bob = User.objects.get(username="bob")
+    bob.groups.create(name="ops")
+
+    chat = open_chat(terminals, "--thread", thread_id)
+    chat.expect("waiting for ops to decide")
+    result = manage("agent", "approve", call_id, "--as", "bob")
+    assert result.returncode == 0, result.stderr
+    assert "purge_cache returned" in chat.expect("you> ")
+    chat.end_input()
+    assert chat.wait() == 0
+    assert json.loads(json.dumps(ToolCall.objects.get(pk=call_id).result))["purged"] == "/p"
