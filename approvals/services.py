@@ -24,6 +24,7 @@ from agent_core.exceptions import (
     AlreadyDecided,
     NotFound,
     RunNotActive,
+    ToolNotFound,
 )
 from agent_core.models import CallStatus, Run, ToolCall
 
@@ -73,6 +74,20 @@ def answer(tool_call_id: str, *, actor: Actor, answer: Any, via: str = "web") ->
     return _decide(tool_call_id, Action.ANSWER, actor=actor, via=via, answer=answer)
 
 
+def mark_done(
+    tool_call_id: str, *, actor: Actor, result: Any = None, via: str = "console"
+) -> Outcome:
+    """A person says an in-doubt call did happen: ``result`` is recorded, nothing runs again,
+    and the run resumes."""
+    return _decide(tool_call_id, Action.MARK_DONE, actor=actor, via=via, result=result)
+
+
+def mark_not_done(tool_call_id: str, *, actor: Actor, via: str = "console") -> Outcome:
+    """A person says an in-doubt call did not happen: it runs again (after a fresh approval when
+    its tool's ``approval_scope`` is ``"attempt"``)."""
+    return _decide(tool_call_id, Action.MARK_NOT_DONE, actor=actor, via=via)
+
+
 def _decide(tool_call_id: str, action: Action, *, actor: Actor, via: str, **kw: Any) -> Outcome:
     with transaction.atomic():
         call = ToolCall.objects.filter(pk=tool_call_id).first()
@@ -103,6 +118,8 @@ def _apply(
         raise NotApprover()
     if action == Action.ANSWER:
         return _answer(run, call, actor=actor, via=via, answer=kw["answer"])
+    if action in (Action.MARK_DONE, Action.MARK_NOT_DONE):
+        return _resolve(run, call, done=action == Action.MARK_DONE, actor=actor, **kw)
     wanted = CallStatus.APPROVED if action == Action.APPROVE else CallStatus.REJECTED
     if call.status == CallStatus.PENDING_APPROVAL:
         if call.expires_at is not None and call.expires_at <= timezone.now():
@@ -151,6 +168,25 @@ def _answer(run: Run, call: ToolCall, *, actor: Actor, via: str, answer: Any) ->
             "the answer does not fit the question's schema", errors=_errors(exc)
         ) from exc
     core.answer_input(run, call, answer=value, decided_by_ref=actor.ref, via=via)
+    return Outcome.APPLIED
+
+
+def _resolve(run: Run, call: ToolCall, *, done: bool, actor: Actor, result: Any = None) -> Outcome:
+    if call.status != CallStatus.IN_DOUBT:
+        if run.is_terminal:
+            raise RunNotActive()
+        raise AlreadyDecided(f"{call.pk} is {call.status}, not in doubt")
+    try:
+        per_attempt = get_agent(run.agent).get_tool(call.tool_name).approval_scope == "attempt"
+    except ToolNotFound:
+        per_attempt = False  # the tool is gone; a re-run will fail the call, nothing runs
+    core.resolve_in_doubt(
+        call.pk,
+        done=done,
+        result=result,
+        reapprove=not done and per_attempt,
+        decided_by_ref=actor.ref,
+    )
     return Outcome.APPLIED
 
 

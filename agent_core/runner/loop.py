@@ -84,15 +84,24 @@ class Finish:
 Plan: TypeAlias = CallModel | RunTool | Recover | Park | Finish
 
 
-def advance(lease: Lease, *, abort: AbortSignal | None = None) -> Next:
-    """Take the run's next step under ``lease`` and say what comes after it."""
+def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None = None) -> Next:
+    """Take the run's next step under ``lease`` and say what comes after it.
+
+    With ``only``, a model or tool step of the other kind is not taken: its kind is returned, so
+    the durable runner can hand it to the other queue. Parking and finishing run anywhere.
+    """
     run = Run.objects.select_related("thread").get(pk=lease.run_id)
     if run.status != RunStatus.RUNNING or run.lease_token != lease.token:
         return Next.STOP
     abort = abort or AbortSignal()
     try:
         agent = get_agent(run.agent)
-        match plan(run):
+        step = plan(run)
+        if only is not None and isinstance(step, CallModel | RunTool | Recover):
+            kind = Next.MODEL if isinstance(step, CallModel) else Next.TOOL
+            if kind != only:
+                return kind
+        match step:
             case CallModel(index):
                 _call_model(lease, run, agent, index, abort)
             case RunTool(call):

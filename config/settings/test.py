@@ -1,10 +1,38 @@
-"""Test settings: real PostgreSQL and Redis from the environment, no real model calls."""
+"""Test settings: real PostgreSQL and Redis from the environment, no real model calls.
+
+Worker processes that crash tests start use these settings too, told through the environment
+which database to use (``AIRLOCK_TEST_DB_NAME``: pytest-django's test database), which runner,
+and how short the lease is.
+"""
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 from .base import *  # noqa: F403
+from .base import AGENT as BASE_AGENT
 
 SECRET_KEY = "test-only-not-secret"
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 LOGGING = {"version": 1, "disable_existing_loggers": False}
+
+if os.environ.get("AIRLOCK_TEST_DB_NAME"):
+    DATABASES["default"]["NAME"] = os.environ["AIRLOCK_TEST_DB_NAME"]  # noqa: F405
+
+_agent: dict[str, Any] = {
+    **BASE_AGENT,
+    "AGENTS": [
+        *BASE_AGENT["AGENTS"],
+        "tests.durable.agents.crash_agent",
+        "tests.durable.agents.slow_agent",
+    ],
+    "PROVIDERS": {
+        "scripted": "agent_core.providers.scripted.ScriptedProvider",
+        "slow": "tests.durable.agents.SlowProvider",
+    },
+    "LEASE_SECONDS": int(os.environ.get("AIRLOCK_TEST_LEASE_SECONDS", "30")),
+    "SWEEP_SECONDS": int(os.environ.get("AIRLOCK_TEST_SWEEP_SECONDS", "5")),
+}
+AGENT = _agent
