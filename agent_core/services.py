@@ -201,7 +201,11 @@ def fail_run(run_id: str, *, code: str, message: str, lease: Lease | None = None
         ToolCall.objects.filter(
             run=run,
             status__in=[CallStatus.PROPOSED, CallStatus.APPROVED, *CALL_PENDING],
-        ).update(status=CallStatus.FAILED, error=f"run failed: {code}", finished_at=timezone.now())
+        ).update(
+            status=CallStatus.FAILED,
+            error=f"{transcript.NEVER_COMPLETED} (run failed: {code})",
+            finished_at=timezone.now(),
+        )
         _report_unreported_calls(run)
         _end_run(run, RunStatus.FAILED, code=code, message=message)
     logger.warning("run %s failed: %s %s", run_id, code, message)

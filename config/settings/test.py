@@ -27,10 +27,12 @@ _agent: dict[str, Any] = {
         *BASE_AGENT["AGENTS"],
         "tests.durable.agents.crash_agent",
         "tests.durable.agents.slow_agent",
+        "tests.durable.agents.flaky_agent",
     ],
     "PROVIDERS": {
         "scripted": "agent_core.providers.scripted.ScriptedProvider",
         "slow": "tests.durable.agents.SlowProvider",
+        "flaky": "tests.durable.agents.FlakyProvider",
     },
     "LEASE_SECONDS": int(os.environ.get("AIRLOCK_TEST_LEASE_SECONDS", "30")),
     "SWEEP_SECONDS": int(os.environ.get("AIRLOCK_TEST_SWEEP_SECONDS", "5")),

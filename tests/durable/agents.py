@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from agent_core.agents import Agent
+from agent_core.exceptions import ModelError
 from agent_core.providers.base import ModelEvent, ModelRequest, TextDelta
 from agent_core.providers.scripted import ScriptedProvider
 from agent_core.tools import AbortSignal, ToolContext, tool
@@ -54,3 +55,19 @@ class SlowProvider(ScriptedProvider):
         yield TextDelta("hard ")
         time.sleep(float(os.environ.get("AIRLOCK_TEST_SLOW_MODEL", "0")))
         yield from super().stream(request, abort=abort)
+
+
+class FlakyProvider(ScriptedProvider):
+    """The scripted model, failing retryably on its first ``AIRLOCK_TEST_FLAKY`` requests in this
+    process (``flaky:<script>``)."""
+
+    failures = 0
+
+    def stream(self, request: ModelRequest, *, abort: AbortSignal) -> Iterator[ModelEvent]:
+        if FlakyProvider.failures < int(os.environ.get("AIRLOCK_TEST_FLAKY", "0")):
+            FlakyProvider.failures += 1
+            raise ModelError("503 from the provider", retryable=True)
+        yield from super().stream(request, abort=abort)
+
+
+flaky_agent = Agent(name="flaky", instructions="Crash tests.", model="flaky:demo", tools=_TOOLS)

@@ -40,6 +40,7 @@ class Cluster:
         self.tmp = tmp
         self.procs: list[subprocess.Popen[bytes]] = []
         self._count = 0
+        self.names: dict[int, str] = {}
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = dict(os.environ)
@@ -65,6 +66,7 @@ class Cluster:
         )
         log.close()
         self.procs.append(proc)
+        self.names[proc.pid] = name
         return proc
 
     def worker(self, queues: str = "agent.llm,agent.tool", **extra: str) -> subprocess.Popen[bytes]:
@@ -90,6 +92,9 @@ class Cluster:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
+
+    def log_of(self, proc: subprocess.Popen[bytes]) -> str:
+        return (self.tmp / f"{self.names[proc.pid]}.log").read_text(errors="replace")
 
     def logs(self) -> str:
         return "\n".join(

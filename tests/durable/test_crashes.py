@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.models import CallStatus, Run, RunStatus, Step, StreamFrame, ToolCall
+from agent_core import services
+from agent_core.exceptions import RunNotActive
+from agent_core.models import CallStatus, Message, Run, RunStatus, Step, StreamFrame, ToolCall
+from agent_core.transcript import NEVER_COMPLETED
 from approvals import services as port
 from approvals.models import DecisionAttempt
 from demo.models import CachePurge, MailerSend, Refund
 from tests.conftest import ALICE
 
 from .conftest import (
+    LEASE_SECONDS,
     Cluster,
     assert_frames_gapless,
     idle_in_transaction,
@@ -268,3 +272,80 @@ def test_kill_after_a_tool_finished_goes_on_without_running_it_again(cluster: Cl
     assert Refund.objects.filter(tool_call_id=call.pk).count() == 1
     assert Step.objects.filter(run=run, name=f"tool:{call.pk}").count() == 1
     assert Step.objects.get(run=run, name="llm:1").attempts == 1
+
+
+def test_retryable_model_errors_are_retried_with_backoff(cluster: Cluster) -> None:
+    cluster.worker(AIRLOCK_TEST_FLAKY="2")
+    run = start("hello", agent="flaky")
+    run = completed(cluster, run)
+    assert Step.objects.get(run=run, name="llm:0").attempts == 3
+
+
+def test_a_journal_the_code_does_not_reach_kills_the_run_and_poisons_nothing(
+    cluster: Cluster,
+) -> None:
+    cluster.beat()
+    first = cluster.worker(AIRLOCK_PAUSE_AFTER_LLM=LONG)
+    run = start(f'/call lookup_order {{"order_id": "A-1001"}}\n{REFUND}')
+    wait_for(
+        "llm:0 to be recorded",
+        lambda: Step.objects.filter(run=run, name="llm:0", status="completed").exists(),
+        cluster,
+    )
+    cluster.kill(first)
+    # The journal was written by code that took a step this code never reaches.
+    Step.objects.create(run=run, name="llm:3", status="completed")
+    cluster.worker()
+    wait_for("the run to fail", settled(run.pk, RunStatus.FAILED), cluster)
+    run.refresh_from_db()
+    assert run.error_code == "replay_diverged" and run.lease_owner == ""
+    assert run.thread.active_run_id is None
+    lookup, refund = ToolCall.objects.filter(run=run).order_by("position")
+    assert {lookup.status, refund.status} == {CallStatus.FAILED}
+    with pytest.raises(RunNotActive):
+        port.approve(refund.pk, actor=ALICE)
+    assert Refund.objects.count() == 0
+    assert_frames_gapless(run.pk)
+    # The next turn gives the model a result for every call of the dead run.
+    nxt = services.start_run(agent="crash", message="hello", actor=ALICE, thread_id=run.thread_id)
+    completed(cluster, nxt)
+    results = {
+        part["tool_call_id"]: part["output"]
+        for message in Message.objects.filter(thread=run.thread, role="tool")
+        for part in message.content
+    }
+    assert set(results) == {lookup.pk, refund.pk}
+    assert all(NEVER_COMPLETED in output for output in results.values())
+
+
+STALL = 10 * LEASE_SECONDS  # long enough for a second worker to start and take over
+
+
+def test_a_stalled_worker_loses_its_lease_and_cannot_act_on_the_run(cluster: Cluster) -> None:
+    # The first worker stalls right after taking the lease, before its heartbeat starts (a long
+    # GC pause, a frozen VM): the lease expires, the sweeper gives the run to the second worker.
+    cluster.beat()
+    first = cluster.worker(AIRLOCK_PAUSE_BEFORE_TOOL=str(STALL))
+    run = start(REFUND)
+    call = wait_waiting(cluster, run)
+    port.approve(call.pk, actor=ALICE)
+    wait_for(
+        "the first worker to take the lease",
+        lambda: Run.objects.filter(pk=run.pk, lease_owner__startswith="celery:").exists(),
+        cluster,
+    )
+    stalled_token = Run.objects.get(pk=run.pk).lease_token
+    cluster.worker()
+    run = completed(cluster, run)
+    assert run.lease_token > stalled_token
+    wait_for(
+        "the stalled worker to wake up and give up",
+        lambda: (
+            "agent_core.tool_step" in cluster.log_of(first) and "succeeded" in cluster.log_of(first)
+        ),
+        cluster,
+    )
+    call.refresh_from_db()
+    assert call.attempts == 1 and call.fence > stalled_token
+    assert Refund.objects.filter(tool_call_id=call.pk).count() == 1
+    assert_frames_gapless(run.pk)
