@@ -283,10 +283,10 @@ def begin_model_step(lease: Lease, name: str) -> int:
     """
     with transaction.atomic():
         run = lock(lease)
-        step, created = Step.objects.get_or_create(
-            run=run, name=name, defaults={"status": StepStatus.STARTED}
-        )
-        if created:
+        # Under the run's lock nobody else creates the step: no get_or_create savepoint needed.
+        found = Step.objects.filter(run=run, name=name).first()
+        step = found or Step.objects.create(run=run, name=name, status=StepStatus.STARTED)
+        if found is None:
             _report_unreported_calls(run)
         else:
             step.attempts += 1

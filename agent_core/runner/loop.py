@@ -139,8 +139,10 @@ def plan(run: Run) -> Plan:
     last = model_steps[-1]
     if journal[f"llm:{last}"] == StepStatus.STARTED:
         return CallModel(last)
-    calls = list(ToolCall.objects.filter(run=run, step_name=f"llm:{last}").order_by("position"))
-    _check_tool_steps(run, journal, calls)
+    # One query for every call of the run: the last step's calls and the journal check.
+    run_calls = list(ToolCall.objects.filter(run=run).order_by("position"))
+    calls = [c for c in run_calls if c.step_name == f"llm:{last}"]
+    _check_tool_steps(journal, run_calls, calls)
     if not calls:
         return Finish()
     for call in calls:
@@ -156,11 +158,13 @@ def plan(run: Run) -> Plan:
     return CallModel(last + 1)
 
 
-def _check_tool_steps(run: Run, journal: dict[str, str], calls: list[ToolCall]) -> None:
+def _check_tool_steps(
+    journal: dict[str, str], run_calls: list[ToolCall], calls: list[ToolCall]
+) -> None:
     tool_steps = {name[5:] for name in journal if name.startswith("tool:")}
     if not tool_steps:
         return
-    unknown = tool_steps - set(ToolCall.objects.filter(run=run).values_list("id", flat=True))
+    unknown = tool_steps - {call.pk for call in run_calls}
     if unknown:
         raise ReplayDiverged(f"the journal names tool steps of no call of this run: {unknown}")
     for call in calls:
