@@ -37,7 +37,7 @@ import django  # noqa: E402
 django.setup()
 
 from django.core.management import call_command  # noqa: E402
-from django.db import close_old_connections, connection  # noqa: E402
+from django.db import close_old_connections, connection, connections  # noqa: E402
 
 from agent_core import services  # noqa: E402
 from agent_core.actors import Actor  # noqa: E402
@@ -144,6 +144,49 @@ def settle_stats() -> int:
     return value
 
 
+@dataclass
+class Counts:
+    statements: int = 0
+    writes: int = 0
+    dirty: bool = False
+
+    def add(self, other: Counts) -> None:
+        self.statements += other.statements
+        self.writes += other.writes
+
+
+@contextmanager
+def counting() -> Iterator[Counts]:
+    """Count this connection's statements, and its committed transactions that wrote."""
+    counts = Counts()
+    real = connections["default"]  # ``connection`` is a proxy to this thread's wrapper
+    wrapper_class: Any = type(real)  # patched for the measurement only
+    commit = wrapper_class._commit
+
+    def counted_commit(self: Any) -> Any:
+        if self is real and counts.dirty:
+            counts.writes += 1
+            counts.dirty = False
+        return commit(self)
+
+    def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        counts.statements += 1
+        head = sql.lstrip().split(None, 1)[0].upper()
+        if head in ("INSERT", "UPDATE", "DELETE") or "FOR UPDATE" in sql:
+            if connection.in_atomic_block:
+                counts.dirty = True
+            else:
+                counts.writes += 1  # autocommit: the statement is its own transaction
+        return execute(sql, params, many, context)
+
+    wrapper_class._commit = counted_commit
+    try:
+        with connection.execute_wrapper(count):
+            yield counts
+    finally:
+        wrapper_class._commit = commit
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -158,12 +201,16 @@ class Result:
     name: str
     to_waiting: list[float]
     to_completed: list[float]
+    floor: float
     rate1: float = 0.0
     rate8: float = 0.0
     commits: float = 0.0
     rows: float = 0.0
     bytes: float = 0.0
-    statements: float | None = None  # SQL statements per cycle, when they all run in-process
+    # Counted in this process, so only for the inline runner: SQL statements and the committed
+    # transactions that wrote something (the ones that cost a WAL flush).
+    statements: float | None = None
+    writes: float | None = None
 
 
 def measure(name: str, runner: Runner, synchronous: bool, cycles: int, batch: int) -> Result:
@@ -172,30 +219,28 @@ def measure(name: str, runner: Runner, synchronous: bool, cycles: int, batch: in
         cycle(synchronous)  # warm up: imports, plans, connections
     # Commits, rows and bytes over a sequential batch.
     POLLS.count = 0
+    total = Counts()
     before_commits = settle_stats()
     before_rows, before_bytes = table_totals()
-    waits, dones = [], []
-    statements = 0
-
-    def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        nonlocal statements
-        statements += 1
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(count):
-        for _ in range(cycles):
+    waits, dones, floors = [], [], []
+    for _ in range(cycles):
+        with counting() as counts:
             w, d = cycle(synchronous)
-            waits.append(w)
-            dones.append(d)
+        total.add(counts)
+        waits.append(w)
+        dones.append(d)
+        floors.append(floor_sample())
     after_rows, after_bytes = table_totals()
-    polls = POLLS.count + 2 * len(TABLES)  # the benchmark's own reads
+    # The benchmark's own transactions: status reads, table totals, floor samples.
+    polls = POLLS.count + 2 * len(TABLES) + FLOOR_TRANSACTIONS * cycles
     after_commits = settle_stats()
-    result = Result(name, waits, dones)
+    result = Result(name, waits, dones, floor=statistics.median(floors))
     result.commits = (after_commits - before_commits - polls - 1) / cycles
     result.rows = (after_rows - before_rows) / cycles
     result.bytes = (after_bytes - before_bytes) / cycles
     if synchronous:
-        result.statements = (statements - POLLS.count) / cycles
+        result.statements = (total.statements - POLLS.count) / cycles
+        result.writes = total.writes / cycles
     result.rate1 = cycles / (sum(waits) + sum(dones))
     result.rate8 = throughput(synchronous, batch, 8)
     return result
@@ -223,22 +268,19 @@ def throughput(synchronous: bool, batch: int, concurrency: int) -> float:
     return batch / (time.perf_counter() - start)
 
 
-def floor(samples: int, transactions: int = 5) -> float:
-    """The time of ``transactions`` committed single-row writes in a row: the least a durable
-    approval cycle can cost (start, model step, read result + model step, decision, tool + end)."""
-    with connection.cursor() as cursor:
-        cursor.execute("CREATE TABLE IF NOT EXISTS bench_floor (id bigserial PRIMARY KEY, d jsonb)")
-    times = []
+FLOOR_TRANSACTIONS = 5
+
+
+def floor_sample() -> float:
+    """The time of 5 committed single-row writes in a row: the least a durable approval cycle can
+    cost (start, model step → read call, read result + model step → waiting, decision, tool
+    result + answer → completed). Taken between cycles, so it sees the same machine load."""
     payload = '{"kind": "frame", "data": {"text": "a typical row of a cycle"}}'
-    for _ in range(samples):
-        t0 = time.perf_counter()
-        for _ in range(transactions):
-            with connection.cursor() as cursor:
-                cursor.execute("INSERT INTO bench_floor (d) VALUES (%s)", [payload])
-        times.append(time.perf_counter() - t0)
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE bench_floor")
-    return statistics.median(times)
+    t0 = time.perf_counter()
+    for _ in range(FLOOR_TRANSACTIONS):
+        with connection.cursor() as cursor:
+            cursor.execute("INSERT INTO bench_floor (d) VALUES (%s)", [payload])
+    return time.perf_counter() - t0
 
 
 @contextmanager
@@ -259,25 +301,29 @@ def celery_worker(concurrency: int) -> Iterator[None]:
         proc.wait()
 
 
-def report(floor_s: float, results: list[Result]) -> str:
+def report(results: list[Result]) -> str:
     lines = [
-        f"Floor (5 committed single-row transactions, median): **{ms(floor_s)} ms**",
-        "",
-        "| runner | start→waiting p50 / p95 (ms) | approve→completed p50 / p95 (ms) | cycle p50 "
-        "(ms) | x floor | cycles/s (1) | cycles/s (8) | commits / cycle | rows / cycle | "
-        "bytes / cycle | SQL statements / cycle |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| runner | floor p50 (ms) | start→waiting p50 / p95 (ms) "
+        "| approve→completed p50 / p95 (ms) | cycle p50 (ms) | x floor | cycles/s (1) "
+        "| cycles/s (8) | commits / cycle | rows / cycle | "
+        "bytes / cycle | SQL statements / cycle | write transactions / cycle |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         total = [w + d for w, d in zip(r.to_waiting, r.to_completed, strict=True)]
         lines.append(
-            f"| {r.name} | {ms(statistics.median(r.to_waiting))} / {ms(pct(r.to_waiting, 0.95))} "
+            f"| {r.name} | {ms(r.floor)} "
+            f"| {ms(statistics.median(r.to_waiting))} / {ms(pct(r.to_waiting, 0.95))} "
             f"| {ms(statistics.median(r.to_completed))} / {ms(pct(r.to_completed, 0.95))} "
-            f"| {ms(statistics.median(total))} | {statistics.median(total) / floor_s:.1f} "
+            f"| {ms(statistics.median(total))} | {statistics.median(total) / r.floor:.1f} "
             f"| {r.rate1:.1f} | {r.rate8:.1f} | {r.commits:.1f} | {r.rows:.0f} | {r.bytes:.0f} "
-            f"| {'n/a' if r.statements is None else f'{r.statements:.0f}'} |"
+            f"| {_opt(r.statements)} | {_opt(r.writes)} |"
         )
     return "\n".join(lines)
+
+
+def _opt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -289,11 +335,16 @@ def main(argv: list[str] | None = None) -> None:
     Order.objects.update_or_create(
         pk="B-1", defaults={"customer_email": "b@example.com", "total": Decimal("1000000")}
     )
-    floor_s = floor(100)
-    results = [measure("inline", InlineRunner(workers=0), True, args.cycles, args.batch)]
-    with celery_worker(8):
-        results.append(measure("durable", DurableRunner(), False, args.cycles, args.batch))
-    print(report(floor_s, results))
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE IF NOT EXISTS bench_floor (id bigserial PRIMARY KEY, d jsonb)")
+    try:
+        results = [measure("inline", InlineRunner(workers=0), True, args.cycles, args.batch)]
+        with celery_worker(8):
+            results.append(measure("durable", DurableRunner(), False, args.cycles, args.batch))
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE bench_floor")
+    print(report(results))
 
 
 if __name__ == "__main__":

@@ -90,11 +90,13 @@ class DurableRunner:
         except LeaseLost:
             logger.warning("lost the lease of %s; another driver has it", run_id)
             return
-        if after == loop.Next.STOP:
-            return  # parked, ended, or the lease went to another driver: nothing to hand off
-        _pause("AFTER", kind)
+        if after != loop.Next.STOP:
+            _pause("AFTER", kind)
+        # Fenced by token and owner: a no-op when the run parked, ended or changed hands, and it
+        # lets go of a run that left ``running`` under this step (e.g. being cancelled).
         services.hand_off(lease)
-        self.enqueue(run_id, after)
+        if after != loop.Next.STOP:
+            self.enqueue(run_id, after)
 
 
 @contextmanager
