@@ -8,13 +8,17 @@ decision was lost, and the run's frames are numbered 1..n without a gap or a dup
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from agent_core import services
 from agent_core.exceptions import RunNotActive
 from agent_core.models import CallStatus, Message, Run, RunStatus, Step, StreamFrame, ToolCall
 from agent_core.transcript import NEVER_COMPLETED
 from approvals import services as port
+from approvals.exceptions import ApprovalExpired
 from approvals.models import DecisionAttempt
 from demo.models import CachePurge, MailerSend, Refund
 from tests.conftest import ALICE
@@ -349,3 +353,21 @@ def test_a_stalled_worker_loses_its_lease_and_cannot_act_on_the_run(cluster: Clu
     assert call.attempts == 1 and call.fence > stalled_token
     assert Refund.objects.filter(tool_call_id=call.pk).count() == 1
     assert_frames_gapless(run.pk)
+
+
+def test_beat_expires_an_overdue_approval_with_no_one_watching(cluster: Cluster) -> None:
+    first = cluster.worker()
+    run = start(REFUND)
+    call = wait_waiting(cluster, run)
+    cluster.kill(first)
+    # The deadline passes while no process is alive; then the sweeper comes back.
+    ToolCall.objects.filter(pk=call.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    cluster.beat()
+    cluster.worker()
+    completed(cluster, run)
+    call.refresh_from_db()
+    assert call.status == CallStatus.EXPIRED and call.decided_via == "expiry"
+    assert Refund.objects.count() == 0
+    assert DecisionAttempt.objects.filter(tool_call_id=call.pk, action="expire").count() == 1
+    with pytest.raises(ApprovalExpired):
+        port.approve(call.pk, actor=ALICE)
