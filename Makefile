@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 INSTALLED := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install test lint format typecheck demo all
+.PHONY: help install test lint format typecheck demo bench all
 
 help: ## Show this list of targets
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-10s %s\n", $$1, $$2 }' \
@@ -43,5 +43,8 @@ typecheck: install ## Type-check with mypy
 
 demo: install ## Run the demo at http://127.0.0.1:8000/ (PORT=..., AGENT_RUNNER=durable)
 	$(BIN)/python scripts/devservices.py run -- $(BIN)/python scripts/demo.py
+
+bench: install ## Run the approval-cycle benchmark (inline and durable runner; bench/README.md)
+	$(BIN)/python scripts/devservices.py run -- $(BIN)/python bench/approval_cycle.py
 
 all: lint typecheck test ## lint + typecheck + test

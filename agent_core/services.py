@@ -206,7 +206,11 @@ def fail_run(run_id: str, *, code: str, message: str, lease: Lease | None = None
         ToolCall.objects.filter(
             run=run,
             status__in=[CallStatus.PROPOSED, CallStatus.APPROVED, *CALL_PENDING],
-        ).update(status=CallStatus.FAILED, error=f"run failed: {code}", finished_at=timezone.now())
+        ).update(
+            status=CallStatus.FAILED,
+            error=f"{transcript.NEVER_COMPLETED} (run failed: {code})",
+            finished_at=timezone.now(),
+        )
         _report_unreported_calls(run)
         _end_run(run, RunStatus.FAILED, code=code, message=message)
     logger.warning("run %s failed: %s %s", run_id, code, message)
@@ -284,10 +288,10 @@ def begin_model_step(lease: Lease, name: str) -> int:
     """
     with transaction.atomic():
         run = lock(lease)
-        step, created = Step.objects.get_or_create(
-            run=run, name=name, defaults={"status": StepStatus.STARTED}
-        )
-        if created:
+        # Under the run's lock nobody else creates the step: no get_or_create savepoint needed.
+        found = Step.objects.filter(run=run, name=name).first()
+        step = found or Step.objects.create(run=run, name=name, status=StepStatus.STARTED)
+        if found is None:
             _report_unreported_calls(run)
         else:
             step.attempts += 1

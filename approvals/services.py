@@ -26,6 +26,7 @@ from agent_core.exceptions import (
     AlreadyDecided,
     NotFound,
     RunNotActive,
+    ToolNotFound,
 )
 from agent_core.models import CallStatus, Run, ToolCall
 
@@ -170,6 +171,49 @@ def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
         raise refusal
     assert outcome is not None
     return outcome
+
+
+def mark_done(
+    tool_call_id: str, *, actor: Actor, result: Any = None, via: str = "console"
+) -> Outcome:
+    """A person says an in-doubt call did happen: ``result`` is recorded, nothing runs again,
+    and the run resumes. Whoever may decide the call may resolve it; audited."""
+
+    def apply(run: Run, call: ToolCall) -> Outcome:
+        return _resolve(run, call, done=True, actor=actor, result=result)
+
+    return _attempt(tool_call_id, Action.MARK_DONE, actor, via, apply)
+
+
+def mark_not_done(tool_call_id: str, *, actor: Actor, via: str = "console") -> Outcome:
+    """A person says an in-doubt call did not happen: it runs again (after a fresh approval when
+    its tool's ``approval_scope`` is ``"attempt"``); audited."""
+
+    def apply(run: Run, call: ToolCall) -> Outcome:
+        return _resolve(run, call, done=False, actor=actor)
+
+    return _attempt(tool_call_id, Action.MARK_NOT_DONE, actor, via, apply)
+
+
+def _resolve(run: Run, call: ToolCall, *, done: bool, actor: Actor, result: Any = None) -> Outcome:
+    if not get_policy().can_decide(actor, call):
+        raise NotApprover()
+    if call.status != CallStatus.IN_DOUBT:
+        if run.is_terminal:
+            raise RunNotActive()
+        raise AlreadyDecided(f"{call.pk} is {call.status}, not in doubt")
+    try:
+        per_attempt = get_agent(run.agent).get_tool(call.tool_name).approval_scope == "attempt"
+    except ToolNotFound:
+        per_attempt = False  # the tool is gone; a re-run fails the call, nothing runs
+    core.resolve_in_doubt(
+        call.pk,
+        done=done,
+        result=result,
+        reapprove=not done and per_attempt,
+        decided_by_ref=actor.ref,
+    )
+    return Outcome.APPLIED
 
 
 def _attempt(

@@ -35,8 +35,7 @@ def lookup_order(ctx: ToolContext, order_id: str) -> dict[str, Any]:
     }
 
 
-# Each refund and campaign is its own decision: the approver cannot wave the rest through.
-@tool(kind="action", atomic=True, rememberable=False)
+@tool(kind="action", atomic=True)
 def issue_refund(
     ctx: ToolContext,
     order_id: str,

@@ -49,6 +49,10 @@ def set_runner(runner: Runner | None) -> None:
 
 
 def _build_runner() -> Runner:
+    if agent_settings().RUNNER == "durable":
+        from .durable import DurableRunner
+
+        return DurableRunner()
     from .inline import InlineRunner
 
     return InlineRunner()

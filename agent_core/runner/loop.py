@@ -86,8 +86,12 @@ class Finish:
 Plan: TypeAlias = CallModel | RunTool | Recover | Park | Finish
 
 
-def advance(lease: Lease, *, abort: AbortSignal | None = None) -> Next:
-    """Take the run's next step under ``lease`` and say what comes after it."""
+def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None = None) -> Next:
+    """Take the run's next step under ``lease`` and say what comes after it.
+
+    With ``only``, a model or tool step of the other kind is not taken: its kind is returned, so
+    the durable runner can hand it to the other queue. Parking and finishing run anywhere.
+    """
     run = Run.objects.select_related("thread").get(pk=lease.run_id)
     if run.status == RunStatus.CANCELLING:  # the safe point between steps
         services.finish_cancel(lease)
@@ -97,7 +101,12 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None) -> Next:
     abort = abort or CancelWatch(run.pk)
     try:
         agent = get_agent(run.agent)
-        match plan(run):
+        step = plan(run)
+        if only is not None and isinstance(step, CallModel | RunTool | Recover):
+            kind = Next.MODEL if isinstance(step, CallModel) else Next.TOOL
+            if kind != only:
+                return kind
+        match step:
             case CallModel(index):
                 _call_model(lease, run, agent, index, abort)
             case RunTool(call):
@@ -142,8 +151,10 @@ def plan(run: Run) -> Plan:
     last = model_steps[-1]
     if journal[f"llm:{last}"] == StepStatus.STARTED:
         return CallModel(last)
-    calls = list(ToolCall.objects.filter(run=run, step_name=f"llm:{last}").order_by("position"))
-    _check_tool_steps(run, journal, calls)
+    # One query for every call of the run: the last step's calls and the journal check.
+    run_calls = list(ToolCall.objects.filter(run=run).order_by("position"))
+    calls = [c for c in run_calls if c.step_name == f"llm:{last}"]
+    _check_tool_steps(journal, run_calls, calls)
     if not calls:
         return Finish()
     for call in calls:
@@ -159,11 +170,13 @@ def plan(run: Run) -> Plan:
     return CallModel(last + 1)
 
 
-def _check_tool_steps(run: Run, journal: dict[str, str], calls: list[ToolCall]) -> None:
+def _check_tool_steps(
+    journal: dict[str, str], run_calls: list[ToolCall], calls: list[ToolCall]
+) -> None:
     tool_steps = {name[5:] for name in journal if name.startswith("tool:")}
     if not tool_steps:
         return
-    unknown = tool_steps - set(ToolCall.objects.filter(run=run).values_list("id", flat=True))
+    unknown = tool_steps - {call.pk for call in run_calls}
     if unknown:
         raise ReplayDiverged(f"the journal names tool steps of no call of this run: {unknown}")
     for call in calls:

@@ -83,6 +83,13 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The durable runner: model steps and tool steps on their own queues (tool workers can live where
+# the credentials are); the sweep goes with the model steps.
+CELERY_TASK_ROUTES = {
+    "agent_core.model_step": {"queue": "agent.llm"},
+    "agent_core.tool_step": {"queue": "agent.tool"},
+    "agent_core.sweep": {"queue": "agent.llm"},
+}
 
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
 

@@ -1,15 +1,47 @@
-"""Test settings: real PostgreSQL and Redis from the environment, no real model calls."""
+"""Test settings: real PostgreSQL and Redis from the environment, no real model calls.
+
+Worker processes that crash tests start use these settings too, told through the environment
+which database to use (``AIRLOCK_TEST_DB_NAME``: pytest-django's test database), which runner,
+and how short the lease is.
+"""
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 from .base import *  # noqa: F403
+from .base import AGENT as BASE_AGENT
 
 SECRET_KEY = "test-only-not-secret"
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 LOGGING = {"version": 1, "disable_existing_loggers": False}
 
-# No test reaches a real model vendor: unless a test points a provider at its own fake server,
-# it talks to a closed local port (and the environment's OPENAI_* / ANTHROPIC_* are not used).
+if os.environ.get("AIRLOCK_TEST_DB_NAME"):
+    DATABASES["default"]["NAME"] = os.environ["AIRLOCK_TEST_DB_NAME"]  # noqa: F405
+
 _NOWHERE = {"BASE_URL": "http://127.0.0.1:9", "API_KEY": "test-only"}
-AGENT = {**AGENT, "OPENAI": _NOWHERE, "ANTHROPIC": _NOWHERE}  # noqa: F405
+_agent: dict[str, Any] = {
+    **BASE_AGENT,
+    "AGENTS": [
+        *BASE_AGENT["AGENTS"],
+        "tests.durable.agents.crash_agent",
+        "tests.durable.agents.slow_agent",
+        "tests.durable.agents.flaky_agent",
+    ],
+    "PROVIDERS": {
+        "scripted": "agent_core.providers.scripted.ScriptedProvider",
+        "openai": "agent_core.providers.openai.OpenAIProvider",
+        "anthropic": "agent_core.providers.anthropic.AnthropicProvider",
+        "slow": "tests.durable.agents.SlowProvider",
+        "flaky": "tests.durable.agents.FlakyProvider",
+    },
+    "LEASE_SECONDS": int(os.environ.get("AIRLOCK_TEST_LEASE_SECONDS", "30")),
+    "SWEEP_SECONDS": int(os.environ.get("AIRLOCK_TEST_SWEEP_SECONDS", "5")),
+    # No test reaches a real model vendor: unless a test points a provider at its own fake
+    # server, it talks to a closed local port (the environment's OPENAI_* / ANTHROPIC_* unused).
+    "OPENAI": _NOWHERE,
+    "ANTHROPIC": _NOWHERE,
+}
+AGENT = _agent

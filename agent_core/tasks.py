@@ -1,0 +1,50 @@
+"""Celery tasks of the durable runner: ids in, runner code does the work (SPEC §12).
+
+Routing, ``acks_late``, prefetch 1 and reject-on-worker-lost come from the Celery settings; the
+step tasks are never retried by Celery itself (a retryable model error is re-enqueued by the
+runner with a backoff, and a tool step that died is resolved by the loop's in-doubt rules).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+from celery.signals import worker_ready
+from django.db import close_old_connections
+
+from .runner import durable, get_runner
+from .runner import sweep as sweep_runs
+from .runner.loop import Next
+
+
+def _runner() -> durable.DurableRunner:
+    runner = get_runner()
+    if not isinstance(runner, durable.DurableRunner):
+        runner = durable.DurableRunner()
+    return runner
+
+
+@shared_task(name=durable.MODEL_TASK, acks_late=True, ignore_result=True)
+def model_step(run_id: str) -> None:
+    """Take the run's next model step (queue ``agent.llm``)."""
+    _runner().run_step(run_id, Next.MODEL)
+
+
+@shared_task(name=durable.TOOL_TASK, acks_late=True, ignore_result=True)
+def tool_step(run_id: str) -> None:
+    """Take the run's next tool step (queue ``agent.tool``)."""
+    _runner().run_step(run_id, Next.TOOL)
+
+
+@shared_task(name=durable.SWEEP_TASK, ignore_result=True)
+def sweep() -> int:
+    """Re-drive runs whose worker died and expire overdue approvals (Celery beat)."""
+    return sweep_runs(_runner())
+
+
+@worker_ready.connect
+def _sweep_at_start(**kwargs: Any) -> None:
+    # A worker came up: re-drive what died with the previous one without waiting for beat.
+    close_old_connections()
+    sweep_runs(_runner())

@@ -1,0 +1,31 @@
+"""The benchmark's agent: its scripted model calls a read tool, then an action tool, then answers.
+
+Zero model latency: the script answers from the transcript at once.
+"""
+
+from __future__ import annotations
+
+from agent_core.agents import Agent
+from agent_core.providers.base import ModelRequest
+from agent_core.providers.scripted import Reply, register_script
+from demo.tools import issue_refund, lookup_order
+
+
+def cycle_script(request: ModelRequest) -> Reply:
+    """Step 0: look the order up; step 1: refund it; step 2: the final answer."""
+    results = sum(1 for m in request.messages if m.role == "tool")
+    if results == 0:
+        return Reply(calls=[("lookup_order", {"order_id": "B-1"})])
+    if results == 1:
+        return Reply(calls=[("issue_refund", {"order_id": "B-1", "amount": "1.00"})])
+    return Reply(text="Refunded 1.00 on order B-1.")
+
+
+register_script("bench-cycle", cycle_script)
+
+bench_agent = Agent(
+    name="bench",
+    instructions="Refund order B-1.",
+    model="scripted:bench-cycle",
+    tools=(lookup_order, issue_refund),
+)

@@ -1,0 +1,351 @@
+"""The approval-cycle benchmark (issue 3): inline and durable runner against the commit floor.
+
+One cycle: start a run whose model calls a read tool, then an action tool → waiting → approve
+over the service API → the tool runs → final answer → completed (scripted model, zero latency).
+
+Usage (PostgreSQL and Redis from DATABASE_URL / REDIS_URL; ``make bench`` starts private ones):
+
+    .venv/bin/python bench/approval_cycle.py [--cycles 50] [--batch 80]
+
+It migrates the database it is pointed at, starts its own Celery worker for the durable runner,
+and prints a Markdown table (the one in bench/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import close_old_connections, connection, connections  # noqa: E402
+
+from agent_core import services  # noqa: E402
+from agent_core.actors import Actor  # noqa: E402
+from agent_core.models import Run, RunStatus, ToolCall  # noqa: E402
+from agent_core.runner import Runner, set_runner  # noqa: E402
+from agent_core.runner.durable import DurableRunner  # noqa: E402
+from agent_core.runner.inline import InlineRunner  # noqa: E402
+from approvals import services as port  # noqa: E402
+from demo.models import Order  # noqa: E402
+
+ACTOR = Actor(ref="user:bench")
+# Tables a cycle writes to: their live rows and bytes are counted per cycle.
+TABLES = [
+    "agent_core_thread",
+    "agent_core_run",
+    "agent_core_message",
+    "agent_core_toolcall",
+    "agent_core_step",
+    "agent_core_streamframe",
+    "approvals_decisionattempt",
+    "demo_refund",
+]
+POLL = 0.0005  # seconds between status reads while a durable run is driven by the worker
+
+
+@dataclass
+class Polls:
+    """Status reads the benchmark itself makes (each an autocommit transaction): subtracted."""
+
+    count: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, n: int) -> None:
+        with self.lock:
+            self.count += n
+
+
+POLLS = Polls()
+
+
+def wait_status(run_id: str, wanted: str) -> None:
+    reads = 0
+    while True:
+        reads += 1
+        status = Run.objects.values_list("status", flat=True).get(pk=run_id)
+        if status == wanted:
+            break
+        if status in (RunStatus.FAILED, RunStatus.CANCELLED):
+            raise RuntimeError(f"{run_id} {status}")
+        time.sleep(POLL)
+    POLLS.add(reads)
+
+
+def cycle(synchronous: bool) -> tuple[float, float]:
+    """One approval cycle; returns (start→waiting, approve→completed) in seconds."""
+    t0 = time.perf_counter()
+    run = services.start_run(agent="bench", message="Refund B-1", actor=ACTOR)
+    if not synchronous:
+        wait_status(run.pk, RunStatus.WAITING)
+    t1 = time.perf_counter()
+    call_id = ToolCall.objects.values_list("pk", flat=True).get(
+        run_id=run.pk, status="pending_approval"
+    )
+    POLLS.add(1)
+    t2 = time.perf_counter()
+    port.approve(call_id, actor=ACTOR)
+    if not synchronous:
+        wait_status(run.pk, RunStatus.COMPLETED)
+    t3 = time.perf_counter()
+    if synchronous:
+        status = Run.objects.values_list("status", flat=True).get(pk=run.pk)
+        POLLS.add(1)
+        assert status == RunStatus.COMPLETED, status
+    return t1 - t0, t3 - t2
+
+
+def xact_commit() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+        )
+        row = cursor.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def table_totals() -> tuple[int, int]:
+    rows = size = 0
+    with connection.cursor() as cursor:
+        for table in TABLES:
+            cursor.execute(f"SELECT count(*), coalesce(sum(pg_column_size(t.*)), 0) FROM {table} t")
+            n, b = cursor.fetchone() or (0, 0)
+            rows, size = rows + int(n), size + int(b)
+    return rows, size
+
+
+def settle_stats() -> int:
+    """The database's commit counter once every backend has reported (they flush on exit and
+    at most once a second)."""
+    connection.close()
+    time.sleep(1.5)
+    value = xact_commit()
+    connection.close()
+    return value
+
+
+@dataclass
+class Counts:
+    statements: int = 0
+    writes: int = 0
+    dirty: bool = False
+
+    def add(self, other: Counts) -> None:
+        self.statements += other.statements
+        self.writes += other.writes
+
+
+@contextmanager
+def counting() -> Iterator[Counts]:
+    """Count this connection's statements, and its committed transactions that wrote."""
+    counts = Counts()
+    real = connections["default"]  # ``connection`` is a proxy to this thread's wrapper
+    wrapper_class: Any = type(real)  # patched for the measurement only
+    commit = wrapper_class._commit
+
+    def counted_commit(self: Any) -> Any:
+        if self is real and counts.dirty:
+            counts.writes += 1
+            counts.dirty = False
+        return commit(self)
+
+    def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        counts.statements += 1
+        head = sql.lstrip().split(None, 1)[0].upper()
+        if head in ("INSERT", "UPDATE", "DELETE") or "FOR UPDATE" in sql:
+            if connection.in_atomic_block:
+                counts.dirty = True
+            else:
+                counts.writes += 1  # autocommit: the statement is its own transaction
+        return execute(sql, params, many, context)
+
+    wrapper_class._commit = counted_commit
+    try:
+        with connection.execute_wrapper(count):
+            yield counts
+    finally:
+        wrapper_class._commit = commit
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f}"
+
+
+@dataclass
+class Result:
+    name: str
+    to_waiting: list[float]
+    to_completed: list[float]
+    floor: float
+    rate1: float = 0.0
+    rate8: float = 0.0
+    commits: float = 0.0
+    rows: float = 0.0
+    bytes: float = 0.0
+    # Counted in this process, so only for the inline runner: SQL statements and the committed
+    # transactions that wrote something (the ones that cost a WAL flush).
+    statements: float | None = None
+    writes: float | None = None
+
+
+def measure(name: str, runner: Runner, synchronous: bool, cycles: int, batch: int) -> Result:
+    set_runner(runner)
+    for _ in range(5):
+        cycle(synchronous)  # warm up: imports, plans, connections
+    # Commits, rows and bytes over a sequential batch.
+    POLLS.count = 0
+    total = Counts()
+    before_commits = settle_stats()
+    before_rows, before_bytes = table_totals()
+    waits, dones, floors = [], [], []
+    for _ in range(cycles):
+        with counting() as counts:
+            w, d = cycle(synchronous)
+        total.add(counts)
+        waits.append(w)
+        dones.append(d)
+        floors.append(floor_sample())
+    after_rows, after_bytes = table_totals()
+    # The benchmark's own transactions: status reads, table totals, floor samples.
+    polls = POLLS.count + 2 * len(TABLES) + FLOOR_TRANSACTIONS * cycles
+    after_commits = settle_stats()
+    result = Result(name, waits, dones, floor=statistics.median(floors))
+    result.commits = (after_commits - before_commits - polls - 1) / cycles
+    result.rows = (after_rows - before_rows) / cycles
+    result.bytes = (after_bytes - before_bytes) / cycles
+    if synchronous:
+        result.statements = (total.statements - POLLS.count) / cycles
+        result.writes = total.writes / cycles
+    result.rate1 = cycles / (sum(waits) + sum(dones))
+    result.rate8 = throughput(synchronous, batch, 8)
+    return result
+
+
+def throughput(synchronous: bool, batch: int, concurrency: int) -> float:
+    counter = iter(range(batch))
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if next(counter, None) is None:
+                    break
+            cycle(synchronous)
+        close_old_connections()
+        connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return batch / (time.perf_counter() - start)
+
+
+FLOOR_TRANSACTIONS = 5
+
+
+def floor_sample() -> float:
+    """The time of 5 committed single-row writes in a row: the least a durable approval cycle can
+    cost (start, model step → read call, read result + model step → waiting, decision, tool
+    result + answer → completed). Taken between cycles, so it sees the same machine load."""
+    payload = '{"kind": "frame", "data": {"text": "a typical row of a cycle"}}'
+    t0 = time.perf_counter()
+    for _ in range(FLOOR_TRANSACTIONS):
+        with connection.cursor() as cursor:
+            cursor.execute("INSERT INTO bench_floor (d) VALUES (%s)", [payload])
+    return time.perf_counter() - t0
+
+
+@contextmanager
+def celery_worker(concurrency: int) -> Iterator[None]:
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="bench.settings", AGENT_RUNNER="durable")
+    args = ["-Q", "agent.llm,agent.tool", "-c", str(concurrency), "-l", "warning"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", *args, "--without-gossip"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(4)  # let the pool come up before the clock starts
+        yield
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+
+
+def report(results: list[Result]) -> str:
+    lines = [
+        "| runner | floor p50 (ms) | start→waiting p50 / p95 (ms) "
+        "| approve→completed p50 / p95 (ms) | cycle p50 (ms) | x floor | cycles/s (1) "
+        "| cycles/s (8) | commits / cycle | rows / cycle | "
+        "bytes / cycle | SQL statements / cycle | write transactions / cycle |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        total = [w + d for w, d in zip(r.to_waiting, r.to_completed, strict=True)]
+        lines.append(
+            f"| {r.name} | {ms(r.floor)} "
+            f"| {ms(statistics.median(r.to_waiting))} / {ms(pct(r.to_waiting, 0.95))} "
+            f"| {ms(statistics.median(r.to_completed))} / {ms(pct(r.to_completed, 0.95))} "
+            f"| {ms(statistics.median(total))} | {statistics.median(total) / r.floor:.1f} "
+            f"| {r.rate1:.1f} | {r.rate8:.1f} | {r.commits:.1f} | {r.rows:.0f} | {r.bytes:.0f} "
+            f"| {_opt(r.statements)} | {_opt(r.writes)} |"
+        )
+    return "\n".join(lines)
+
+
+def _opt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cycles", type=int, default=30, help="sequential cycles per runner")
+    parser.add_argument("--batch", type=int, default=40, help="cycles of the 8-concurrent run")
+    args = parser.parse_args(argv)
+    call_command("migrate", verbosity=0)
+    Order.objects.update_or_create(
+        pk="B-1", defaults={"customer_email": "b@example.com", "total": Decimal("1000000")}
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE IF NOT EXISTS bench_floor (id bigserial PRIMARY KEY, d jsonb)")
+    try:
+        results = [measure("inline", InlineRunner(workers=0), True, args.cycles, args.batch)]
+        with celery_worker(8):
+            results.append(measure("durable", DurableRunner(), False, args.cycles, args.batch))
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE bench_floor")
+    print(report(results))
+
+
+if __name__ == "__main__":
+    main()

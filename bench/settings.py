@@ -1,0 +1,17 @@
+"""Settings of the approval-cycle benchmark: the dev settings plus the benchmark's agent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from config.settings.dev import *  # noqa: F403
+from config.settings.dev import AGENT as DEV_AGENT
+
+DEBUG = False
+LOGGING = {"version": 1, "disable_existing_loggers": False}
+_agent: dict[str, Any] = {**DEV_AGENT, "AGENTS": [*DEV_AGENT["AGENTS"], "bench.agent.bench_agent"]}
+AGENT = _agent
+# Workers and the benchmark keep their database connection across tasks (as a deployment
+# should): otherwise every step task pays for a new PostgreSQL connection.
+DATABASES["default"]["CONN_MAX_AGE"] = 60  # noqa: F405
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # noqa: F405

@@ -1,0 +1,73 @@
+"""Test-only agents the crash tests' worker processes import (listed in the test settings).
+
+``crash`` has the demo tools plus ``notify_customer``, an ``idempotent`` tool whose provider
+dedupes on the idempotency key, and ``purge_strict``, a plain tool that asks afresh for every
+attempt. ``slow`` streams a little text and then stalls for ``AIRLOCK_TEST_SLOW_MODEL`` seconds,
+so a test can kill a worker in the middle of a model step.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from agent_core.agents import Agent
+from agent_core.exceptions import ModelError
+from agent_core.providers.base import ModelEvent, ModelRequest, TextDelta
+from agent_core.providers.scripted import ScriptedProvider
+from agent_core.tools import AbortSignal, ToolContext, tool
+from demo.models import CachePurge, MailerSend
+from demo.tools import issue_refund, lookup_order, purge_cache, send_campaign
+
+
+@tool(kind="action", idempotent=True)
+def notify_customer(ctx: ToolContext, order_id: str) -> dict[str, Any]:
+    """Text the customer about their order (the SMS provider dedupes on the idempotency key)."""
+    sent, _ = MailerSend.objects.get_or_create(
+        idempotency_key=ctx.idempotency_key, defaults={"campaign_id": order_id, "recipients": 1}
+    )
+    time.sleep(float(os.environ.get("AIRLOCK_TEST_NOTIFY_DELAY", "0")))
+    return {"send_id": sent.pk}
+
+
+@tool(kind="action", approval_scope="attempt")
+def purge_strict(ctx: ToolContext, path: str) -> dict[str, Any]:
+    """Purge a path; every attempt needs its own approval."""
+    purge = CachePurge.objects.create(path=path, tool_call_id=ctx.tool_call_id)
+    time.sleep(float(os.environ.get("DEMO_PURGE_DELAY", "0")))
+    return {"purged": path, "purge_id": purge.pk}
+
+
+_TOOLS = (lookup_order, issue_refund, send_campaign, purge_cache, notify_customer, purge_strict)
+
+crash_agent = Agent(name="crash", instructions="Crash tests.", tools=_TOOLS)
+slow_agent = Agent(name="slow", instructions="Crash tests.", model="slow:demo", tools=_TOOLS)
+
+
+class SlowProvider(ScriptedProvider):
+    """The scripted model, after streaming "thinking…" and stalling (``slow:<script>``)."""
+
+    def stream(self, request: ModelRequest, *, abort: AbortSignal) -> Iterator[ModelEvent]:
+        yield TextDelta("thinking ")
+        time.sleep(0.1)  # past STREAM_FRAME_FLUSH_MS: the next delta flushes a text frame
+        yield TextDelta("hard ")
+        time.sleep(float(os.environ.get("AIRLOCK_TEST_SLOW_MODEL", "0")))
+        yield from super().stream(request, abort=abort)
+
+
+class FlakyProvider(ScriptedProvider):
+    """The scripted model, failing retryably on its first ``AIRLOCK_TEST_FLAKY`` requests in this
+    process (``flaky:<script>``)."""
+
+    failures = 0
+
+    def stream(self, request: ModelRequest, *, abort: AbortSignal) -> Iterator[ModelEvent]:
+        if FlakyProvider.failures < int(os.environ.get("AIRLOCK_TEST_FLAKY", "0")):
+            FlakyProvider.failures += 1
+            raise ModelError("503 from the provider", retryable=True)
+        yield from super().stream(request, abort=abort)
+
+
+flaky_agent = Agent(name="flaky", instructions="Crash tests.", model="flaky:demo", tools=_TOOLS)

@@ -1,0 +1,163 @@
+"""Real Celery worker processes (and beat) against pytest-django's test database and Redis.
+
+The tests SIGKILL workers at chosen moments; ``Cluster`` starts them with the environment the
+test picks (pause points, tool delays) and always cleans up: it stops whatever it started before
+the transactional test database is flushed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from django.conf import settings
+from django.db import connection
+
+from agent_core import services
+from agent_core.actors import Actor
+from agent_core.models import Run, StreamFrame
+from agent_core.runner import set_runner
+from agent_core.runner.durable import DurableRunner
+from tests.conftest import ALICE
+
+REPO = Path(__file__).resolve().parents[2]
+LEASE_SECONDS = 2
+WAIT_SECONDS = 90.0  # a guard against hanging forever, not a speed assertion
+
+
+class Cluster:
+    """Worker and beat processes started by one test."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self._count = 0
+        self.names: dict[int, str] = {}
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            DJANGO_SETTINGS_MODULE="config.settings.test",
+            AIRLOCK_TEST_DB_NAME=str(settings.DATABASES["default"]["NAME"]),
+            AGENT_RUNNER="durable",
+            AIRLOCK_TEST_LEASE_SECONDS=str(LEASE_SECONDS),
+            AIRLOCK_TEST_SWEEP_SECONDS="1",
+            REDIS_URL=settings.REDIS_URL,
+        )
+        env.update(extra or {})
+        return env
+
+    def _spawn(self, args: list[str], name: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+        log = open(self.tmp / f"{name}.log", "wb")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", *args],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        self.procs.append(proc)
+        self.names[proc.pid] = name
+        return proc
+
+    def worker(self, queues: str = "agent.llm,agent.tool", **extra: str) -> subprocess.Popen[bytes]:
+        """Start a solo worker (one task at a time) on ``queues`` with extra environment."""
+        self._count += 1
+        name = f"w{self._count}"
+        args = ["worker", "-P", "solo", "-Q", queues, "-n", f"{name}@%h", "-l", "info"]
+        args += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+        return self._spawn(args, name, self.env(extra))
+
+    def beat(self) -> subprocess.Popen[bytes]:
+        args = ["beat", "-s", str(self.tmp / "beat-schedule"), "--max-interval", "1", "-l", "info"]
+        return self._spawn(args, "beat", self.env())
+
+    @staticmethod
+    def kill(proc: subprocess.Popen[bytes]) -> None:
+        """SIGKILL: no cleanup, no ack, no rollback but the database's own."""
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+
+    def log_of(self, proc: subprocess.Popen[bytes]) -> str:
+        return (self.tmp / f"{self.names[proc.pid]}.log").read_text(errors="replace")
+
+    def logs(self) -> str:
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
+            for p in sorted(self.tmp.glob("*.log"))
+        )
+
+
+def _flush_broker() -> None:
+    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+
+
+@pytest.fixture
+def cluster(transactional_db: None, tmp_path: Path, settings: Any) -> Iterator[Cluster]:
+    """A durable runner in this (the "web") process, and a Celery cluster started on demand."""
+    settings.AGENT = {**settings.AGENT, "RUNNER": "durable", "LEASE_SECONDS": LEASE_SECONDS}
+    _flush_broker()
+    set_runner(DurableRunner())
+    found = Cluster(tmp_path)
+    yield found
+    found.stop_all()
+    set_runner(None)
+    _flush_broker()
+
+
+def wait_for(what: str, predicate: Callable[[], Any], cluster: Cluster | None = None) -> Any:
+    """Poll the database until ``predicate`` holds (a hang guard, not a timing assertion)."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"gave up waiting for {what}\n{cluster.logs() if cluster else ''}")
+
+
+def run_status(run_id: str) -> str:
+    return Run.objects.values_list("status", flat=True).get(pk=run_id)
+
+
+def settled(run_id: str, *statuses: str) -> Callable[[], bool]:
+    return lambda: run_status(run_id) in statuses
+
+
+def start(message: str, *, agent: str = "crash", actor: Actor = ALICE) -> Run:
+    return services.start_run(agent=agent, message=message, actor=actor)
+
+
+def assert_frames_gapless(run_id: str) -> None:
+    seqs = list(
+        StreamFrame.objects.filter(run_id=run_id).order_by("seq").values_list("seq", flat=True)
+    )
+    assert seqs == list(range(1, len(seqs) + 1)), f"frame numbering of {run_id}: {seqs}"
+    assert Run.objects.get(pk=run_id).last_seq == len(seqs)
+
+
+def idle_in_transaction() -> int:
+    """Sessions of the test database holding an open transaction (a worker inside an atomic
+    tool, paused before its commit)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND state = 'idle in transaction' AND pid <> pg_backend_pid()"
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
