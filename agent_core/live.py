@@ -47,11 +47,16 @@ def find_visible_run(actor: Actor, run_id: str) -> Run | None:
 
 @sync_to_async
 def _frames_after(run_id: str, after: int) -> list[tuple[int, str, dict[str, Any]]]:
-    return list(
+    # Text of a model attempt a crash cut short is replayed as it was streamed live, so ids stay
+    # the same on every attach, flagged ``superseded`` (a field added, never a kind changed).
+    rows = (
         StreamFrame.objects.filter(run_id=run_id, seq__gt=after)
         .order_by("seq")
-        .values_list("seq", "kind", "data")
+        .values_list("seq", "kind", "data", "superseded")
     )
+    return [
+        (seq, kind, {**data, "superseded": True} if old else data) for seq, kind, data, old in rows
+    ]
 
 
 @sync_to_async
