@@ -55,3 +55,12 @@ class HeaderResolver:
             return None
         raw = request.headers.get("X-Actor-Role") or ""
         return Actor(ref=ref, roles=frozenset(r.strip() for r in raw.split(",") if r.strip()))
+
+
+class DevelopmentResolver(HeaderResolver):
+    """Development only (the demo's resolver): a signed-in Django user, else the ``X-Actor-*``
+    headers, so both the console's session and the README's curl examples work. Refused like
+    ``HeaderResolver`` by ``agent_core.E004`` when ``DEBUG`` is off."""
+
+    def resolve(self, request: Any) -> Actor | None:
+        return DjangoAuthResolver().resolve(request) or super().resolve(request)

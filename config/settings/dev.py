@@ -11,7 +11,12 @@ SECRET_KEY = SECRET_KEY or "dev-only-not-secret"  # noqa: F405
 
 # The demo's approval policy: refunds need finance (15 minutes; under 20 free), campaigns need
 # marketing, cache purges the requester (rememberable). Tests keep the default policy.
-AGENT = {**AGENT, "APPROVAL_POLICY": "demo.policy.DemoPolicy"}  # noqa: F405
+# The API accepts a signed-in user or, for the README's curl examples, the X-Actor-* headers.
+AGENT = {
+    **AGENT,  # noqa: F405
+    "APPROVAL_POLICY": "demo.policy.DemoPolicy",
+    "ACTOR_RESOLVER": "agent_core.actors.DevelopmentResolver",
+}
 
 # With an OpenAI-compatible endpoint configured, the demo agent talks to a real model.
 if os.environ.get("OPENAI_BASE_URL"):

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import AnonymousUser, Group, User
 from django.test import RequestFactory, override_settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from agent_core.actors import Actor, HeaderResolver
+from agent_core.actors import Actor, DevelopmentResolver, HeaderResolver
 from agent_core.api.errors import exception_handler
 from agent_core.checks import check_header_actor
 from agent_core.models import Thread
@@ -69,3 +69,17 @@ def test_an_unexpected_error_is_a_generic_500_in_production(expose, detail):
     assert response is not None and response.status_code == 500
     assert response.data["code"] == "server_error"
     assert (detail in response.data["detail"]) if expose else (response.data["detail"] == detail)
+
+
+@pytest.mark.django_db
+def test_the_development_resolver_prefers_the_signed_in_user_then_headers():
+    fran = User.objects.create_user("fran", password="x")
+    signed_in = RequestFactory().get("/", HTTP_X_ACTOR_ID="user:mallory")
+    signed_in.user = fran
+    assert DevelopmentResolver().resolve(signed_in) == Actor(f"user:{fran.pk}")
+    anonymous = RequestFactory().get("/", HTTP_X_ACTOR_ID="user:alice")
+    anonymous.user = AnonymousUser()
+    assert DevelopmentResolver().resolve(anonymous) == Actor("user:alice")
+    dev = {"ACTOR_RESOLVER": "agent_core.actors.DevelopmentResolver", "AGENTS": []}
+    with override_settings(DEBUG=False, AGENT=dev):
+        assert [e.id for e in check_header_actor()] == ["agent_core.E004"]
