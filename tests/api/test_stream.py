@@ -5,9 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from agent_core.actors import Actor
 from agent_core.models import Run, StreamFrame, ToolCall
-from approvals import services as port
 from tests.api.conftest import ALICE, BOB, FRAN, REFUND, Stream, read_all, start
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -30,9 +28,13 @@ def _dedupe_text(kinds: list[str]) -> list[str]:
     return [k for i, k in enumerate(kinds) if not (k == "text" and i and kinds[i - 1] == "text")]
 
 
-def _approve(run_id: str) -> None:
+def _approve(client: httpx.Client, run_id: str) -> None:
+    """Alice approves over HTTP, on whichever server ``client`` talks to."""
     call = ToolCall.objects.get(run_id=run_id)
-    port.approve(call.pk, actor=Actor(ref="user:alice"))
+    response = client.post(
+        "/agent/tool-call/approve", json={"tool_call_id": call.pk}, headers=ALICE
+    )
+    assert response.status_code == 200 and response.json()["outcome"] == "applied"
 
 
 def test_the_approve_flow_streams_every_frame_in_order_on_another_process(shop, a, b):
@@ -44,7 +46,7 @@ def test_the_approve_flow_streams_every_frame_in_order_on_another_process(shop, 
     assert meta.event == "meta" and meta.id is None
     assert meta.data == {"run_id": started["run_id"], "thread_id": started["thread_id"]}
     first = stream.until("step-finish")  # the run now waits on Alice; the stream stays open
-    _approve(started["run_id"])
+    _approve(a, started["run_id"])
     rest = stream.until("done")
     stream.close()
     frames = [f for f in first + rest if f.event == "message"]
@@ -66,7 +68,7 @@ def test_reconnecting_yields_exactly_the_missing_frames(shop, a, b):
     last = seen[-1].id
     resumed = Stream(b, run_id, ALICE, headers={**ALICE, "Last-Event-ID": str(last)})
     assert resumed.next().event == "meta"
-    _approve(run_id)
+    _approve(b, run_id)
     tail = [f for f in resumed.until("done") if f.event == "message"]
     resumed.close()
     everything = [f for f in read_all(a, run_id, ALICE) if f.event == "message"]
