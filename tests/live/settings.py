@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import os
 
-from config.settings.test import *  # noqa: F403
-from config.settings.test import AGENT, DATABASES
-
-if os.environ.get("AIRLOCK_TEST_DB_NAME"):
-    DATABASES["default"]["NAME"] = os.environ["AIRLOCK_TEST_DB_NAME"]
+from config.settings.test import *  # noqa: F403  (reads AIRLOCK_TEST_DB_NAME)
+from config.settings.test import AGENT
 
 AGENT = {
     **AGENT,
