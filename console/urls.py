@@ -34,6 +34,7 @@ urlpatterns = [
     path("runs/", runs.runs, name="runs"),
     path("runs/<str:run_id>/", runs.run, name="run"),
     path("runs/<str:run_id>/fragment/", runs.run_fragment, name="run_fragment"),
+    path("runs/<str:run_id>/cancel/", runs.cancel, name="cancel_run"),
     path("audit/", audit.audit, name="audit"),
     path("audit.csv", audit.audit_csv, name="audit_csv"),
     path("metrics/", metrics.metrics_page, name="metrics"),
