@@ -28,6 +28,7 @@ urlpatterns = [
     path("calls/<str:call_id>/reject/", inbox.reject, name="reject"),
     path("calls/<str:call_id>/edit/", inbox.edit, name="edit"),
     path("calls/<str:call_id>/answer/", inbox.answer, name="answer"),
+    path("calls/<str:call_id>/extend/", inbox.extend, name="extend"),
     path("in-doubt/", doubt.in_doubt_list, name="in_doubt"),
     path("calls/<str:call_id>/mark-done/", doubt.mark_done, name="mark_done"),
     path("calls/<str:call_id>/mark-not-done/", doubt.mark_not_done, name="mark_not_done"),
