@@ -17,7 +17,7 @@ from agent_core.models import CallStatus, ToolCall
 from agent_core.tools import ToolSpec
 from approvals.policy import get_policy
 
-from .forms import EditArgsForm, RejectForm
+from .forms import EditArgsForm, ExtendForm, RejectForm
 from .people import name_of
 from .schema_forms import form_class_for
 
@@ -32,6 +32,7 @@ class Card:
     answer_form: forms.Form | None = None
     edit_form: forms.Form | None = None
     reject_form: forms.Form | None = None
+    extend_form: forms.Form | None = None
     error: str = ""  # why the viewer's last action on this card was refused
     errors: list[str] = field(default_factory=list)  # field-level details of that refusal
 
@@ -88,6 +89,10 @@ def card_for(actor: Actor, call: ToolCall, *, data: Any = None, form: str = "") 
     card.reject_form = RejectForm(
         data if form == "reject" else None, auto_id=f"id_%s_reject_{call.pk}"
     )
+    if call.expires_at is not None:
+        card.extend_form = ExtendForm(
+            data if form == "extend" else None, auto_id=f"id_%s_extend_{call.pk}"
+        )
     card.edit_form = EditArgsForm(
         data if form == "edit" else None,
         initial={"args": _json(call.args)},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from django import forms
@@ -43,6 +44,20 @@ class EditArgsForm(forms.Form):
     """Approve with edited arguments; the approval port validates them against the schema."""
 
     args = JSONObjectField(label="Arguments")
+
+
+class ExtendForm(forms.Form):
+    """Push a pending request's deadline back by a fixed step, counted from its deadline."""
+
+    STEPS = {"15m": timedelta(minutes=15), "1h": timedelta(hours=1), "1d": timedelta(days=1)}
+    by = forms.ChoiceField(
+        choices=[("15m", "+15 min"), ("1h", "+1 hour"), ("1d", "+1 day")], label="Extend by"
+    )
+
+    @property
+    def step(self) -> timedelta:
+        """The chosen step (the form must be valid)."""
+        return self.STEPS[self.cleaned_data["by"]]
 
 
 class JSONResultField(forms.CharField):

@@ -44,4 +44,7 @@ _agent: dict[str, Any] = {
     "OPENAI": _NOWHERE,
     "ANTHROPIC": _NOWHERE,
 }
+# A server process a browser test starts decides under the policy the test process uses.
+if os.environ.get("AIRLOCK_TEST_APPROVAL_POLICY"):
+    _agent["APPROVAL_POLICY"] = os.environ["AIRLOCK_TEST_APPROVAL_POLICY"]
 AGENT = _agent

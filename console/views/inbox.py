@@ -6,12 +6,15 @@ decides and audits. A refusal is shown on the card it concerns, with the HTTP st
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django.contrib import messages
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
@@ -22,7 +25,7 @@ from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
 
 from ..access import console_view
 from ..cards import Card, answer_form_for, card_for, explain
-from ..forms import ApproveForm, EditArgsForm, InboxFilterForm, RejectForm
+from ..forms import ApproveForm, EditArgsForm, ExtendForm, InboxFilterForm, RejectForm
 from ..people import ref_of
 from .common import actor_of, fragment, is_fragment, page
 
@@ -155,6 +158,30 @@ def answer(request: HttpRequest, call_id: str) -> HttpResponse:
     )
 
 
+@require_POST
+@console_view
+def extend(request: HttpRequest, call_id: str) -> HttpResponse:
+    """Push a pending request's deadline back (+15 min, +1 hour, +1 day from its deadline)."""
+    form = ExtendForm(request.POST, auto_id=f"id_%s_extend_{call_id}")
+    return _decide(
+        request,
+        call_id,
+        "extend",
+        lambda call: port.extend(
+            call.pk,
+            actor=actor_of(request),
+            expires_at=(call.expires_at or timezone.now()) + form.step,
+            via=VIA,
+        ),
+        done=_extended,
+        form=form,
+    )
+
+
+def _extended(deadline: datetime) -> str:
+    return f"Extended until {timezone.localtime(deadline):%Y-%m-%d %H:%M %Z}"
+
+
 def _answer_of(form: Any) -> dict[str, Any]:
     return {k: v for k, v in form.cleaned_data.items() if v is not None}
 
@@ -163,9 +190,9 @@ def _decide(
     request: HttpRequest,
     call_id: str,
     form_name: str,
-    apply: Any,
+    apply: Callable[[ToolCall], Any],
     *,
-    done: str,
+    done: str | Callable[[Any], str],
     form: Any = None,
 ) -> HttpResponse:
     actor = actor_of(request)
@@ -175,13 +202,15 @@ def _decide(
         card.error = "Check the form: nothing was decided."
         return _card_response(request, card, status=400)
     try:
-        apply(call)
+        outcome = apply(call)
     except AgentCoreError as exc:
         call.refresh_from_db()
         card = card_for(actor, call, data=request.POST, form=form_name)
         card.error = _refusal_text(exc, call)
         card.errors = _field_errors(exc)
         return _card_response(request, card, status=STATUS_OF.get(type(exc), 400))
+    if callable(done):
+        done = done(outcome)
     if is_fragment(request):
         return HttpResponse(
             format_html(

@@ -1,23 +1,33 @@
-"""Runs: the list with filters, and a run's page (transcript, steps, calls, live stream)."""
+"""Runs: the list with filters, a run's page (transcript, steps, calls, live stream), Cancel.
+
+Who may cancel follows the REST API's rule (``agent_core.api.permissions.check_may_cancel``):
+the thread's owner or an ``AGENT["OPERATOR_ROLE"]`` holder.
+"""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
 
+from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404
+from django.shortcuts import get_object_or_404, redirect
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
 
-from agent_core.models import Run, Step, StreamFrame, ToolCall
+from agent_core import services
+from agent_core.actors import Actor
+from agent_core.api.permissions import NotAllowed, check_may_cancel
+from agent_core.models import Run, RunStatus, Step, StreamFrame, ToolCall
 from approvals.models import DecisionAttempt
 
 from ..access import console_view
 from ..conf import console_settings
 from ..forms import RunFilterForm
 from ..people import ref_of
-from .common import fragment, page
+from .common import actor_of, fragment, page
 
 
 def _filtered(runs: QuerySet[Run], filters: dict[str, Any]) -> QuerySet[Run]:
@@ -38,13 +48,15 @@ def runs(request: HttpRequest) -> HttpResponse:
     form = RunFilterForm(request.GET)
     filters = form.cleaned_data if form.is_valid() else {}
     qs = _filtered(Run.objects.select_related("thread").order_by("-created_at"), filters)
-    paginator = Paginator(qs, console_settings().PAGE_SIZE)
+    page_obj = Paginator(qs, console_settings().PAGE_SIZE).get_page(request.GET.get("page"))
+    actor = actor_of(request)
     return page(
         request,
         "console/runs.html",
         {
             "filter_form": form,
-            "page_obj": paginator.get_page(request.GET.get("page")),
+            "page_obj": page_obj,
+            "cancellable": {r.pk for r in page_obj if _may_cancel(actor, r)},
             "filtered": any(filters.values()),
             "query": _query_without_page(request),
         },
@@ -57,7 +69,20 @@ def _query_without_page(request: HttpRequest) -> str:
     return query.urlencode()
 
 
-def _run_context(run_id: str) -> dict[str, Any]:
+def may_cancel(actor: Actor, run: Run) -> bool:
+    """Whether the API's rule lets ``actor`` cancel ``run`` (whatever its status)."""
+    try:
+        check_may_cancel(actor, run)
+    except NotAllowed:
+        return False
+    return True
+
+
+def _may_cancel(actor: Actor, run: Run) -> bool:
+    return not run.is_terminal and run.status != RunStatus.CANCELLING and may_cancel(actor, run)
+
+
+def _run_context(request: HttpRequest, run_id: str) -> dict[str, Any]:
     run = get_object_or_404(Run.objects.select_related("thread"), pk=run_id)
     steps = list(run.steps.order_by("started_at"))
     calls = list(run.tool_calls.order_by("requested_at", "position"))
@@ -68,6 +93,7 @@ def _run_context(run_id: str) -> dict[str, Any]:
         by_call.setdefault(attempt.tool_call_id, []).append(attempt)
     return {
         "run": run,
+        "may_cancel": _may_cancel(actor_of(request), run),
         "transcript": list(run.messages.order_by("seq")),
         "steps": [{"step": s, "took": _took(s, calls)} for s in steps],
         "calls": [{"call": c, "attempts": by_call.get(c.pk, [])} for c in calls],
@@ -89,10 +115,45 @@ def _took(step: Step, calls: list[ToolCall]) -> timedelta | None:
 @console_view
 def run(request: HttpRequest, run_id: str) -> HttpResponse:
     """One run: its transcript, step timeline, tool calls with their approval records, stream."""
-    return page(request, "console/run.html", _run_context(run_id))
+    return page(request, "console/run.html", _run_context(request, run_id))
 
 
 @console_view
 def run_fragment(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's details alone, fetched by the page when the run moved on."""
-    return fragment(request, "console/partials/run_details.html", _run_context(run_id))
+    return fragment(request, "console/partials/run_details.html", _run_context(request, run_id))
+
+
+@require_POST
+@console_view
+def cancel(request: HttpRequest, run_id: str) -> HttpResponse:
+    """Cancel a run (and its children): settled at once when it is parked, else ``cancelling``
+    until its driver reaches a safe point. A refusal is shown on the run's page."""
+    run = get_object_or_404(Run.objects.select_related("thread"), pk=run_id)
+    actor = actor_of(request)
+    try:
+        check_may_cancel(actor, run)
+    except NotAllowed as exc:
+        return _refused(request, run_id, exc.message, status=403)
+    if run.is_terminal or run.status == RunStatus.CANCELLING:
+        return _refused(request, run_id, _too_late(run), status=409)
+    run = services.request_cancel(run.pk, actor_ref=actor.ref)
+    if run.status == RunStatus.CANCELLING:
+        messages.success(request, f"Cancelling {run.pk}: it stops at its next safe point.")
+    else:
+        messages.success(request, f"Cancelled {run.pk}.")
+    back = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure()):
+        return redirect(back)
+    return redirect("console:run", run.pk)
+
+
+def _too_late(run: Run) -> str:
+    if run.status == RunStatus.CANCELLING:
+        return "This run is already being cancelled: it stops at its next safe point."
+    return f"This run already {run.status}: there is nothing to cancel."
+
+
+def _refused(request: HttpRequest, run_id: str, error: str, *, status: int) -> HttpResponse:
+    context = {**_run_context(request, run_id), "cancel_error": error}
+    return page(request, "console/run.html", context, status=status)

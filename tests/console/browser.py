@@ -55,7 +55,8 @@ def free_port() -> int:
 
 
 class Server:
-    """``daphne config.asgi:application`` on a free port, with the test run's services."""
+    """``daphne config.asgi:application`` on a free port, with the test run's services and
+    approval policy."""
 
     def __init__(self, log: Path) -> None:
         self.port = free_port()
@@ -67,6 +68,7 @@ class Server:
             "REDIS_URL": settings.REDIS_URL,
             "AGENT_RUNNER": "inline",
             "SERVE_STATIC": "1",
+            "AIRLOCK_TEST_APPROVAL_POLICY": settings.AGENT["APPROVAL_POLICY"],
         }
         daphne = Path(sys.executable).parent / "daphne"
         self._log = log.open("wb")

@@ -14,6 +14,7 @@ from agent_core.actors import Actor, actor_for_user
 from agent_core.models import Run, ToolCall
 
 FINANCE_POLICY = "tests.console.policy.FinancePolicy"
+DEMO_POLICY = "demo.policy.DemoPolicy"
 REFUND = '/call issue_refund {"order_id": "A-1001", "amount": 25}'
 
 
@@ -42,6 +43,14 @@ def actor(user: User) -> Actor:
 @pytest.fixture
 def finance_policy() -> Iterator[None]:
     with override_settings(AGENT={**settings.AGENT, "APPROVAL_POLICY": FINANCE_POLICY}):
+        yield
+
+
+@pytest.fixture
+def demo_policy() -> Iterator[None]:
+    """The policy ``make demo`` runs: refunds need finance, campaigns marketing, purges the
+    requester."""
+    with override_settings(AGENT={**settings.AGENT, "APPROVAL_POLICY": DEMO_POLICY}):
         yield
 
 

@@ -10,7 +10,14 @@ from django.urls import reverse
 from agent_core.models import CallStatus
 from approvals.models import DecisionAttempt
 
-PAGES = ["console:inbox", "console:in_doubt", "console:runs", "console:audit", "console:metrics"]
+PAGES = [
+    "console:inbox",
+    "console:in_doubt",
+    "console:remembered",
+    "console:runs",
+    "console:audit",
+    "console:metrics",
+]
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -60,7 +67,7 @@ def test_a_wrong_password_is_refused_on_the_page(client, people):
     assert b"Please enter a correct username and password" in response.content
 
 
-@pytest.mark.parametrize("action", ["approve", "reject", "edit", "answer"])
+@pytest.mark.parametrize("action", ["approve", "reject", "edit", "answer", "extend"])
 def test_nothing_is_decided_by_get(login, refund, action):
     response = login("fran").get(reverse(f"console:{action}", args=[refund.pk]))
     assert response.status_code == 405
@@ -81,4 +88,5 @@ def test_a_decision_without_the_csrf_token_is_refused(people, refund):
 def test_every_form_carries_the_csrf_token(login, refund):
     html = login("fran").get(reverse("console:inbox")).content.decode()
     assert html.count('<form method="post"') == html.count("csrfmiddlewaretoken")
-    assert html.count("csrfmiddlewaretoken") >= 5  # approve, remember, reject, edit, log out
+    # approve, remember, reject, extend, edit, log out
+    assert html.count("csrfmiddlewaretoken") >= 6

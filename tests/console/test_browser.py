@@ -28,7 +28,9 @@ CAMPAIGN = '/call send_campaign {"campaign_id": "spring-sale"}'
 
 
 @pytest.fixture
-def server(people: Any, shop: None, tmp_path: Path) -> Iterator[Server]:
+def server(people: Any, shop: None, demo_policy: None, tmp_path: Path) -> Iterator[Server]:
+    """The console served as ``make demo`` serves it: the demo's approval policy (refunds need
+    finance, campaigns marketing), here and in the server."""
     running = Server(tmp_path / "daphne.log")
     yield running
     running.stop()
@@ -90,7 +92,7 @@ def card(page: Page, call: ToolCall) -> Any:
 
 
 def test_an_approver_sees_a_refund_arrive_approves_it_and_the_run_completes(
-    server, browser, people, finance_policy, sync_runner, shots
+    server, browser, people, sync_runner, shots
 ):
     fran = open_as(browser, server, "fran")
     expect(fran.get_by_text("Nothing waits on you")).to_be_visible()
@@ -104,9 +106,23 @@ def test_an_approver_sees_a_refund_arrive_approves_it_and_the_run_completes(
     expect(refund_card).to_contain_text("finance decides")
     expect(refund_card).to_contain_text('"order_id": "A-1001"')
     expect(refund_card.locator("[data-countdown]")).to_contain_text(re.compile(r"expires in \d"))
-    expect(card(fran, call_of(campaign_run))).to_contain_text("Email “Spring sale")
-    expect(fran.locator('[data-count="waiting_on_you"]')).to_have_text("2")
+    campaign_card = card(fran, call_of(campaign_run))
+    expect(campaign_card).to_contain_text("Email “Spring sale")
+    expect(campaign_card).to_contain_text("only marketing decides this")  # read-only for fran
+    expect(fran.locator('[data-count="waiting_on_you"]')).to_have_text("1")
     fran.screenshot(path=shots / "inbox.png", full_page=True)
+
+    deadline = refund_card.locator("[data-countdown]").get_attribute("data-countdown")
+    refund_card.get_by_text("Extend the deadline…").click()
+    refund_card.get_by_label("Extend by").select_option("1h")
+    refund_card.get_by_role("button", name="Extend").click()
+    expect(fran.get_by_text(re.compile(r"Extended until .*: issue_refund"))).to_be_visible()
+    expect(refund_card.locator("[data-countdown]")).not_to_have_attribute(
+        "data-countdown", deadline or ""
+    )
+    expect(refund_card.locator("[data-countdown]")).to_contain_text(
+        re.compile(r"expires in 1 h \d+ min")
+    )
 
     run_page = fran.context.new_page()
     run_page.goto(f"/console/runs/{refund_run.pk}/")
@@ -116,7 +132,7 @@ def test_an_approver_sees_a_refund_arrive_approves_it_and_the_run_completes(
     refund_card.get_by_role("button", name="Approve", exact=True).click()
     expect(fran.get_by_text(f"Approved: issue_refund ({refund.pk}).")).to_be_visible()
     expect(refund_card).to_have_count(0)  # left the inbox
-    expect(fran.locator('[data-count="waiting_on_you"]')).to_have_text("1")
+    expect(fran.locator('[data-count="waiting_on_you"]')).to_have_text("0")
 
     expect(run_page.locator("[data-run-status]")).to_have_text("completed")  # live
     expect(run_page.locator("#frames")).to_contain_text("finish")
@@ -136,7 +152,7 @@ def test_an_approver_sees_a_refund_arrive_approves_it_and_the_run_completes(
     phone.screenshot(path=shots / "inbox-phone.png", full_page=True)
 
 
-def test_an_approver_rejects_with_a_reason(server, browser, people, finance_policy, sync_runner):
+def test_an_approver_rejects_with_a_reason(server, browser, people, sync_runner):
     fran = open_as(browser, server, "fran")
     wait_live(fran)
     refund = call_of(start(people, REFUND))
@@ -151,9 +167,7 @@ def test_an_approver_rejects_with_a_reason(server, browser, people, finance_poli
     assert decided.reason == "Duplicate of A-1001's refund"
 
 
-def test_a_second_operators_stale_card_shows_the_conflict(
-    server, browser, people, finance_policy, sync_runner
-):
+def test_a_second_operators_stale_card_shows_the_conflict(server, browser, people, sync_runner):
     refund = call_of(start(people, REFUND))
     fran = open_as(browser, server, "fran")
     felix = open_as(browser, server, "felix")
@@ -176,9 +190,7 @@ def test_a_second_operators_stale_card_shows_the_conflict(
     assert in_thread(lambda: ToolCall.objects.get(pk=refund.pk).status) == CallStatus.REJECTED
 
 
-def test_someone_without_the_role_cannot_decide(
-    server, browser, people, finance_policy, sync_runner
-):
+def test_someone_without_the_role_cannot_decide(server, browser, people, sync_runner):
     refund = call_of(start(people, REFUND))
     otto = open_as(browser, server, "otto")
     readonly = card(otto, refund)

@@ -30,33 +30,40 @@ def doubtful(turn, people):
 
 
 def test_the_page_shows_what_is_known(login, doubtful):
-    response = login("otto").get(reverse("console:in_doubt"))
+    response = login("fran").get(reverse("console:in_doubt"))
     html = response.content.decode()
     assert "purge_cache" in html and doubtful.idempotency_key in html
     assert "side_effect_retry_blocked" in html and "fran" in html
     assert 'data-count="in_doubt">1<' in html
+    assert reverse("console:mark_done", args=[doubtful.pk]) in html
+
+
+def test_someone_the_policy_does_not_let_decide_sees_it_read_only(login, doubtful):
+    html = login("otto").get(reverse("console:in_doubt")).content.decode()
+    assert "purge_cache" in html and "only the requester resolves this" in html
+    assert reverse("console:mark_done", args=[doubtful.pk]) not in html
 
 
 def test_mark_done_records_the_result_and_the_run_goes_on(login, doubtful, decide, people):
     url = reverse("console:mark_done", args=[doubtful.pk])
-    response = decide(login("otto").post, url, {f"{doubtful.pk}-result": '{"purged": "/sale"}'})
+    response = decide(login("fran").post, url, {f"{doubtful.pk}-result": '{"purged": "/sale"}'})
     assert response.status_code == 302
     doubtful.refresh_from_db()
     assert doubtful.status == CallStatus.SUCCEEDED and doubtful.result == {"purged": "/sale"}
     assert doubtful.run.status == RunStatus.COMPLETED
     assert not CachePurge.objects.exists()  # nothing ran again
     attempt = DecisionAttempt.objects.get(action="mark_done")
-    otto = people["otto"]
+    fran = people["fran"]
     assert (attempt.outcome, attempt.via, attempt.actor_ref) == (
         "applied",
         "console",
-        f"user:{otto.pk}",
+        f"user:{fran.pk}",
     )
 
 
 def test_a_result_that_is_not_json_is_refused_inline(login, doubtful):
     url = reverse("console:mark_done", args=[doubtful.pk])
-    response = login("otto").post(url, {f"{doubtful.pk}-result": "{oops"})
+    response = login("fran").post(url, {f"{doubtful.pk}-result": "{oops"})
     assert response.status_code == 400
     assert b"This is not valid JSON" in response.content
     doubtful.refresh_from_db()
@@ -65,7 +72,7 @@ def test_a_result_that_is_not_json_is_refused_inline(login, doubtful):
 
 
 def test_mark_not_done_runs_the_call_again(login, doubtful, decide):
-    response = decide(login("otto").post, reverse("console:mark_not_done", args=[doubtful.pk]))
+    response = decide(login("fran").post, reverse("console:mark_not_done", args=[doubtful.pk]))
     assert response.status_code == 302
     doubtful.refresh_from_db()
     assert doubtful.status == CallStatus.SUCCEEDED and doubtful.attempts == 2
@@ -73,19 +80,35 @@ def test_mark_not_done_runs_the_call_again(login, doubtful, decide):
     assert DecisionAttempt.objects.get(action="mark_not_done").outcome == "applied"
 
 
-def test_resolving_twice_is_a_conflict_and_audited(login, doubtful, decide):
-    client = login("otto")
+def test_someone_the_policy_does_not_let_decide_is_refused_on_the_card(login, doubtful):
+    response = login("otto").post(reverse("console:mark_not_done", args=[doubtful.pk]))
+    assert response.status_code == 403
+    html = response.content.decode()
+    assert "You may not resolve this call: it waits on the requester." in html
+    assert f'id="doubt-{doubtful.pk}"' in html and "data-refusal" in html
+    doubtful.refresh_from_db()
+    assert doubtful.status == CallStatus.IN_DOUBT
+    attempt = DecisionAttempt.objects.get(action="mark_not_done")
+    assert (attempt.outcome, attempt.via) == ("not_approver", "console")
+
+
+def test_resolving_twice_is_a_conflict_shown_on_the_card_and_audited(login, doubtful, decide):
+    client = login("fran")
     decide(client.post, reverse("console:mark_not_done", args=[doubtful.pk]))
     response = client.post(reverse("console:mark_done", args=[doubtful.pk]))
     assert response.status_code == 409
-    assert b"is no longer in doubt" in response.content
-    assert DecisionAttempt.objects.get(action="mark_done").outcome == "already_decided"
+    html = response.content.decode()
+    assert "fran marked this not done" in html and "it is now succeeded" in html
+    assert f'id="doubt-{doubtful.pk}"' in html  # the card stays, with the refusal on it
+    assert reverse("console:mark_done", args=[doubtful.pk]) not in html
+    refused = DecisionAttempt.objects.get(action="mark_done")
+    assert refused.outcome in ("already_decided", "run_not_active")
 
 
-def test_an_unknown_call_is_not_found_and_audited(login, db):
-    response = login("otto").post(reverse("console:mark_not_done", args=["tc_nope"]))
+def test_an_unknown_call_is_not_found_and_changes_nothing(login, db):
+    response = login("fran").post(reverse("console:mark_not_done", args=["tc_nope"]))
     assert response.status_code == 404
-    assert DecisionAttempt.objects.get().outcome == "not_found"
+    assert not DecisionAttempt.objects.filter(action="mark_not_done").exists()
 
 
 def test_nothing_in_doubt_says_so(login, db):

@@ -6,13 +6,14 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import Group
 from django.urls import reverse
 from django.utils import timezone
 
 from agent_core.models import CallStatus, RunStatus, ToolCall
 from approvals.models import DecisionAttempt, RememberedApproval
 from demo.models import Refund
-from tests.console.conftest import actor
+from tests.console.conftest import REFUND, actor
 
 FRAGMENT = {"HTTP_X_CONSOLE_FRAGMENT": "1"}
 
@@ -232,3 +233,23 @@ def test_only_the_asker_may_answer(login, question):
         reverse("console:answer", args=[question.pk]), {f"a-{question.pk}-answer": "S"}
     )
     assert response.status_code == 403
+
+
+def test_under_the_demo_policy_each_approver_sees_their_own(login, turn, people, demo_policy):
+    """``make demo``'s policy: refunds wait on finance, campaigns on marketing, small refunds on
+    nobody."""
+    alice = actor(people["alice"])
+    refund = ToolCall.objects.get(run=turn(REFUND, actor=alice))
+    campaign = ToolCall.objects.get(
+        run=turn('/call send_campaign {"campaign_id": "spring-sale"}', actor=alice)
+    )
+    small = turn('/call issue_refund {"order_id": "A-1001", "amount": 5}', actor=alice)
+    assert small.status == RunStatus.COMPLETED
+    assert (refund.approver, campaign.approver) == ("finance", "marketing")
+    fran = login("fran").get(reverse("console:inbox"))
+    assert [c.call.pk for c in fran.context["yours"]] == [refund.pk]
+    assert [c.call.pk for c in fran.context["others"]] == [campaign.pk]
+    assert "only marketing decides this" in fran.content.decode()
+    people["otto"].groups.add(Group.objects.get_or_create(name="marketing")[0])
+    otto = login("otto").get(reverse("console:inbox"))
+    assert [c.call.pk for c in otto.context["yours"]] == [campaign.pk]
