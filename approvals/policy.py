@@ -39,8 +39,12 @@ class ApprovalPolicy:
         return Requirement()
 
     def can_decide(self, actor: Actor, call: ToolCall) -> bool:
-        """Requester approvals belong to the thread's owner; role approvals to the role holders."""
-        if call.approver == REQUESTER:
+        """Requester approvals belong to the thread's owner; role approvals to the role holders.
+
+        A call that needed nobody's yes (no approver) is its requester's to decide should it go
+        in doubt: someone must be able to mark it done or not done.
+        """
+        if call.approver in (REQUESTER, ""):
             return actor.ref == call.requester_ref
         return actor.has_role(call.approver)
 

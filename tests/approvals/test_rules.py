@@ -96,3 +96,13 @@ def test_a_policy_that_overrides_can_decide_without_its_query_mirror_is_warned_a
     with override_settings(AGENT={"APPROVAL_POLICY": path + "Mirrored"}):
         assert check_policy_mirrors_its_rules() == []
     assert check_policy_mirrors_its_rules() == []
+
+
+def test_a_call_that_needed_no_approval_is_its_requesters_to_resolve():
+    from agent_core.actors import Actor
+    from agent_core.models import ToolCall
+    from approvals.policy import ApprovalPolicy
+
+    call = ToolCall(approver="", requester_ref="user:alice")
+    assert ApprovalPolicy().can_decide(Actor("user:alice"), call)
+    assert not ApprovalPolicy().can_decide(Actor("user:bob", frozenset({""})), call)
