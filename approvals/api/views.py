@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agent_core.api.actors import HasActor, request_actor
+from agent_core.api.parsers import LimitedJSONParser
 from agent_core.models import ToolCall
 
 from .. import selectors, services
@@ -43,6 +44,8 @@ def _result(call_id: str, outcome: str) -> Response:
 
 class _DecisionView(APIView):
     permission_classes = [HasActor]
+    # JSON only, size-limited, like the chat API: forms and multipart are refused with 415.
+    parser_classes = [LimitedJSONParser]
 
 
 class ApproveView(_DecisionView):

@@ -33,7 +33,7 @@ def test_no_server_errors_and_every_error_has_a_code(servers, shop, mode):
             response = case.call(headers=headers, timeout=30)
             assert response.status_code < 500, f"{case.method} {case.path}: {response.text}"
             if response.status_code >= 400:
-                where = f"{case.method} {case.formatted_path} -> {response.status_code}"
+                where = f"{case.as_curl_command()} -> {response.status_code}"
                 assert "application/json" in str(response.headers.get("content-type")), (
                     f"{where}: {response.text!r}"
                 )

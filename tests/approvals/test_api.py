@@ -322,3 +322,11 @@ def test_the_inbox_honours_a_custom_policys_decidable(turn, people, post, settin
         mine.pk,
         alices.pk,
     ]
+
+
+def test_decisions_accept_json_only(people):
+    response = client_for(people["alice"]).post(
+        "/agent/tool-call/approve", {"tool_call_id": "tc_x"}, format="multipart"
+    )
+    assert response.status_code == 415
+    assert response.json()["code"] == "unsupported_media_type"
