@@ -17,7 +17,7 @@ from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwr
 
 from agent_core import services
 from agent_core.models import CallStatus, Run, RunStatus, ToolCall
-from tests.console.browser import CHROMIUM, CHROMIUM_ARGS, Server, in_thread
+from tests.console.browser import CHROMIUM, CHROMIUM_ARGS, Server, in_thread, start_console_server
 from tests.console.conftest import REFUND, actor
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -31,7 +31,7 @@ CAMPAIGN = '/call send_campaign {"campaign_id": "spring-sale"}'
 def server(people: Any, shop: None, demo_policy: None, tmp_path: Path) -> Iterator[Server]:
     """The console served as ``make demo`` serves it: the demo's approval policy (refunds need
     finance, campaigns marketing), here and in the server."""
-    running = Server(tmp_path / "daphne.log")
+    running = start_console_server(tmp_path / "daphne.log")
     yield running
     running.stop()
 
