@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -143,6 +143,24 @@ def hand_off(lease: Lease) -> None:
     Run.objects.filter(pk=lease.run_id, lease_token=lease.token, lease_owner=lease.owner).update(
         lease_owner="", lease_expires_at=_lease_deadline()
     )
+
+
+def hand_off_and_look(lease: Lease) -> tuple[str, bool] | None:
+    """``hand_off`` that, in the same statement, says where the run stands: its status, and
+    whether one of its calls is approved, executing or in doubt (then a tool step is next).
+    ``None`` when ``lease`` no longer held the run."""
+    run_table, call_table = Run._meta.db_table, ToolCall._meta.db_table
+    busy = [CallStatus.APPROVED.value, CallStatus.EXECUTING.value, CallStatus.IN_DOUBT.value]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {run_table} r SET lease_owner = '', lease_expires_at = %s"
+            " WHERE r.id = %s AND r.lease_token = %s AND r.lease_owner = %s"
+            f" RETURNING r.status, EXISTS (SELECT 1 FROM {call_table} c"
+            " WHERE c.run_id = r.id AND c.status = ANY(%s))",
+            [_lease_deadline(), lease.run_id, lease.token, lease.owner, busy],
+        )
+        row = cursor.fetchone()
+    return None if row is None else (row[0], bool(row[1]))
 
 
 def lock(lease: Lease, *, allow_cancelling: bool = False) -> Run:
