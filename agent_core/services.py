@@ -518,7 +518,8 @@ def _announce_calls(rows: list[ToolCall]) -> None:
 
 def claim_call(lease: Lease, call_id: str) -> ToolCall:
     """``approved → executing``, fenced by the lease token: the side effect may start now."""
-    with transaction.atomic():
+    # No savepoint when nested (the atomic tool's transaction): an error here ends it anyway.
+    with transaction.atomic(savepoint=False):
         lock(lease)
         won = ToolCall.objects.filter(
             pk=call_id, run_id=lease.run_id, status=CallStatus.APPROVED
@@ -548,7 +549,8 @@ def finish_call(
     """
     now = timezone.now()
     status = CallStatus.FAILED if error is not None else CallStatus.SUCCEEDED
-    with transaction.atomic():
+    # No savepoint when nested (the atomic tool's transaction): an error here ends it anyway.
+    with transaction.atomic(savepoint=False):
         # The tool has run: its outcome is recorded even when a cancel arrived meanwhile.
         run = lock(lease, allow_cancelling=True)
         extra: dict[str, Any] = {}
