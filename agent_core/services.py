@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -143,6 +143,24 @@ def hand_off(lease: Lease) -> None:
     Run.objects.filter(pk=lease.run_id, lease_token=lease.token, lease_owner=lease.owner).update(
         lease_owner="", lease_expires_at=_lease_deadline()
     )
+
+
+def hand_off_and_look(lease: Lease) -> tuple[str, bool] | None:
+    """``hand_off`` that, in the same statement, says where the run stands: its status, and
+    whether one of its calls is approved, executing or in doubt (then a tool step is next).
+    ``None`` when ``lease`` no longer held the run."""
+    run_table, call_table = Run._meta.db_table, ToolCall._meta.db_table
+    busy = [CallStatus.APPROVED.value, CallStatus.EXECUTING.value, CallStatus.IN_DOUBT.value]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {run_table} r SET lease_owner = '', lease_expires_at = %s"
+            " WHERE r.id = %s AND r.lease_token = %s AND r.lease_owner = %s"
+            f" RETURNING r.status, EXISTS (SELECT 1 FROM {call_table} c"
+            " WHERE c.run_id = r.id AND c.status = ANY(%s))",
+            [_lease_deadline(), lease.run_id, lease.token, lease.owner, busy],
+        )
+        row = cursor.fetchone()
+    return None if row is None else (row[0], bool(row[1]))
 
 
 def lock(lease: Lease, *, allow_cancelling: bool = False) -> Run:
@@ -500,7 +518,8 @@ def _announce_calls(rows: list[ToolCall]) -> None:
 
 def claim_call(lease: Lease, call_id: str) -> ToolCall:
     """``approved → executing``, fenced by the lease token: the side effect may start now."""
-    with transaction.atomic():
+    # No savepoint when nested (the atomic tool's transaction): an error here ends it anyway.
+    with transaction.atomic(savepoint=False):
         lock(lease)
         won = ToolCall.objects.filter(
             pk=call_id, run_id=lease.run_id, status=CallStatus.APPROVED
@@ -530,7 +549,8 @@ def finish_call(
     """
     now = timezone.now()
     status = CallStatus.FAILED if error is not None else CallStatus.SUCCEEDED
-    with transaction.atomic():
+    # No savepoint when nested (the atomic tool's transaction): an error here ends it anyway.
+    with transaction.atomic(savepoint=False):
         # The tool has run: its outcome is recorded even when a cancel arrived meanwhile.
         run = lock(lease, allow_cancelling=True)
         extra: dict[str, Any] = {}

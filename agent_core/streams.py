@@ -7,16 +7,12 @@ frames of one run commit in ``seq`` order and a reader never sees a gap that wil
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.db import connection, transaction
 
+from . import broadcast
 from .models import Run, StreamFrame
-
-logger = logging.getLogger(__name__)
 
 
 def group_name(run_id: str) -> str:
@@ -47,16 +43,12 @@ def emit(run_id: str, frames: list[tuple[str, dict[str, Any]]]) -> list[StreamFr
 
 
 def publish(run_id: str, frames: list[StreamFrame]) -> None:
-    """Send committed frames to live subscribers; a subscriber that misses one reads the table."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
+    """Send committed frames to live subscribers; a subscriber that misses one reads the table.
+
+    Queued on this process's broadcast loop: the committing driver does not wait for Redis.
+    """
     message = {
         "type": "run.frames",
         "frames": [{"seq": f.seq, "kind": f.kind, "data": f.data} for f in frames],
     }
-    try:
-        async_to_sync(layer.group_send)(group_name(run_id), message)
-    except Exception:
-        # The table is the source of truth; live delivery is best effort.
-        logger.warning("could not publish frames of %s", run_id, exc_info=True)
+    broadcast.send(group_name(run_id), message)

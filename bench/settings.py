@@ -9,7 +9,13 @@ from config.settings.dev import AGENT as DEV_AGENT
 
 DEBUG = False
 LOGGING = {"version": 1, "disable_existing_loggers": False}
-_agent: dict[str, Any] = {**DEV_AGENT, "AGENTS": [*DEV_AGENT["AGENTS"], "bench.agent.bench_agent"]}
+# The default policy (the requester approves every action): the demo's policy lets small refunds
+# through without asking, and the cycle must ask.
+_agent: dict[str, Any] = {
+    **DEV_AGENT,
+    "AGENTS": [*DEV_AGENT["AGENTS"], "bench.agent.bench_agent"],
+    "APPROVAL_POLICY": "approvals.policy.DefaultPolicy",
+}
 AGENT = _agent
 # Workers and the benchmark keep their database connection across tasks (as a deployment
 # should): otherwise every step task pays for a new PostgreSQL connection.

@@ -2,33 +2,21 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
-
-from agent_core import signals
+from agent_core import broadcast, signals
 from agent_core.models import Run, ToolCall
 
 from .consumers import CONSOLE_GROUP
 
-logger = logging.getLogger(__name__)
-
 
 def _broadcast(event: str, *, run_id: str, call_id: str = "") -> None:
-    layer = get_channel_layer()
-    if layer is None:
-        return
+    # Best effort, queued on the process's broadcast loop: the pages also re-check on their own.
     message = {
         "type": "console.event",
         "event": {"event": event, "run_id": run_id, "call_id": call_id},
     }
-    try:
-        async_to_sync(layer.group_send)(CONSOLE_GROUP, message)
-    except Exception:
-        # Live updates are best effort: the pages also re-check on their own.
-        logger.warning("could not broadcast %s of %s", event, run_id, exc_info=True)
+    broadcast.send(CONSOLE_GROUP, message)
 
 
 def _call_receiver(name: str) -> Any:

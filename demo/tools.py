@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Annotated, Any
 
 import pydantic
+from django.db.models import Sum
 from pydantic import Field
 
 from agent_core.tools import Confirm, Preflight, Recovered, ToolContext, human_tool, tool
@@ -22,7 +23,7 @@ def lookup_order(ctx: ToolContext, order_id: str) -> dict[str, Any]:
     order = Order.objects.filter(pk=order_id).first()
     if order is None:
         return {"order_id": order_id, "found": False}
-    refunded = sum((r.amount for r in order.refunds.all()), Decimal(0))
+    refunded = order.refunds.aggregate(total=Sum("amount"))["total"] or Decimal(0)
     customer = Customer.objects.filter(email=order.customer_email).first()
     return {
         "order_id": order.pk,

@@ -17,11 +17,13 @@ from ..tools import AbortSignal
 class CancelWatch(AbortSignal):
     """An ``AbortSignal`` that sets itself once the run's cancel has been requested."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, *, fresh: bool = False) -> None:
+        """``fresh``: the caller has just read the run ``running`` (a cancel makes it
+        ``cancelling``), so the first poll waits one interval like any later one."""
         super().__init__()
         self.run_id = run_id
         self._interval = agent_settings().CANCEL_POLL_MS / 1000
-        self._checked = 0.0
+        self._checked = time.monotonic() if fresh else 0.0
 
     def is_set(self) -> bool:
         if super().is_set():

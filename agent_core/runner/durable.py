@@ -23,7 +23,7 @@ from django.db import connection
 from .. import services
 from ..conf import agent_settings
 from ..exceptions import LeaseLost
-from ..models import Run
+from ..models import Run, RunStatus
 from ..services import Lease
 from . import loop
 
@@ -90,13 +90,23 @@ class DurableRunner:
         except LeaseLost:
             logger.warning("lost the lease of %s; another driver has it", run_id)
             return
+        # Fenced by token and owner: a no-op when the run parked, ended or changed hands, and it
+        # lets go of a run that left ``running`` under this step (e.g. being cancelled). The
+        # same statement says which queue the next step belongs on (a hint: that step plans
+        # afresh from the journal, and hands itself to the other queue if the hint was wrong).
+        after = after_hand_off(after, services.hand_off_and_look(lease))
         if after != loop.Next.STOP:
             _pause("AFTER", kind)
-        # Fenced by token and owner: a no-op when the run parked, ended or changed hands, and it
-        # lets go of a run that left ``running`` under this step (e.g. being cancelled).
-        services.hand_off(lease)
-        if after != loop.Next.STOP:
             self.enqueue(run_id, after)
+
+
+def after_hand_off(after: loop.Next, found: tuple[str, bool] | None) -> loop.Next:
+    """The next step's kind from ``advance``'s answer and the run as the hand-off found it."""
+    if after == loop.Next.STOP or found is None or found[0] != RunStatus.RUNNING:
+        return loop.Next.STOP
+    if after != loop.Next.ANY:  # no step taken: the next one is of the other kind
+        return after
+    return loop.Next.TOOL if found[1] else loop.Next.MODEL
 
 
 @contextmanager

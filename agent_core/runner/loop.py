@@ -43,10 +43,15 @@ logger = logging.getLogger(__name__)
 
 
 class Next(StrEnum):
-    """What ``advance`` leaves to do: a model step, a tool step, or nothing (parked or ended)."""
+    """What ``advance`` leaves to do: a model step, a tool step, or nothing (parked or ended).
+
+    ``ANY``: a step was taken and the run may go on; the kind is not worked out here (the inline
+    runner simply advances again; the durable runner asks as it hands the lease off).
+    """
 
     MODEL = "llm"
     TOOL = "tool"
+    ANY = "any"
     STOP = "stop"
 
 
@@ -91,6 +96,7 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
 
     With ``only``, a model or tool step of the other kind is not taken: its kind is returned, so
     the durable runner can hand it to the other queue. Parking and finishing run anywhere.
+    Every call plans afresh from the database.
     """
     run = Run.objects.select_related("thread").get(pk=lease.run_id)
     if run.status == RunStatus.CANCELLING:  # the safe point between steps
@@ -98,7 +104,7 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
         return Next.STOP
     if run.status != RunStatus.RUNNING or run.lease_token != lease.token:
         return Next.STOP
-    abort = abort or CancelWatch(run.pk)
+    abort = abort or CancelWatch(run.pk, fresh=True)  # just read: running, not cancelling
     try:
         agent = get_agent(run.agent)
         step = plan(run)
@@ -119,10 +125,7 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
             case Finish():
                 with transaction.atomic():
                     services.complete_run(services.lock(lease))
-        run.refresh_from_db()
-        if run.status != RunStatus.RUNNING or run.lease_token != lease.token:
-            return Next.STOP
-        return Next.MODEL if isinstance(plan(run), CallModel) else Next.TOOL
+        return Next.ANY
     except LeaseLost:
         # A cancel refuses the driver's writes: this is how a step in flight learns of it.
         if services.finish_cancel(lease):

@@ -1,0 +1,109 @@
+"""Fire-and-forget sends to the channel layer from synchronous code, through one event loop.
+
+``async_to_sync(layer.group_send)`` from a driver's thread builds an event loop, and with it a
+Redis connection, for every call (~9 ms each, ten per approval cycle). Here one daemon thread per
+process owns an event loop, and so the channel layer's connection pool for that loop; callers queue
+a message and return at once. Messages leave in the order they were queued, one at a time, so a
+run's frames reach Redis in ``seq`` order. Delivery stays best effort, as before: a send that fails
+is logged, and every reader can fall back to the table.
+
+The state is rebuilt in a forked child (Celery's prefork pool): the thread does not survive a
+fork. At interpreter exit, what is queued is flushed for a moment before the process ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+import os
+import threading
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any
+
+from channels.layers import get_channel_layer
+
+logger = logging.getLogger(__name__)
+
+EXIT_FLUSH_SECONDS = 2.0
+
+
+@dataclass
+class _Sender:
+    loop: asyncio.AbstractEventLoop
+    queue: asyncio.Queue[tuple[str, dict[str, Any]]]
+    thread: threading.Thread
+
+
+_sender: _Sender | None = None
+_lock = threading.Lock()
+
+
+def send(group: str, message: dict[str, Any]) -> None:
+    """Queue ``message`` for ``group`` on the channel layer; returns without waiting."""
+    if get_channel_layer() is None:
+        return
+    sender = _get_sender()
+    try:
+        sender.loop.call_soon_threadsafe(sender.queue.put_nowait, (group, message))
+    except RuntimeError:  # the loop is gone: the interpreter is shutting down
+        logger.warning("could not queue a message for %s: no event loop", group)
+
+
+def flush(timeout: float = 5.0) -> bool:
+    """Wait until every message queued so far has been handed to the layer; ``False`` on timeout."""
+    sender = _sender
+    if sender is None or not sender.thread.is_alive():
+        return True
+    try:
+        asyncio.run_coroutine_threadsafe(sender.queue.join(), sender.loop).result(timeout)
+    except (FutureTimeout, RuntimeError):
+        return False
+    return True
+
+
+def _get_sender() -> _Sender:
+    global _sender
+    with _lock:
+        if _sender is None:
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+            holder: list[asyncio.Queue[tuple[str, dict[str, Any]]]] = []
+
+            def run() -> None:
+                asyncio.set_event_loop(loop)
+                queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+                holder.append(queue)
+                ready.set()
+                loop.run_until_complete(_drain(queue))  # never returns
+
+            thread = threading.Thread(target=run, name="airlock-broadcast", daemon=True)
+            thread.start()
+            ready.wait()
+            _sender = _Sender(loop, holder[0], thread)
+        return _sender
+
+
+async def _drain(queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> None:
+    while True:
+        group, message = await queue.get()
+        try:
+            layer = get_channel_layer()
+            if layer is not None:
+                await layer.group_send(group, message)
+        except Exception:
+            logger.warning("could not send a message to %s", group, exc_info=True)
+        finally:
+            queue.task_done()
+
+
+def _forget_after_fork() -> None:
+    # The child has the parent's state but not its thread: start afresh on first use.
+    global _sender, _lock
+    _sender = None
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+atexit.register(flush, EXIT_FLUSH_SECONDS)
