@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from agent_core.actors import Actor, actor_for_user
@@ -46,3 +46,11 @@ def fragment(request: HttpRequest, template: str, context: dict[str, Any]) -> Ht
     counts = nav_counts(actor_of(request))
     response["X-Console-Counts"] = ";".join(f"{k}={v}" for k, v in counts.items())
     return response
+
+
+def tool_call_or_404(call_id: str) -> ToolCall:
+    """The call a form posted to, with its run and thread; 404 for an unknown id."""
+    call = ToolCall.objects.select_related("run", "thread").filter(pk=call_id).first()
+    if call is None:
+        raise Http404("no such tool call")
+    return call

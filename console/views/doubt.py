@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
@@ -24,7 +24,7 @@ from approvals.policy import get_policy
 from ..access import console_view
 from ..forms import MarkDoneForm
 from ..in_doubt import explain_resolved, in_doubt_calls
-from .common import actor_of, page
+from .common import actor_of, page, tool_call_or_404
 
 VIA = "console"
 STATUS_OF = {NotApprover: 403, AlreadyDecided: 409, RunNotActive: 409}
@@ -68,18 +68,11 @@ def in_doubt_list(request: HttpRequest) -> HttpResponse:
     return _page(request)
 
 
-def _call(call_id: str) -> ToolCall:
-    call = ToolCall.objects.select_related("run", "thread").filter(pk=call_id).first()
-    if call is None:
-        raise Http404("no such tool call")
-    return call
-
-
 @require_POST
 @console_view
 def mark_done(request: HttpRequest, call_id: str) -> HttpResponse:
     """It happened: record the result the person gives; the tool does not run again."""
-    call = _call(call_id)
+    call = tool_call_or_404(call_id)
     form = MarkDoneForm(request.POST, prefix=call_id)
     if not form.is_valid():
         return _page(request, call=call, form=form, status=400)
@@ -98,7 +91,7 @@ def mark_done(request: HttpRequest, call_id: str) -> HttpResponse:
 @console_view
 def mark_not_done(request: HttpRequest, call_id: str) -> HttpResponse:
     """It did not happen: the call runs again (after a fresh approval, if its tool says so)."""
-    call = _call(call_id)
+    call = tool_call_or_404(call_id)
     return _resolve(
         request,
         call,

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.html import format_html
@@ -27,7 +27,7 @@ from ..access import console_view
 from ..cards import Card, answer_form_for, card_for, explain
 from ..forms import ApproveForm, EditArgsForm, ExtendForm, InboxFilterForm, RejectForm
 from ..people import ref_of
-from .common import actor_of, fragment, is_fragment, page
+from .common import actor_of, fragment, is_fragment, page, tool_call_or_404
 
 VIA = "console"
 # The status each refusal of the port stands for (SPEC §8).
@@ -81,13 +81,6 @@ def inbox(request: HttpRequest) -> HttpResponse:
 def inbox_fragment(request: HttpRequest) -> HttpResponse:
     """The inbox's lists alone, fetched by the page when something changed."""
     return fragment(request, "console/partials/inbox_lists.html", _inbox_context(request))
-
-
-def _pending_call(call_id: str) -> ToolCall:
-    call = ToolCall.objects.select_related("run", "thread").filter(pk=call_id).first()
-    if call is None:
-        raise Http404("no such tool call")
-    return call
 
 
 @require_POST
@@ -144,7 +137,7 @@ def edit(request: HttpRequest, call_id: str) -> HttpResponse:
 @console_view
 def answer(request: HttpRequest, call_id: str) -> HttpResponse:
     """Answer a human question with the form generated from its answer schema."""
-    call = _pending_call(call_id)
+    call = tool_call_or_404(call_id)
     form = answer_form_for(call, request.POST)
     return _decide(
         request,
@@ -196,7 +189,7 @@ def _decide(
     form: Any = None,
 ) -> HttpResponse:
     actor = actor_of(request)
-    call = _pending_call(call_id)
+    call = tool_call_or_404(call_id)
     if form is not None and not form.is_valid():
         card = card_for(actor, call, data=request.POST, form=form_name)
         card.error = "Check the form: nothing was decided."
