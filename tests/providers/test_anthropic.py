@@ -11,16 +11,15 @@ from agent_core.models import CallStatus, Message, RunStatus, Step, StreamFrame
 from agent_core.providers import get_provider
 from agent_core.providers.base import (
     Finish,
-    ModelMessage,
     ModelRequest,
     TextDelta,
     ToolCallPart,
-    ToolDefinition,
     Usage,
 )
 from agent_core.tools import AbortSignal
 from tests.conftest import calls_of
 from tests.providers.fake_server import Reply
+from tests.providers.streaming import model_request, stream_events
 from tests.providers.wire import (
     anthropic_start,
     anthropic_text,
@@ -30,21 +29,15 @@ from tests.providers.wire import (
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("use_anthropic")]
 
-LOOKUP = ToolDefinition("lookup_order", "Look up an order.", {"type": "object", "properties": {}})
+MODEL = "anthropic:test-model"
 
 
 def request(text: str = "hi") -> ModelRequest:
-    return ModelRequest(
-        model="anthropic:test-model",
-        instructions="Be brief.",
-        messages=[ModelMessage("user", [{"type": "text", "text": text}])],
-        tools=[LOOKUP],
-    )
+    return model_request(MODEL, text)
 
 
 def events(req: ModelRequest | None = None, abort: AbortSignal | None = None) -> list[object]:
-    provider = get_provider("anthropic:test-model")
-    return list(provider.stream(req or request(), abort=abort or AbortSignal()))
+    return stream_events(MODEL, req, abort)
 
 
 def error(kind: str, message: str) -> dict[str, object]:

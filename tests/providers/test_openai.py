@@ -12,35 +12,28 @@ from agent_core.models import CallStatus, Message, RunStatus, Step, StreamFrame
 from agent_core.providers import get_provider
 from agent_core.providers.base import (
     Finish,
-    ModelMessage,
     ModelRequest,
     TextDelta,
     ToolCallPart,
-    ToolDefinition,
     Usage,
 )
 from agent_core.tools import AbortSignal
 from tests.conftest import calls_of
 from tests.providers.fake_server import Reply
+from tests.providers.streaming import model_request, stream_events
 from tests.providers.wire import openai_chunk, openai_text, openai_tool_calls
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("use_openai")]
 
-LOOKUP = ToolDefinition("lookup_order", "Look up an order.", {"type": "object", "properties": {}})
+MODEL = "openai:test-model"
 
 
 def request(text: str = "hi") -> ModelRequest:
-    return ModelRequest(
-        model="openai:test-model",
-        instructions="Be brief.",
-        messages=[ModelMessage("user", [{"type": "text", "text": text}])],
-        tools=[LOOKUP],
-    )
+    return model_request(MODEL, text)
 
 
 def events(req: ModelRequest | None = None, abort: AbortSignal | None = None) -> list[object]:
-    provider = get_provider("openai:test-model")
-    return list(provider.stream(req or request(), abort=abort or AbortSignal()))
+    return stream_events(MODEL, req, abort)
 
 
 def test_text_streams_in_pieces_with_usage(fake):
