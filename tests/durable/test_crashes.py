@@ -55,6 +55,16 @@ def assert_decided_by_alice(call: ToolCall) -> None:
     assert DecisionAttempt.objects.filter(tool_call_id=call.pk, action="approve").count() == 1
 
 
+def refunded_once_by_a_new_worker(cluster: Cluster, run: Run, call: ToolCall) -> None:
+    """A fresh worker finishes the run: the refund ran once, on Alice's one approval."""
+    cluster.worker()
+    completed(cluster, run)
+    call.refresh_from_db()
+    assert call.status == CallStatus.SUCCEEDED and call.attempts == 1
+    assert Refund.objects.filter(tool_call_id=call.pk).count() == 1
+    assert_decided_by_alice(call)
+
+
 def completed(cluster: Cluster, run: Run) -> Run:
     wait_for("the run to complete", settled(run.pk, RunStatus.COMPLETED), cluster)
     assert_frames_gapless(run.pk)
@@ -71,12 +81,7 @@ def test_a_run_parked_by_one_worker_is_approved_elsewhere_and_finished_by_a_thir
     cluster.kill(first)
     # No worker is alive: this process (the web process) commits the decision.
     assert port.approve(call.pk, actor=ALICE) == port.Outcome.APPLIED
-    cluster.worker()
-    completed(cluster, run)
-    call.refresh_from_db()
-    assert call.status == CallStatus.SUCCEEDED and call.attempts == 1
-    assert Refund.objects.filter(tool_call_id=call.pk).count() == 1
-    assert_decided_by_alice(call)
+    refunded_once_by_a_new_worker(cluster, run, call)
     owners = set(Step.objects.filter(run=run).values_list("name", flat=True))
     assert owners == {"llm:0", f"tool:{call.pk}", "llm:1"}
 
@@ -137,12 +142,7 @@ def test_kill_after_approval_before_the_claim_runs_the_tool_once(cluster: Cluste
     cluster.kill(first)
     call.refresh_from_db()
     assert call.status == CallStatus.APPROVED
-    cluster.worker()
-    completed(cluster, run)
-    call.refresh_from_db()
-    assert call.status == CallStatus.SUCCEEDED and call.attempts == 1
-    assert Refund.objects.filter(tool_call_id=call.pk).count() == 1
-    assert_decided_by_alice(call)
+    refunded_once_by_a_new_worker(cluster, run, call)
 
 
 def test_kill_inside_an_atomic_tool_rolls_it_back_and_runs_it_once(cluster: Cluster) -> None:
@@ -156,12 +156,7 @@ def test_kill_inside_an_atomic_tool_rolls_it_back_and_runs_it_once(cluster: Clus
     assert Refund.objects.count() == 0
     call.refresh_from_db()
     assert call.status == CallStatus.APPROVED  # the claim rolled back with the effect
-    cluster.worker()
-    completed(cluster, run)
-    call.refresh_from_db()
-    assert call.status == CallStatus.SUCCEEDED and call.attempts == 1
-    assert Refund.objects.filter(tool_call_id=call.pk).count() == 1
-    assert_decided_by_alice(call)
+    refunded_once_by_a_new_worker(cluster, run, call)
 
 
 def test_kill_inside_a_tool_with_recover_records_the_effect_once(cluster: Cluster) -> None:
