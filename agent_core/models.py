@@ -149,7 +149,7 @@ class Message(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["thread", "seq"]
+        ordering = ["thread_id", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["thread", "seq"], name="message_thread_seq_unique")
         ]
@@ -255,7 +255,7 @@ class Step(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["run", "started_at"]
+        ordering = ["run_id", "started_at"]
         constraints = [models.UniqueConstraint(fields=["run", "name"], name="step_run_name_unique")]
 
     def __str__(self) -> str:
@@ -275,7 +275,7 @@ class StreamFrame(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["run", "seq"]
+        ordering = ["run_id", "seq"]
         constraints = [models.UniqueConstraint(fields=["run", "seq"], name="frame_run_seq_unique")]
 
     def __str__(self) -> str:

@@ -38,11 +38,10 @@ from .models import (
     Thread,
     ToolCall,
 )
+from .streams import Frames
 from .tools import args_digest
 
 logger = logging.getLogger(__name__)
-
-Frames = list[tuple[str, dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -75,26 +74,30 @@ def _dispatch_on_commit(run_id: str) -> None:
 def start_run(*, agent: str, message: str, actor: Actor, thread_id: str | None = None) -> Run:
     """Start a turn: the user's message, a queued run holding the thread; dispatched on commit."""
     get_agent(agent)
-    if thread_id is None:
-        thread = Thread.objects.create(owner_ref=actor.ref, agent=agent, title=message[:80])
-    else:
-        found = Thread.objects.filter(pk=thread_id).first()
-        if found is None:
-            raise NotFound(f"no thread {thread_id}")
-        thread = found
-    run = Run.objects.create(
-        thread=thread,
+    run = Run(
         agent=agent,
         actor_ref=actor.ref,
         actor_roles=sorted(actor.roles),
         runner=agent_settings().RUNNER,
         lease_expires_at=_lease_deadline(),
     )
-    claimed = Thread.objects.filter(pk=thread.pk, active_run__isnull=True).update(
-        active_run=run, updated_at=timezone.now()
-    )
-    if not claimed:
-        raise RunActive()
+    if thread_id is None:
+        # A new thread is born held by its run (the foreign keys are checked at commit).
+        run.thread = Thread.objects.create(
+            owner_ref=actor.ref, agent=agent, title=message[:80], active_run_id=run.pk
+        )
+        run.save(force_insert=True)
+    else:
+        thread = Thread.objects.filter(pk=thread_id).first()
+        if thread is None:
+            raise NotFound(f"no thread {thread_id}")
+        run.thread = thread
+        run.save(force_insert=True)
+        claimed = Thread.objects.filter(pk=thread.pk, active_run__isnull=True).update(
+            active_run=run, updated_at=timezone.now()
+        )
+        if not claimed:
+            raise RunActive()
     transcript.append(run, Role.USER, [{"type": "text", "text": message}])
     _after_commit(lambda: signals.run_started.send(Run, run=run))
     _dispatch_on_commit(run.id)
@@ -103,26 +106,27 @@ def start_run(*, agent: str, message: str, actor: Actor, thread_id: str | None =
 
 def acquire_lease(run_id: str, owner: str) -> Lease | None:
     """Take the run's lease if nobody holds a live one; ``None`` means another driver has it."""
-    now = timezone.now()
-    with transaction.atomic():
-        # Wait for the row lock rather than skip it: a decision holds it only for a moment, and
-        # giving up here would strand a run that decision just queued.
-        run = (
-            Run.objects.select_for_update()
-            .filter(pk=run_id, status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
-            .filter(Q(lease_owner="") | Q(lease_expires_at__lt=now))
-            .first()
+    # One compare-and-set. It waits for the row lock rather than skipping it (a decision holds it
+    # only for a moment, and giving up would strand a run that decision just queued), then
+    # re-checks its conditions against the row as the lock holder left it.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Run._meta.db_table} SET status = %s, lease_owner = %s,"
+            " lease_token = lease_token + 1, lease_expires_at = %s"
+            " WHERE id = %s AND status IN (%s, %s) AND (lease_owner = '' OR lease_expires_at < %s)"
+            " RETURNING lease_token",
+            [
+                RunStatus.RUNNING.value,
+                owner,
+                _lease_deadline(),
+                run_id,
+                RunStatus.QUEUED.value,
+                RunStatus.RUNNING.value,
+                timezone.now(),
+            ],
         )
-        if run is None:
-            return None
-        token = run.lease_token + 1
-        Run.objects.filter(pk=run_id).update(
-            status=RunStatus.RUNNING,
-            lease_owner=owner,
-            lease_token=token,
-            lease_expires_at=_lease_deadline(),
-        )
-    return Lease(run_id, token, owner)
+        row = cursor.fetchone()
+    return None if row is None else Lease(run_id, row[0], owner)
 
 
 def renew_leases(leases: Iterable[Lease]) -> list[Lease]:
@@ -163,18 +167,17 @@ def hand_off_and_look(lease: Lease) -> tuple[str, bool] | None:
     return None if row is None else (row[0], bool(row[1]))
 
 
-def lock(lease: Lease, *, allow_cancelling: bool = False) -> Run:
+def lock(lease: Lease, *, allow_cancelling: bool = False, with_thread: bool = False) -> Run:
     """The run's row, locked, if ``lease`` still holds it; raises ``LeaseLost`` otherwise.
 
     A run being cancelled refuses its driver's writes (that is how a driver learns of the cancel
     mid-step) except, with ``allow_cancelling``, the record of a tool that already ran.
+    ``with_thread`` reads the thread in the same statement (not locking it).
     """
-    run = (
-        Run.objects.select_for_update()
-        .select_related("thread")
-        .filter(pk=lease.run_id, lease_token=lease.token, lease_owner=lease.owner)
-        .first()
-    )
+    runs = Run.objects.select_for_update(of=("self",))
+    if with_thread:
+        runs = runs.select_related("thread")
+    run = runs.filter(pk=lease.run_id, lease_token=lease.token, lease_owner=lease.owner).first()
     allowed = {RunStatus.RUNNING, RunStatus.CANCELLING} if allow_cancelling else {RunStatus.RUNNING}
     if run is None or run.status not in allowed:
         raise LeaseLost()
@@ -183,10 +186,18 @@ def lock(lease: Lease, *, allow_cancelling: bool = False) -> Run:
 
 def lock_run(run_id: str) -> Run:
     """The run's row, locked, for a decision made outside any driver."""
-    return Run.objects.select_for_update().select_related("thread").get(pk=run_id)
+    return Run.objects.select_for_update().get(pk=run_id)
 
 
-def _end_run(run: Run, status: RunStatus, *, code: str = "", message: str = "") -> bool:
+def _end_run(
+    run: Run,
+    status: RunStatus,
+    *,
+    code: str = "",
+    message: str = "",
+    frames: Frames | None = None,
+) -> bool:
+    """Settle the run as ``status`` and release its thread; ``frames`` go out before ``finish``."""
     won = Run.objects.filter(pk=run.pk, status__in=RUN_ACTIVE).update(
         status=status,
         error_code=code,
@@ -202,13 +213,13 @@ def _end_run(run: Run, status: RunStatus, *, code: str = "", message: str = "") 
     frame: dict[str, Any] = {"status": status.value}
     if code:
         frame["error_code"] = code
-    streams.emit(run.pk, [("finish", frame)])
+    streams.emit(run.pk, [*(frames or []), ("finish", frame)])
     return True
 
 
-def complete_run(run: Run) -> None:
+def complete_run(run: Run, *, frames: Frames | None = None) -> None:
     """``running → completed``; releases the thread. The caller holds the run's lock."""
-    if _end_run(run, RunStatus.COMPLETED):
+    if _end_run(run, RunStatus.COMPLETED, frames=frames):
         _after_commit(lambda: signals.run_finished.send(Run, run=run))
 
 
@@ -246,14 +257,18 @@ def _report_unreported_calls(run: Run) -> None:
     transcript.append_results(run, list(last_assistant.tool_calls.order_by("position")))
 
 
-def park(run: Run) -> bool:
+# Calls that keep a run waiting on a person.
+_BLOCKING = frozenset({*CALL_PENDING, CallStatus.IN_DOUBT})
+
+
+def park(run: Run, *, blocked: bool | None = None) -> bool:
     """``running → waiting`` if a call still waits on a person; holds no worker while it waits.
 
-    The caller holds the run's lock (see ``resume_if_unblocked``).
+    The caller holds the run's lock (see ``resume_if_unblocked``); ``blocked`` is what it
+    already knows of the run's calls (asked of the database when ``None``).
     """
-    blocked = ToolCall.objects.filter(
-        run=run, status__in=[*CALL_PENDING, CallStatus.IN_DOUBT]
-    ).exists()
+    if blocked is None:
+        blocked = ToolCall.objects.filter(run=run, status__in=_BLOCKING).exists()
     if not blocked:
         return False
     Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
@@ -282,7 +297,7 @@ def resume_if_unblocked(run: Run) -> bool:
     """
     if run.status != RunStatus.WAITING:
         return False
-    if ToolCall.objects.filter(run=run, status__in=[*CALL_PENDING, CallStatus.IN_DOUBT]).exists():
+    if ToolCall.objects.filter(run=run, status__in=_BLOCKING).exists():
         return False
     Run.objects.filter(pk=run.pk, status=RunStatus.WAITING).update(
         status=RunStatus.QUEUED,
@@ -298,25 +313,33 @@ def resume_if_unblocked(run: Run) -> bool:
 # --- model steps ---------------------------------------------------------------------------------
 
 
-def begin_model_step(lease: Lease, name: str) -> int:
+_BEGIN_STEP = (
+    f"INSERT INTO {Step._meta.db_table} AS s (run_id, name, status, attempts, started_at)"
+    " VALUES (%s, %s, %s, 1, %s)"
+    " ON CONFLICT (run_id, name) DO UPDATE SET attempts = s.attempts + 1 RETURNING s.attempts"
+)
+
+
+def begin_model_step(lease: Lease, name: str, *, previous: Iterable[ToolCall] = ()) -> int:
     """Journal the start of a model step and return its attempt number (1 on the first try).
 
-    On the first attempt, the previous step's call results join the transcript. A retried
-    attempt marks the text its cut-short predecessor streamed as superseded.
+    On the first attempt, the results of ``previous`` (the calls of the step before, every one
+    settled) join the transcript. A retried attempt marks the text its cut-short predecessor
+    streamed as superseded.
     """
     with transaction.atomic():
         run = lock(lease)
-        # Under the run's lock nobody else creates the step: no get_or_create savepoint needed.
-        found = Step.objects.filter(run=run, name=name).first()
-        step = found or Step.objects.create(run=run, name=name, status=StepStatus.STARTED)
-        if found is None:
-            _report_unreported_calls(run)
+        with connection.cursor() as cursor:
+            cursor.execute(_BEGIN_STEP, [run.pk, name, StepStatus.STARTED.value, timezone.now()])
+            row = cursor.fetchone()
+        assert row is not None
+        attempts = int(row[0])
+        if attempts == 1:
+            transcript.append_results(run, list(previous))
         else:
-            step.attempts += 1
-            step.save(update_fields=["attempts"])
             _supersede_partial_text(run, name)
-        streams.emit(run.pk, [("step-start", {"step": name, "attempt": step.attempts})])
-        return step.attempts
+        streams.emit(run.pk, [("step-start", {"step": name, "attempt": attempts})])
+        return attempts
 
 
 def _supersede_partial_text(run: Run, step_name: str) -> None:
@@ -377,7 +400,7 @@ def record_model_step(
     A step without calls is the final answer: the run completes in the same transaction.
     """
     with transaction.atomic():
-        run = lock(lease)
+        run = lock(lease, with_thread=bool(calls))
         parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         parts += [
             {"type": "tool_call", "id": c.id, "name": c.tool_name, "args": c.args} for c in calls
@@ -397,12 +420,13 @@ def record_model_step(
             output={"message_id": message.pk, "usage": usage, "finish_reason": finish_reason},
             finished_at=timezone.now(),
         )
-        streams.emit(run.pk, frames)
         _announce_calls(rows)
         if not calls:
-            complete_run(run)
-        elif not any(r.status == CallStatus.APPROVED for r in rows):
-            park(run)
+            complete_run(run, frames=frames)
+            return run
+        streams.emit(run.pk, frames)
+        if not any(r.status == CallStatus.APPROVED for r in rows):
+            park(run, blocked=any(r.status in CALL_PENDING for r in rows))
         return run
 
 
@@ -516,7 +540,7 @@ def _announce_calls(rows: list[ToolCall]) -> None:
 # --- tool calls ----------------------------------------------------------------------------------
 
 
-def claim_call(lease: Lease, call_id: str) -> ToolCall:
+def claim_call(lease: Lease, call_id: str) -> None:
     """``approved → executing``, fenced by the lease token: the side effect may start now."""
     # No savepoint when nested (the atomic tool's transaction): an error here ends it anyway.
     with transaction.atomic(savepoint=False):
@@ -531,7 +555,6 @@ def claim_call(lease: Lease, call_id: str) -> ToolCall:
         )
         if not won:
             raise InvalidTransition(f"{call_id} is not approved")
-        return ToolCall.objects.get(pk=call_id)
 
 
 def finish_call(
@@ -573,8 +596,18 @@ def finish_call(
         else:
             frame = ("tool-output-error", {"tool_call_id": call_id, "error": error})
         streams.emit(run.pk, [frame])
-        if not ToolCall.objects.filter(run=run, status=CallStatus.APPROVED).exists():
-            park(run)
+        _park_unless_runnable(run)
+
+
+def _park_unless_runnable(run: Run) -> None:
+    """After a call settled: park the run if no call is left to run and one waits on a person."""
+    open_calls = set(
+        ToolCall.objects.filter(run=run, status__in=[CallStatus.APPROVED, *_BLOCKING])
+        .order_by()
+        .values_list("status", flat=True)
+    )
+    if CallStatus.APPROVED not in open_calls:
+        park(run, blocked=bool(open_calls))
 
 
 def mark_in_doubt(lease: Lease, call_id: str) -> None:
@@ -724,8 +757,7 @@ def refuse_call(lease: Lease, call_id: str, *, reason: str) -> None:
         if not won:
             raise InvalidTransition(f"{call_id} is not approved")
         streams.emit(run.pk, [("tool-output-denied", {"tool_call_id": call_id, "reason": reason})])
-        if not ToolCall.objects.filter(run=run, status=CallStatus.APPROVED).exists():
-            park(run)
+        _park_unless_runnable(run)
 
 
 def extend_approval(run: Run, call: ToolCall, *, expires_at: Any) -> bool:

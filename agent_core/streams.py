@@ -7,12 +7,26 @@ frames of one run commit in ``seq`` order and a reader never sees a gap that wil
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db import connection, transaction
+from django.utils import timezone
 
 from . import broadcast
 from .models import Run, StreamFrame
+
+Frames = list[tuple[str, dict[str, Any]]]
+
+# One statement: reserve the numbers on the run row and insert the frames that take them.
+_EMIT = (
+    f"WITH r AS (UPDATE {Run._meta.db_table} SET last_seq = last_seq + %s WHERE id = %s"
+    " RETURNING last_seq)"
+    f" INSERT INTO {StreamFrame._meta.db_table} (run_id, seq, kind, data, superseded, created_at)"
+    " SELECT %s, r.last_seq - %s + f.n, f.kind, f.data::jsonb, false, %s"
+    " FROM r, unnest(%s::varchar[], %s::text[]) WITH ORDINALITY AS f(kind, data, n)"
+    " RETURNING seq"
+)
 
 
 def group_name(run_id: str) -> str:
@@ -20,35 +34,28 @@ def group_name(run_id: str) -> str:
     return f"agent_run.{run_id}"
 
 
-def emit(run_id: str, frames: list[tuple[str, dict[str, Any]]]) -> list[StreamFrame]:
+def emit(run_id: str, frames: Frames) -> None:
     """Append frames (``(kind, data)``) to the run's stream; they are published after commit."""
     if not frames:
-        return []
+        return
     assert connection.in_atomic_block, "frames are written with the state they announce"
-    table = Run._meta.db_table
+    n = len(frames)
+    kinds = [kind for kind, _ in frames]
+    payloads = [json.dumps(data) for _, data in frames]
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET last_seq = last_seq + %s WHERE id = %s RETURNING last_seq",
-            [len(frames), run_id],
-        )
-        row = cursor.fetchone()
-    assert row is not None, f"no run {run_id}"
-    first = row[0] - len(frames) + 1
-    rows = StreamFrame.objects.bulk_create(
-        StreamFrame(run_id=run_id, seq=first + i, kind=kind, data=data)
-        for i, (kind, data) in enumerate(frames)
-    )
-    transaction.on_commit(lambda: publish(run_id, rows))
-    return rows
+        cursor.execute(_EMIT, [n, run_id, run_id, n, timezone.now(), kinds, payloads])
+        seqs = sorted(row[0] for row in cursor.fetchall())
+    assert len(seqs) == n, f"no run {run_id}"
+    published = [
+        {"seq": seq, "kind": kind, "data": data}
+        for seq, (kind, data) in zip(seqs, frames, strict=True)
+    ]
+    transaction.on_commit(lambda: publish(run_id, published))
 
 
-def publish(run_id: str, frames: list[StreamFrame]) -> None:
+def publish(run_id: str, frames: list[dict[str, Any]]) -> None:
     """Send committed frames to live subscribers; a subscriber that misses one reads the table.
 
     Queued on this process's broadcast loop: the committing driver does not wait for Redis.
     """
-    message = {
-        "type": "run.frames",
-        "frames": [{"seq": f.seq, "kind": f.kind, "data": f.data} for f in frames],
-    }
-    broadcast.send(group_name(run_id), message)
+    broadcast.send(group_name(run_id), {"type": "run.frames", "frames": frames})

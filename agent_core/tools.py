@@ -13,6 +13,7 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, TypeAlias
 
 import pydantic
@@ -105,8 +106,9 @@ class ToolSpec:
     prompt: str = ""  # human tools: the question shown to the user
     answer_model: type[pydantic.BaseModel] | None = None  # human tools: the answer's schema
 
-    @property
+    @cached_property
     def parameters_schema(self) -> dict[str, Any]:
+        # Built once per tool: every model request carries it.
         return self.args_model.model_json_schema()
 
     @property

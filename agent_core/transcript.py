@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from django.db.models import Max
+from django.db import connection
+from django.utils import timezone
 
+from . import ids
 from .agents import Agent
 from .models import CallStatus, Message, Role, Run, ToolCall
 from .providers.base import ModelMessage, ModelRequest, ToolDefinition
@@ -13,12 +16,27 @@ from .providers.base import ModelMessage, ModelRequest, ToolDefinition
 NEVER_COMPLETED = "This call never completed: its run ended first. Check before doing it again."
 
 
+# One statement: the next number of the thread and the message that takes it.
+_APPEND = (
+    f"INSERT INTO {Message._meta.db_table} (id, thread_id, run_id, seq, role, content, created_at)"
+    " SELECT %s, %s, %s, COALESCE(MAX(seq), 0) + 1, %s, %s::jsonb, %s"
+    f" FROM {Message._meta.db_table} WHERE thread_id = %s RETURNING seq"
+)
+
+
 def append(run: Run, role: Role, content: list[dict[str, Any]]) -> Message:
     """Append a message to the run's thread; the caller holds the run's row lock."""
-    last = Message.objects.filter(thread_id=run.thread_id).aggregate(m=Max("seq"))["m"]
-    return Message.objects.create(
-        thread_id=run.thread_id, run=run, seq=(last or 0) + 1, role=role, content=content
+    message = Message(
+        id=ids.message_id(), thread_id=run.thread_id, run=run, role=role, content=content
     )
+    message.created_at = timezone.now()
+    params = [message.pk, run.thread_id, run.pk, role.value, json.dumps(content)]
+    with connection.cursor() as cursor:
+        cursor.execute(_APPEND, [*params, message.created_at, run.thread_id])
+        row = cursor.fetchone()
+    assert row is not None
+    message.seq = row[0]
+    return message
 
 
 def result_part(call: ToolCall) -> dict[str, Any]:
@@ -60,10 +78,8 @@ def append_results(run: Run, calls: list[ToolCall]) -> None:
 
 def build_request(run: Run, agent: Agent) -> ModelRequest:
     """The model request for the run's next step: the thread's whole transcript and the tools."""
-    messages = [
-        ModelMessage(role=m.role, parts=m.content)
-        for m in Message.objects.filter(thread_id=run.thread_id).order_by("seq")
-    ]
+    rows = Message.objects.filter(thread_id=run.thread_id).order_by("seq")
+    messages = [ModelMessage(role, parts) for role, parts in rows.values_list("role", "content")]
     tools = [ToolDefinition(t.name, t.description, t.parameters_schema) for t in agent.tools]
     return ModelRequest(
         model=agent.model_name, instructions=agent.instructions, messages=messages, tools=tools

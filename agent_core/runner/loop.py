@@ -66,6 +66,7 @@ class RetryLater(Exception):
 @dataclass(frozen=True)
 class CallModel:
     index: int
+    previous: tuple[ToolCall, ...] = ()  # the settled calls of the step before
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
     the durable runner can hand it to the other queue. Parking and finishing run anywhere.
     Every call plans afresh from the database.
     """
-    run = Run.objects.select_related("thread").get(pk=lease.run_id)
+    run = Run.objects.get(pk=lease.run_id)
     if run.status == RunStatus.CANCELLING:  # the safe point between steps
         services.finish_cancel(lease)
         return Next.STOP
@@ -113,8 +114,8 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
             if kind != only:
                 return kind
         match step:
-            case CallModel(index):
-                _call_model(lease, run, agent, index, abort)
+            case CallModel(index, previous):
+                _call_model(lease, run, agent, index, previous, abort)
             case RunTool(call):
                 _run_tool(lease, run, agent, call, abort)
             case Recover(call):
@@ -170,7 +171,7 @@ def plan(run: Run) -> Plan:
         return Park()
     if last + 1 >= agent_settings().MAX_STEPS:
         raise AgentCoreError(f"the run reached MAX_STEPS ({agent_settings().MAX_STEPS})")
-    return CallModel(last + 1)
+    return CallModel(last + 1, tuple(calls))
 
 
 def _check_tool_steps(
@@ -205,10 +206,17 @@ def _context(run: Run, call_id: str, abort: AbortSignal | None = None) -> ToolCo
 # --- the model step ------------------------------------------------------------------------------
 
 
-def _call_model(lease: Lease, run: Run, agent: Agent, index: int, abort: AbortSignal) -> None:
+def _call_model(
+    lease: Lease,
+    run: Run,
+    agent: Agent,
+    index: int,
+    previous: tuple[ToolCall, ...],
+    abort: AbortSignal,
+) -> None:
     name = f"llm:{index}"
     settings = agent_settings()
-    attempt = services.begin_model_step(lease, name)
+    attempt = services.begin_model_step(lease, name, previous=previous)
     if attempt > settings.MODEL_STEP_ATTEMPTS:
         raise ModelError(f"model step {name} did not finish in {attempt - 1} attempts")
     if abort.is_set():  # the safe point before the model call
