@@ -91,13 +91,16 @@ async def follow(run: Run, after: int) -> AsyncIterator[Event]:
         while True:
             if read_table:
                 read_table = False
+                # The run's end first: once it has ended, the table holds every frame (the finish
+                # frame commits with it). Read after the frames, a run ending in between would
+                # close the stream without its last frames.
+                ending = await _ending(run.pk)
                 for seq, kind, data in await _frames_after(run.pk, last):
                     last = seq
                     yield Event("frame", {"kind": kind, **data}, seq)
                     if kind == "finish":
                         yield await _final(run.pk)
                         return
-                ending = await _ending(run.pk)
                 if ending is not None:  # the client resumed after the finish frame
                     yield ending
                     return

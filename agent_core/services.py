@@ -393,11 +393,12 @@ def record_model_step(
     usage: dict[str, int],
     finish_reason: str,
     review: Callable[[ToolCall, Run], Verdict],
-) -> Run:
+) -> bool:
     """The suspend transaction: the assistant message, its calls with the gate's answers, the
     frames announcing them and, when the step leaves only calls waiting on people, ``waiting``.
 
     A step without calls is the final answer: the run completes in the same transaction.
+    Returns whether the run goes on (it neither parked nor completed).
     """
     with transaction.atomic():
         run = lock(lease, with_thread=bool(calls))
@@ -423,11 +424,11 @@ def record_model_step(
         _announce_calls(rows)
         if not calls:
             complete_run(run, frames=frames)
-            return run
+            return False
         streams.emit(run.pk, frames)
-        if not any(r.status == CallStatus.APPROVED for r in rows):
-            park(run, blocked=any(r.status in CALL_PENDING for r in rows))
-        return run
+        if any(r.status == CallStatus.APPROVED for r in rows):
+            return True
+        return not park(run, blocked=any(r.status in CALL_PENDING for r in rows))
 
 
 def _apply_verdict(row: ToolCall, verdict: Verdict) -> None:
@@ -540,11 +541,13 @@ def _announce_calls(rows: list[ToolCall]) -> None:
 # --- tool calls ----------------------------------------------------------------------------------
 
 
-def claim_call(lease: Lease, call_id: str) -> None:
-    """``approved → executing``, fenced by the lease token: the side effect may start now."""
+def claim_call(lease: Lease, call_id: str) -> Run:
+    """``approved → executing``, fenced by the lease token: the side effect may start now.
+
+    Returns the run, locked until the caller's transaction ends."""
     # No savepoint when nested (the atomic tool's transaction): an error here ends it anyway.
     with transaction.atomic(savepoint=False):
-        lock(lease)
+        run = lock(lease)
         won = ToolCall.objects.filter(
             pk=call_id, run_id=lease.run_id, status=CallStatus.APPROVED
         ).update(
@@ -555,6 +558,7 @@ def claim_call(lease: Lease, call_id: str) -> None:
         )
         if not won:
             raise InvalidTransition(f"{call_id} is not approved")
+        return run
 
 
 def finish_call(
@@ -564,18 +568,20 @@ def finish_call(
     result: Any = None,
     error: str | None = None,
     expected: CallStatus = CallStatus.EXECUTING,
-) -> None:
+    held: Run | None = None,
+) -> bool:
     """``executing → succeeded | failed``, journaled as ``tool:<id>``; parks the run when what
-    remains of the step waits on people.
+    remains of the step waits on people. Returns whether the run goes on (it did not park).
 
     A read tool goes straight from ``approved`` (``expected``): running it again is harmless.
+    ``held``: the run, when the caller's transaction already holds its lock (``claim_call``).
     """
     now = timezone.now()
     status = CallStatus.FAILED if error is not None else CallStatus.SUCCEEDED
     # No savepoint when nested (the atomic tool's transaction): an error here ends it anyway.
     with transaction.atomic(savepoint=False):
         # The tool has run: its outcome is recorded even when a cancel arrived meanwhile.
-        run = lock(lease, allow_cancelling=True)
+        run = held or lock(lease, allow_cancelling=True)
         extra: dict[str, Any] = {}
         if expected == CallStatus.APPROVED:
             extra = {"attempts": F("attempts") + 1, "started_at": now, "fence": lease.token}
@@ -596,18 +602,18 @@ def finish_call(
         else:
             frame = ("tool-output-error", {"tool_call_id": call_id, "error": error})
         streams.emit(run.pk, [frame])
-        _park_unless_runnable(run)
+        return not _park_unless_runnable(run)
 
 
-def _park_unless_runnable(run: Run) -> None:
-    """After a call settled: park the run if no call is left to run and one waits on a person."""
+def _park_unless_runnable(run: Run) -> bool:
+    """After a call settled: park the run if no call is left to run and one waits on a person.
+    Returns whether it parked."""
     open_calls = set(
         ToolCall.objects.filter(run=run, status__in=[CallStatus.APPROVED, *_BLOCKING])
         .order_by()
         .values_list("status", flat=True)
     )
-    if CallStatus.APPROVED not in open_calls:
-        park(run, blocked=bool(open_calls))
+    return CallStatus.APPROVED not in open_calls and park(run, blocked=bool(open_calls))
 
 
 def mark_in_doubt(lease: Lease, call_id: str) -> None:
@@ -747,8 +753,9 @@ def answer_input(run: Run, call: ToolCall, *, answer: Any, decided_by_ref: str, 
     return True
 
 
-def refuse_call(lease: Lease, call_id: str, *, reason: str) -> None:
-    """``approved → refused``: the preflight right before execution said no; nothing ran."""
+def refuse_call(lease: Lease, call_id: str, *, reason: str) -> bool:
+    """``approved → refused``: the preflight right before execution said no; nothing ran.
+    Returns whether the run goes on (it did not park)."""
     with transaction.atomic():
         run = lock(lease)
         won = ToolCall.objects.filter(pk=call_id, run=run, status=CallStatus.APPROVED).update(
@@ -757,7 +764,7 @@ def refuse_call(lease: Lease, call_id: str, *, reason: str) -> None:
         if not won:
             raise InvalidTransition(f"{call_id} is not approved")
         streams.emit(run.pk, [("tool-output-denied", {"tool_call_id": call_id, "reason": reason})])
-        _park_unless_runnable(run)
+        return not _park_unless_runnable(run)
 
 
 def extend_approval(run: Run, call: ToolCall, *, expires_at: Any) -> bool:

@@ -23,7 +23,7 @@ from django.db import connection
 from .. import services
 from ..conf import agent_settings
 from ..exceptions import LeaseLost
-from ..models import Run, RunStatus
+from ..models import RunStatus
 from ..services import Lease
 from . import loop
 
@@ -43,11 +43,11 @@ def queue_of(kind: loop.Next) -> str:
 def next_kind(run_id: str) -> loop.Next:
     """Which queue the run's next step belongs on, read from the journal (a model step when the
     journal cannot say: that step will then settle the run)."""
-    run = Run.objects.filter(pk=run_id).first()
-    if run is None:
+    found = loop.load(run_id)
+    if found is None:
         return loop.Next.MODEL
     try:
-        step = loop.plan(run)
+        step = loop.plan(*found)
     except Exception:
         return loop.Next.MODEL
     return loop.Next.MODEL if isinstance(step, loop.CallModel) else loop.Next.TOOL
@@ -89,6 +89,8 @@ class DurableRunner:
             return
         except LeaseLost:
             logger.warning("lost the lease of %s; another driver has it", run_id)
+            return
+        if after == loop.Next.STOP:  # parked or ended: the lease went with it
             return
         # Fenced by token and owner: a no-op when the run parked, ended or changed hands, and it
         # lets go of a run that left ``running`` under this step (e.g. being cancelled). The

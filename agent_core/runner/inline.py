@@ -62,16 +62,16 @@ class InlineRunner:
             while not self._stop.is_set():
                 try:
                     if loop.advance(lease) == loop.Next.STOP:
-                        return
+                        return  # parked or ended: the lease went with it
                 except loop.RetryLater as retry:
                     time.sleep(retry.delay)
                 except LeaseLost:
                     logger.warning("lost the lease of %s; another driver has it", run_id)
                     return
+            services.hand_off(lease)  # shutting down: another driver may take the run at once
         finally:
             with self._held_lock:
                 self._held.pop(run_id, None)
-            services.hand_off(lease)
 
     def start(self) -> None:
         """Start the background thread: heartbeat the held leases, sweep now and periodically."""

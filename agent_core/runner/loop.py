@@ -15,7 +15,10 @@ from enum import StrEnum
 from typing import Any, TypeAlias
 
 import pydantic
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
+from django.db.models import OuterRef, Value
+from django.db.models.functions import Concat
 
 from .. import ids, services, transcript
 from ..actors import Actor
@@ -97,9 +100,12 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
 
     With ``only``, a model or tool step of the other kind is not taken: its kind is returned, so
     the durable runner can hand it to the other queue. Parking and finishing run anywhere.
-    Every call plans afresh from the database.
+    Every call plans afresh from the database. ``STOP`` also when the step parked or ended the run.
     """
-    run = Run.objects.get(pk=lease.run_id)
+    found = load(lease.run_id)
+    if found is None:
+        return Next.STOP
+    run, journal = found
     if run.status == RunStatus.CANCELLING:  # the safe point between steps
         services.finish_cancel(lease)
         return Next.STOP
@@ -108,25 +114,26 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
     abort = abort or CancelWatch(run.pk, fresh=True)  # just read: running, not cancelling
     try:
         agent = get_agent(run.agent)
-        step = plan(run)
+        step = plan(run, journal)
         if only is not None and isinstance(step, CallModel | RunTool | Recover):
             kind = Next.MODEL if isinstance(step, CallModel) else Next.TOOL
             if kind != only:
                 return kind
         match step:
             case CallModel(index, previous):
-                _call_model(lease, run, agent, index, previous, abort)
+                goes_on = _call_model(lease, run, agent, index, previous, abort)
             case RunTool(call):
-                _run_tool(lease, run, agent, call, abort)
+                goes_on = _run_tool(lease, run, agent, call, abort)
             case Recover(call):
-                _recover(lease, run, agent, call)
+                goes_on = _recover(lease, run, agent, call)
             case Park():
                 with transaction.atomic():
-                    services.park(services.lock(lease))
+                    goes_on = not services.park(services.lock(lease))
             case Finish():
                 with transaction.atomic():
                     services.complete_run(services.lock(lease))
-        return Next.ANY
+                goes_on = False
+        return Next.ANY if goes_on else Next.STOP
     except LeaseLost:
         # A cancel refuses the driver's writes: this is how a step in flight learns of it.
         if services.finish_cancel(lease):
@@ -144,9 +151,19 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
     return Next.STOP
 
 
-def plan(run: Run) -> Plan:
+def load(run_id: str) -> tuple[Run, dict[str, str]] | None:
+    """The run and its journal (step name → status), in one query."""
+    entries = Step.objects.filter(run=OuterRef("pk")).order_by()
+    journal = ArraySubquery(entries.values_list(Concat("name", Value(" "), "status")))
+    run = Run.objects.annotate(journal=journal).filter(pk=run_id).first()
+    if run is None:
+        return None
+    pairs = (entry.rsplit(" ", 1) for entry in run.journal)
+    return run, {name: status for name, status in pairs}
+
+
+def plan(run: Run, journal: dict[str, str]) -> Plan:
     """The next step, read from the journal and the calls of the last model step."""
-    journal = dict(Step.objects.filter(run=run).values_list("name", "status"))
     model_steps = sorted(int(name[4:]) for name in journal if name.startswith("llm:"))
     if model_steps != list(range(len(model_steps))):
         raise ReplayDiverged(f"the journal has model steps {model_steps}; the loop takes 0, 1, …")
@@ -213,7 +230,7 @@ def _call_model(
     index: int,
     previous: tuple[ToolCall, ...],
     abort: AbortSignal,
-) -> None:
+) -> bool:
     name = f"llm:{index}"
     settings = agent_settings()
     attempt = services.begin_model_step(lease, name, previous=previous)
@@ -247,7 +264,7 @@ def _call_model(
             row, tool=agent.get_tool(row.tool_name), actor=_actor(locked), thread=locked.thread
         )
 
-    services.record_model_step(
+    return services.record_model_step(
         lease,
         name=name,
         text=response.text,
@@ -326,49 +343,47 @@ def _invoke(tool: ToolSpec, ctx: ToolContext, args: dict[str, Any]) -> tuple[Any
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def _run_tool(lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: AbortSignal) -> None:
+def _run_tool(lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: AbortSignal) -> bool:
+    """Run an approved call and record its outcome; returns whether the run goes on."""
     try:
         tool = agent.get_tool(call.tool_name)
     except ToolNotFound as exc:
-        services.finish_call(lease, call.pk, error=exc.message, expected=CallStatus.APPROVED)
-        return
+        return services.finish_call(lease, call.pk, error=exc.message, expected=CallStatus.APPROVED)
     if abort.is_set():  # the safe point before a tool is dispatched
         raise Cancelled()
     ctx = _context(run, call.pk, abort)
     if tool.kind == "action" and tool.preflight is not None:
         match tool.preflight(ctx, call.args):
             case Refuse(reason=reason):
-                services.refuse_call(lease, call.pk, reason=reason)
-                return
+                return services.refuse_call(lease, call.pk, reason=reason)
             case AlreadyDone(result=result):
-                services.finish_call(
+                return services.finish_call(
                     lease, call.pk, result=to_jsonable(result), expected=CallStatus.APPROVED
                 )
-                return
     if tool.kind == "read":
         # Reads have no side effect: run, then record; a crash in between just runs it again.
         result, error = _invoke(tool, ctx, call.args)
-        services.finish_call(
+        return services.finish_call(
             lease, call.pk, result=result, error=error, expected=CallStatus.APPROVED
         )
-    elif tool.atomic:
+    if tool.atomic:
         # The effect lives in this database: it commits with its result, or not at all.
         with transaction.atomic():
-            services.claim_call(lease, call.pk)
+            held = services.claim_call(lease, call.pk)
             try:
                 with transaction.atomic():
                     result, error = tool(ctx, call.args), None
             except Exception as exc:
                 result, error = None, f"{type(exc).__name__}: {exc}"
-            services.finish_call(lease, call.pk, result=result, error=error)
-    else:
-        services.claim_call(lease, call.pk)
-        result, error = _invoke(tool, ctx, call.args)
-        services.finish_call(lease, call.pk, result=result, error=error)
+            return services.finish_call(lease, call.pk, result=result, error=error, held=held)
+    services.claim_call(lease, call.pk)
+    result, error = _invoke(tool, ctx, call.args)
+    return services.finish_call(lease, call.pk, result=result, error=error)
 
 
-def _recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> None:
-    """An attempt died while the call was executing: find out, never guess, whether it ran."""
+def _recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> bool:
+    """An attempt died while the call was executing: find out, never guess, whether it ran.
+    Returns whether the run goes on (not blocked on a person)."""
     if call.status == CallStatus.EXECUTING:
         services.mark_in_doubt(lease, call.pk)
     try:
@@ -377,7 +392,7 @@ def _recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> None:
         tool = None
     if tool is None:
         services.block_on_doubt(lease, call.pk)
-        return
+        return False
     reapprove = tool.approval_scope == "attempt"
     if tool.recover is not None:
         try:
@@ -385,7 +400,7 @@ def _recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> None:
         except Exception:
             logger.exception("recover() of %s failed", call.pk)
             services.block_on_doubt(lease, call.pk)
-            return
+            return False
         services.resolve_in_doubt(
             call.pk,
             done=found.done,
@@ -397,3 +412,5 @@ def _recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> None:
         services.resolve_in_doubt(call.pk, done=False, reapprove=reapprove, lease=lease)
     else:
         services.block_on_doubt(lease, call.pk)
+        return False
+    return True  # the call is settled or runnable again (or asks afresh: the next step parks)
