@@ -320,26 +320,25 @@ _BEGIN_STEP = (
 )
 
 
-def begin_model_step(lease: Lease, name: str, *, previous: Iterable[ToolCall] = ()) -> int:
+def begin_model_step(run: Run, name: str, *, previous: Iterable[ToolCall] = ()) -> int:
     """Journal the start of a model step and return its attempt number (1 on the first try).
 
     On the first attempt, the results of ``previous`` (the calls of the step before, every one
     settled) join the transcript. A retried attempt marks the text its cut-short predecessor
-    streamed as superseded.
+    streamed as superseded. The caller holds the run's lock under its lease (``loop.advance``).
     """
-    with transaction.atomic():
-        run = lock(lease)
-        with connection.cursor() as cursor:
-            cursor.execute(_BEGIN_STEP, [run.pk, name, StepStatus.STARTED.value, timezone.now()])
-            row = cursor.fetchone()
-        assert row is not None
-        attempts = int(row[0])
-        if attempts == 1:
-            transcript.append_results(run, list(previous))
-        else:
-            _supersede_partial_text(run, name)
-        streams.emit(run.pk, [("step-start", {"step": name, "attempt": attempts})])
-        return attempts
+    assert connection.in_atomic_block, "a step opens in the transaction that locked its run"
+    with connection.cursor() as cursor:
+        cursor.execute(_BEGIN_STEP, [run.pk, name, StepStatus.STARTED.value, timezone.now()])
+        row = cursor.fetchone()
+    assert row is not None
+    attempts = int(row[0])
+    if attempts == 1:
+        transcript.append_results(run, list(previous))
+    else:
+        _supersede_partial_text(run, name)
+    streams.emit(run.pk, [("step-start", {"step": name, "attempt": attempts})])
+    return attempts
 
 
 def _supersede_partial_text(run: Run, step_name: str) -> None:

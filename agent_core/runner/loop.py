@@ -100,39 +100,44 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
 
     With ``only``, a model or tool step of the other kind is not taken: its kind is returned, so
     the durable runner can hand it to the other queue. Parking and finishing run anywhere.
-    Every call plans afresh from the database. ``STOP`` also when the step parked or ended the run.
+    Every call plans afresh from the database, under the run's lock, in the transaction that
+    opens the step (a model step's journal entry, a park, the end). ``STOP`` also when the step
+    parked or ended the run.
     """
-    found = load(lease.run_id)
-    if found is None:
-        return Next.STOP
-    run, journal = found
-    if run.status == RunStatus.CANCELLING:  # the safe point between steps
-        services.finish_cancel(lease)
-        return Next.STOP
-    if run.status != RunStatus.RUNNING or run.lease_token != lease.token:
-        return Next.STOP
-    abort = abort or CancelWatch(run.pk, fresh=True)  # just read: running, not cancelling
+    attempt = 0
     try:
+        with transaction.atomic():
+            found = load(lease.run_id, lease=lease)
+            if found is None:  # another driver holds the run now
+                return Next.STOP
+            run, journal = found
+            if run.status == RunStatus.CANCELLING:  # the safe point between steps
+                services.finish_cancel(lease)
+                return Next.STOP
+            if run.status != RunStatus.RUNNING:
+                return Next.STOP
+            step = plan(run, journal)
+            if only is not None and isinstance(step, CallModel | RunTool | Recover):
+                kind = Next.MODEL if isinstance(step, CallModel) else Next.TOOL
+                if kind != only:
+                    return kind
+            match step:
+                case CallModel(index, previous):
+                    attempt = services.begin_model_step(run, f"llm:{index}", previous=previous)
+                case Park():
+                    return Next.STOP if services.park(run) else Next.ANY
+                case Finish():
+                    services.complete_run(run)
+                    return Next.STOP
+        abort = abort or CancelWatch(run.pk, fresh=True)  # just read: running, not cancelling
         agent = get_agent(run.agent)
-        step = plan(run, journal)
-        if only is not None and isinstance(step, CallModel | RunTool | Recover):
-            kind = Next.MODEL if isinstance(step, CallModel) else Next.TOOL
-            if kind != only:
-                return kind
         match step:
-            case CallModel(index, previous):
-                goes_on = _call_model(lease, run, agent, index, previous, abort)
+            case CallModel(index):
+                goes_on = _call_model(lease, run, agent, index, attempt, abort)
             case RunTool(call):
                 goes_on = _run_tool(lease, run, agent, call, abort)
             case Recover(call):
                 goes_on = _recover(lease, run, agent, call)
-            case Park():
-                with transaction.atomic():
-                    goes_on = not services.park(services.lock(lease))
-            case Finish():
-                with transaction.atomic():
-                    services.complete_run(services.lock(lease))
-                goes_on = False
         return Next.ANY if goes_on else Next.STOP
     except LeaseLost:
         # A cancel refuses the driver's writes: this is how a step in flight learns of it.
@@ -143,19 +148,27 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
         raise
     except AgentCoreError as exc:
         if not services.finish_cancel(lease):  # an aborted model call is a cancel, not a failure
-            services.fail_run(run.pk, code=exc.code, message=exc.message, lease=lease)
+            services.fail_run(lease.run_id, code=exc.code, message=exc.message, lease=lease)
     except Exception as exc:
         if not services.finish_cancel(lease):
-            logger.exception("run %s failed in the loop", run.pk)
-            services.fail_run(run.pk, code="run_failed", message=repr(exc), lease=lease)
+            logger.exception("run %s failed in the loop", lease.run_id)
+            services.fail_run(lease.run_id, code="run_failed", message=repr(exc), lease=lease)
     return Next.STOP
 
 
-def load(run_id: str) -> tuple[Run, dict[str, str]] | None:
-    """The run and its journal (step name → status), in one query."""
+def load(run_id: str, *, lease: Lease | None = None) -> tuple[Run, dict[str, str]] | None:
+    """The run and its journal (step name → status), in one query.
+
+    With ``lease``: the run's row locked, or ``None`` when the lease no longer holds it.
+    """
     entries = Step.objects.filter(run=OuterRef("pk")).order_by()
     journal = ArraySubquery(entries.values_list(Concat("name", Value(" "), "status")))
-    run = Run.objects.annotate(journal=journal).filter(pk=run_id).first()
+    runs = Run.objects.annotate(journal=journal).filter(pk=run_id)
+    if lease is not None:
+        runs = runs.select_for_update(of=("self",)).filter(
+            lease_token=lease.token, lease_owner=lease.owner
+        )
+    run = runs.first()
     if run is None:
         return None
     pairs = (entry.rsplit(" ", 1) for entry in run.journal)
@@ -228,12 +241,12 @@ def _call_model(
     run: Run,
     agent: Agent,
     index: int,
-    previous: tuple[ToolCall, ...],
+    attempt: int,
     abort: AbortSignal,
 ) -> bool:
+    """The model step whose ``attempt`` ``advance`` journaled; returns whether the run goes on."""
     name = f"llm:{index}"
     settings = agent_settings()
-    attempt = services.begin_model_step(lease, name, previous=previous)
     if attempt > settings.MODEL_STEP_ATTEMPTS:
         raise ModelError(f"model step {name} did not finish in {attempt - 1} attempts")
     if abort.is_set():  # the safe point before the model call
