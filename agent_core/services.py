@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any
 
 from django.db import connection, transaction
@@ -44,6 +45,16 @@ from .tools import args_digest
 logger = logging.getLogger(__name__)
 
 
+class Next(StrEnum):
+    """What a step's transaction left the run to do: a model step, a tool step, or nothing (it
+    parked or ended). It routes the durable runner's next task; that task plans afresh from the
+    journal, so a wrong answer costs a hop to the other queue, never a wrong step."""
+
+    MODEL = "llm"
+    TOOL = "tool"
+    STOP = "stop"
+
+
 @dataclass(frozen=True)
 class Lease:
     """A driver's hold on a run: ``token`` grows with every acquisition and fences every write."""
@@ -61,10 +72,10 @@ def _after_commit(fn: Callable[[], object]) -> None:
     transaction.on_commit(fn)
 
 
-def _dispatch_on_commit(run_id: str) -> None:
+def _dispatch_on_commit(run_id: str, kind: Next) -> None:
     from .runner import get_runner  # the runner imports services
 
-    _after_commit(lambda: get_runner().dispatch(run_id))
+    _after_commit(lambda: get_runner().dispatch(run_id, kind))
 
 
 # --- runs ----------------------------------------------------------------------------------------
@@ -100,12 +111,16 @@ def start_run(*, agent: str, message: str, actor: Actor, thread_id: str | None =
             raise RunActive()
     transcript.append(run, Role.USER, [{"type": "text", "text": message}])
     _after_commit(lambda: signals.run_started.send(Run, run=run))
-    _dispatch_on_commit(run.id)
+    _dispatch_on_commit(run.id, Next.MODEL)
     return run
 
 
-def acquire_lease(run_id: str, owner: str) -> Lease | None:
-    """Take the run's lease if nobody holds a live one; ``None`` means another driver has it."""
+def acquire_lease(run_id: str, owner: str, *, passed: int | None = None) -> Lease | None:
+    """Take the run's lease if nobody holds a live one; ``None`` means another driver has it.
+
+    ``passed``: the token of the lease the previous step's driver passed on with the task (it
+    wrote nothing more after enqueueing it); still current, it is taken over at once.
+    """
     # One compare-and-set. It waits for the row lock rather than skipping it (a decision holds it
     # only for a moment, and giving up would strand a run that decision just queued), then
     # re-checks its conditions against the row as the lock holder left it.
@@ -113,7 +128,8 @@ def acquire_lease(run_id: str, owner: str) -> Lease | None:
         cursor.execute(
             f"UPDATE {Run._meta.db_table} SET status = %s, lease_owner = %s,"
             " lease_token = lease_token + 1, lease_expires_at = %s"
-            " WHERE id = %s AND status IN (%s, %s) AND (lease_owner = '' OR lease_expires_at < %s)"
+            " WHERE id = %s AND status IN (%s, %s)"
+            " AND (lease_owner = '' OR lease_expires_at < %s OR lease_token = %s)"
             " RETURNING lease_token",
             [
                 RunStatus.RUNNING.value,
@@ -123,6 +139,7 @@ def acquire_lease(run_id: str, owner: str) -> Lease | None:
                 RunStatus.QUEUED.value,
                 RunStatus.RUNNING.value,
                 timezone.now(),
+                passed,
             ],
         )
         row = cursor.fetchone()
@@ -147,24 +164,6 @@ def hand_off(lease: Lease) -> None:
     Run.objects.filter(pk=lease.run_id, lease_token=lease.token, lease_owner=lease.owner).update(
         lease_owner="", lease_expires_at=_lease_deadline()
     )
-
-
-def hand_off_and_look(lease: Lease) -> tuple[str, bool] | None:
-    """``hand_off`` that, in the same statement, says where the run stands: its status, and
-    whether one of its calls is approved, executing or in doubt (then a tool step is next).
-    ``None`` when ``lease`` no longer held the run."""
-    run_table, call_table = Run._meta.db_table, ToolCall._meta.db_table
-    busy = [CallStatus.APPROVED.value, CallStatus.EXECUTING.value, CallStatus.IN_DOUBT.value]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {run_table} r SET lease_owner = '', lease_expires_at = %s"
-            " WHERE r.id = %s AND r.lease_token = %s AND r.lease_owner = %s"
-            f" RETURNING r.status, EXISTS (SELECT 1 FROM {call_table} c"
-            " WHERE c.run_id = r.id AND c.status = ANY(%s))",
-            [_lease_deadline(), lease.run_id, lease.token, lease.owner, busy],
-        )
-        row = cursor.fetchone()
-    return None if row is None else (row[0], bool(row[1]))
 
 
 def lock(lease: Lease, *, allow_cancelling: bool = False, with_thread: bool = False) -> Run:
@@ -297,7 +296,8 @@ def resume_if_unblocked(run: Run) -> bool:
     """
     if run.status != RunStatus.WAITING:
         return False
-    if ToolCall.objects.filter(run=run, status__in=_BLOCKING).exists():
+    open_calls = _open_calls(run)
+    if open_calls & _BLOCKING:
         return False
     Run.objects.filter(pk=run.pk, status=RunStatus.WAITING).update(
         status=RunStatus.QUEUED,
@@ -306,7 +306,7 @@ def resume_if_unblocked(run: Run) -> bool:
         lease_owner="",
         lease_expires_at=_lease_deadline(),
     )
-    _dispatch_on_commit(run.pk)
+    _dispatch_on_commit(run.pk, Next.TOOL if CallStatus.APPROVED in open_calls else Next.MODEL)
     return True
 
 
@@ -392,12 +392,12 @@ def record_model_step(
     usage: dict[str, int],
     finish_reason: str,
     review: Callable[[ToolCall, Run], Verdict],
-) -> bool:
+) -> Next:
     """The suspend transaction: the assistant message, its calls with the gate's answers, the
     frames announcing them and, when the step leaves only calls waiting on people, ``waiting``.
 
     A step without calls is the final answer: the run completes in the same transaction.
-    Returns whether the run goes on (it neither parked nor completed).
+    Returns what the run does next.
     """
     with transaction.atomic():
         run = lock(lease, with_thread=bool(calls))
@@ -423,11 +423,9 @@ def record_model_step(
         _announce_calls(rows)
         if not calls:
             complete_run(run, frames=frames)
-            return False
+            return Next.STOP
         streams.emit(run.pk, frames)
-        if any(r.status == CallStatus.APPROVED for r in rows):
-            return True
-        return not park(run, blocked=any(r.status in CALL_PENDING for r in rows))
+        return _next_after(run, {row.status for row in rows})
 
 
 def _apply_verdict(row: ToolCall, verdict: Verdict) -> None:
@@ -568,9 +566,9 @@ def finish_call(
     error: str | None = None,
     expected: CallStatus = CallStatus.EXECUTING,
     held: Run | None = None,
-) -> bool:
+) -> Next:
     """``executing → succeeded | failed``, journaled as ``tool:<id>``; parks the run when what
-    remains of the step waits on people. Returns whether the run goes on (it did not park).
+    remains of the step waits on people. Returns what the run does next.
 
     A read tool goes straight from ``approved`` (``expected``): running it again is harmless.
     ``held``: the run, when the caller's transaction already holds its lock (``claim_call``).
@@ -601,18 +599,27 @@ def finish_call(
         else:
             frame = ("tool-output-error", {"tool_call_id": call_id, "error": error})
         streams.emit(run.pk, [frame])
-        return not _park_unless_runnable(run)
+        return _next_after(run, _open_calls(run))
 
 
-def _park_unless_runnable(run: Run) -> bool:
-    """After a call settled: park the run if no call is left to run and one waits on a person.
-    Returns whether it parked."""
-    open_calls = set(
+def _open_calls(run: Run) -> set[str]:
+    """The statuses of the run's calls that are approved or wait on a person."""
+    return set(
         ToolCall.objects.filter(run=run, status__in=[CallStatus.APPROVED, *_BLOCKING])
         .order_by()
         .values_list("status", flat=True)
     )
-    return CallStatus.APPROVED not in open_calls and park(run, blocked=bool(open_calls))
+
+
+def _next_after(run: Run, statuses: set[str]) -> Next:
+    """Once a step's calls are recorded or settled (``statuses``: those of the run's calls that
+    may still be open): run an approved one, park on one that waits on a person, or call the
+    model again."""
+    if CallStatus.APPROVED in statuses:
+        return Next.TOOL
+    if park(run, blocked=bool(statuses & _BLOCKING)):
+        return Next.STOP
+    return Next.MODEL
 
 
 def mark_in_doubt(lease: Lease, call_id: str) -> None:
@@ -752,9 +759,9 @@ def answer_input(run: Run, call: ToolCall, *, answer: Any, decided_by_ref: str, 
     return True
 
 
-def refuse_call(lease: Lease, call_id: str, *, reason: str) -> bool:
+def refuse_call(lease: Lease, call_id: str, *, reason: str) -> Next:
     """``approved → refused``: the preflight right before execution said no; nothing ran.
-    Returns whether the run goes on (it did not park)."""
+    Returns what the run does next."""
     with transaction.atomic():
         run = lock(lease)
         won = ToolCall.objects.filter(pk=call_id, run=run, status=CallStatus.APPROVED).update(
@@ -763,7 +770,7 @@ def refuse_call(lease: Lease, call_id: str, *, reason: str) -> bool:
         if not won:
             raise InvalidTransition(f"{call_id} is not approved")
         streams.emit(run.pk, [("tool-output-denied", {"tool_call_id": call_id, "reason": reason})])
-        return not _park_unless_runnable(run)
+        return _next_after(run, _open_calls(run))
 
 
 def extend_approval(run: Run, call: ToolCall, *, expires_at: Any) -> bool:

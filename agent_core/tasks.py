@@ -15,7 +15,7 @@ from django.db import close_old_connections
 
 from .runner import durable, get_runner
 from .runner import sweep as sweep_runs
-from .runner.loop import Next
+from .services import Next
 
 
 def _runner() -> durable.DurableRunner:
@@ -26,15 +26,15 @@ def _runner() -> durable.DurableRunner:
 
 
 @shared_task(name=durable.MODEL_TASK, acks_late=True, ignore_result=True)
-def model_step(run_id: str) -> None:
-    """Take the run's next model step (queue ``agent.llm``)."""
-    _runner().run_step(run_id, Next.MODEL)
+def model_step(run_id: str, token: int | None = None) -> None:
+    """Take the run's next model step (queue ``agent.llm``); ``token``: the lease passed on."""
+    _runner().run_step(run_id, Next.MODEL, token=token)
 
 
 @shared_task(name=durable.TOOL_TASK, acks_late=True, ignore_result=True)
-def tool_step(run_id: str) -> None:
-    """Take the run's next tool step (queue ``agent.tool``)."""
-    _runner().run_step(run_id, Next.TOOL)
+def tool_step(run_id: str, token: int | None = None) -> None:
+    """Take the run's next tool step (queue ``agent.tool``); ``token``: the lease passed on."""
+    _runner().run_step(run_id, Next.TOOL, token=token)
 
 
 @shared_task(name=durable.SWEEP_TASK, ignore_result=True)

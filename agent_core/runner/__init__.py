@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from django.db.models import Q
 from django.utils import timezone
@@ -19,13 +19,17 @@ from ..conf import agent_settings
 from ..gate import get_gate
 from ..models import Run, RunStatus
 
+if TYPE_CHECKING:
+    from ..services import Next
+
 logger = logging.getLogger(__name__)
 
 
 class Runner(Protocol):
-    """Something that drives runs: ``dispatch`` is called after the commit that queued one."""
+    """Something that drives runs: ``dispatch`` is called after the commit that queued one,
+    with the kind of its next step when the committing code knows it."""
 
-    def dispatch(self, run_id: str) -> None: ...
+    def dispatch(self, run_id: str, kind: Next | None = None) -> None: ...
 
 
 _runner: Runner | None = None

@@ -19,7 +19,7 @@ from django.db import close_old_connections
 from .. import services
 from ..conf import agent_settings
 from ..exceptions import LeaseLost
-from ..services import Lease
+from ..services import Lease, Next
 from . import loop, sweep
 
 logger = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class InlineRunner:
         self._stop = threading.Event()
         self._background: threading.Thread | None = None
 
-    def dispatch(self, run_id: str) -> None:
+    def dispatch(self, run_id: str, kind: Next | None = None) -> None:
         if self._pool is None:
             self.drive(run_id)
         else:
@@ -61,7 +61,7 @@ class InlineRunner:
         try:
             while not self._stop.is_set():
                 try:
-                    if loop.advance(lease) == loop.Next.STOP:
+                    if loop.advance(lease) == Next.STOP:
                         return  # parked or ended: the lease went with it
                 except loop.RetryLater as retry:
                     time.sleep(retry.delay)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, TypeAlias
 
 import pydantic
@@ -37,25 +36,12 @@ from ..gate import get_gate
 from ..models import CALL_PENDING, CallStatus, Run, RunStatus, Step, StepStatus, ToolCall
 from ..providers import get_provider
 from ..providers.base import ModelResponse, TextDelta, ToolCallPart
-from ..services import Lease, ProposedCall
+from ..services import Lease, Next, ProposedCall
 from ..tools import AbortSignal, AlreadyDone, Confirm, Refuse, ToolContext, ToolSpec, to_jsonable
 from .abort import CancelWatch
 from .text import TextBuffer
 
 logger = logging.getLogger(__name__)
-
-
-class Next(StrEnum):
-    """What ``advance`` leaves to do: a model step, a tool step, or nothing (parked or ended).
-
-    ``ANY``: a step was taken and the run may go on; the kind is not worked out here (the inline
-    runner simply advances again; the durable runner asks as it hands the lease off).
-    """
-
-    MODEL = "llm"
-    TOOL = "tool"
-    ANY = "any"
-    STOP = "stop"
 
 
 class RetryLater(Exception):
@@ -125,7 +111,7 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
                 case CallModel(index, previous):
                     attempt = services.begin_model_step(run, f"llm:{index}", previous=previous)
                 case Park():
-                    return Next.STOP if services.park(run) else Next.ANY
+                    return Next.STOP if services.park(run) else Next.MODEL
                 case Finish():
                     services.complete_run(run)
                     return Next.STOP
@@ -133,12 +119,11 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
         agent = get_agent(run.agent)
         match step:
             case CallModel(index):
-                goes_on = _call_model(lease, run, agent, index, attempt, abort)
+                return _call_model(lease, run, agent, index, attempt, abort)
             case RunTool(call):
-                goes_on = _run_tool(lease, run, agent, call, abort)
+                return _run_tool(lease, run, agent, call, abort)
             case Recover(call):
-                goes_on = _recover(lease, run, agent, call)
-        return Next.ANY if goes_on else Next.STOP
+                return _recover(lease, run, agent, call)
     except LeaseLost:
         # A cancel refuses the driver's writes: this is how a step in flight learns of it.
         if services.finish_cancel(lease):
@@ -243,8 +228,8 @@ def _call_model(
     index: int,
     attempt: int,
     abort: AbortSignal,
-) -> bool:
-    """The model step whose ``attempt`` ``advance`` journaled; returns whether the run goes on."""
+) -> Next:
+    """The model step whose ``attempt`` ``advance`` journaled; returns what comes next."""
     name = f"llm:{index}"
     settings = agent_settings()
     if attempt > settings.MODEL_STEP_ATTEMPTS:
@@ -356,8 +341,8 @@ def _invoke(tool: ToolSpec, ctx: ToolContext, args: dict[str, Any]) -> tuple[Any
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def _run_tool(lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: AbortSignal) -> bool:
-    """Run an approved call and record its outcome; returns whether the run goes on."""
+def _run_tool(lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: AbortSignal) -> Next:
+    """Run an approved call and record its outcome; returns what comes next."""
     try:
         tool = agent.get_tool(call.tool_name)
     except ToolNotFound as exc:
@@ -394,9 +379,9 @@ def _run_tool(lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: Abort
     return services.finish_call(lease, call.pk, result=result, error=error)
 
 
-def _recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> bool:
+def _recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> Next:
     """An attempt died while the call was executing: find out, never guess, whether it ran.
-    Returns whether the run goes on (not blocked on a person)."""
+    Returns what comes next (a tool step: the call, or another of its step, may be runnable)."""
     if call.status == CallStatus.EXECUTING:
         services.mark_in_doubt(lease, call.pk)
     try:
@@ -405,7 +390,7 @@ def _recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> bool:
         tool = None
     if tool is None:
         services.block_on_doubt(lease, call.pk)
-        return False
+        return Next.STOP
     reapprove = tool.approval_scope == "attempt"
     if tool.recover is not None:
         try:
@@ -413,7 +398,7 @@ def _recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> bool:
         except Exception:
             logger.exception("recover() of %s failed", call.pk)
             services.block_on_doubt(lease, call.pk)
-            return False
+            return Next.STOP
         services.resolve_in_doubt(
             call.pk,
             done=found.done,
@@ -425,5 +410,5 @@ def _recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> bool:
         services.resolve_in_doubt(call.pk, done=False, reapprove=reapprove, lease=lease)
     else:
         services.block_on_doubt(lease, call.pk)
-        return False
-    return True  # the call is settled or runnable again (or asks afresh: the next step parks)
+        return Next.STOP
+    return Next.TOOL
