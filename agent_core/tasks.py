@@ -7,6 +7,8 @@ runner with a backoff, and a tool step that died is resolved by the loop's in-do
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from celery import shared_task
@@ -25,22 +27,39 @@ def _runner() -> durable.DurableRunner:
     return runner
 
 
+@contextmanager
+def _like_a_request() -> Iterator[None]:
+    # A connection past CONN_MAX_AGE, or broken, is not carried into the next task
+    # (CELERY_DB_REUSE_MAX keeps Celery from closing every connection around every task).
+    close_old_connections()
+    try:
+        yield
+    finally:
+        close_old_connections()
+
+
+def _step(run_id: str, kind: Next, token: int | None) -> None:
+    with _like_a_request():
+        _runner().run_step(run_id, kind, token=token)
+
+
 @shared_task(name=durable.MODEL_TASK, acks_late=True, ignore_result=True)
 def model_step(run_id: str, token: int | None = None) -> None:
     """Take the run's next model step (queue ``agent.llm``); ``token``: the lease passed on."""
-    _runner().run_step(run_id, Next.MODEL, token=token)
+    _step(run_id, Next.MODEL, token)
 
 
 @shared_task(name=durable.TOOL_TASK, acks_late=True, ignore_result=True)
 def tool_step(run_id: str, token: int | None = None) -> None:
     """Take the run's next tool step (queue ``agent.tool``); ``token``: the lease passed on."""
-    _runner().run_step(run_id, Next.TOOL, token=token)
+    _step(run_id, Next.TOOL, token)
 
 
 @shared_task(name=durable.SWEEP_TASK, ignore_result=True)
 def sweep() -> int:
     """Re-drive runs whose worker died and expire overdue approvals (Celery beat)."""
-    return sweep_runs(_runner())
+    with _like_a_request():
+        return sweep_runs(_runner())
 
 
 @worker_ready.connect

@@ -14,10 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import pydantic
-from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
-from django.db.models import OuterRef, Value
-from django.db.models.functions import Concat
 
 from .. import ids, services, transcript
 from ..actors import Actor
@@ -35,7 +32,7 @@ from ..exceptions import (
 from ..gate import get_gate
 from ..models import CALL_PENDING, CallStatus, Run, RunStatus, Step, StepStatus, ToolCall
 from ..providers import get_provider
-from ..providers.base import ModelResponse, TextDelta, ToolCallPart
+from ..providers.base import ModelRequest, ModelResponse, TextDelta, ToolCallPart
 from ..services import Lease, Next, ProposedCall
 from ..tools import AbortSignal, AlreadyDone, Confirm, Refuse, ToolContext, ToolSpec, to_jsonable
 from .abort import CancelWatch
@@ -90,7 +87,7 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
     opens the step (a model step's journal entry, a park, the end). ``STOP`` also when the step
     parked or ended the run.
     """
-    attempt = 0
+    attempt, request = 0, None
     try:
         with transaction.atomic():
             found = load(lease.run_id, lease=lease)
@@ -102,6 +99,7 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
                 return Next.STOP
             if run.status != RunStatus.RUNNING:
                 return Next.STOP
+            agent = get_agent(run.agent)
             step = plan(run, journal)
             if only is not None and isinstance(step, CallModel | RunTool | Recover):
                 kind = Next.MODEL if isinstance(step, CallModel) else Next.TOOL
@@ -110,16 +108,17 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
             match step:
                 case CallModel(index, previous):
                     attempt = services.begin_model_step(run, f"llm:{index}", previous=previous)
+                    request = transcript.build_request(run, agent)
                 case Park():
                     return Next.STOP if services.park(run) else Next.MODEL
                 case Finish():
                     services.complete_run(run)
                     return Next.STOP
         abort = abort or CancelWatch(run.pk, fresh=True)  # just read: running, not cancelling
-        agent = get_agent(run.agent)
         match step:
             case CallModel(index):
-                return _call_model(lease, run, agent, index, attempt, abort)
+                assert request is not None
+                return _call_model(lease, run, agent, index, attempt, request, abort)
             case RunTool(call):
                 return _run_tool(lease, run, agent, call, abort)
             case Recover(call):
@@ -141,22 +140,28 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
     return Next.STOP
 
 
+# The run with its journal (``"<step name> <status>"`` entries) in one statement. Raw SQL: this
+# is read before every step, and the ORM spends longer compiling it than PostgreSQL running it.
+_LOAD = (
+    f"SELECT r.*, ARRAY(SELECT s.name || ' ' || s.status FROM {Step._meta.db_table} s"
+    f" WHERE s.run_id = r.id) AS journal FROM {Run._meta.db_table} r WHERE r.id = %s"
+)
+_LOAD_HELD = f"{_LOAD} AND r.lease_token = %s AND r.lease_owner = %s FOR UPDATE OF r"
+
+
 def load(run_id: str, *, lease: Lease | None = None) -> tuple[Run, dict[str, str]] | None:
     """The run and its journal (step name → status), in one query.
 
     With ``lease``: the run's row locked, or ``None`` when the lease no longer holds it.
     """
-    entries = Step.objects.filter(run=OuterRef("pk")).order_by()
-    journal = ArraySubquery(entries.values_list(Concat("name", Value(" "), "status")))
-    runs = Run.objects.annotate(journal=journal).filter(pk=run_id)
-    if lease is not None:
-        runs = runs.select_for_update(of=("self",)).filter(
-            lease_token=lease.token, lease_owner=lease.owner
-        )
-    run = runs.first()
+    if lease is None:
+        runs = Run.objects.raw(_LOAD, [run_id])
+    else:
+        runs = Run.objects.raw(_LOAD_HELD, [run_id, lease.token, lease.owner])
+    run = next(iter(runs), None)
     if run is None:
         return None
-    pairs = (entry.rsplit(" ", 1) for entry in run.journal)
+    pairs = (entry.rsplit(" ", 1) for entry in run.journal)  # type: ignore[attr-defined]
     return run, {name: status for name, status in pairs}
 
 
@@ -227,16 +232,17 @@ def _call_model(
     agent: Agent,
     index: int,
     attempt: int,
+    request: ModelRequest,
     abort: AbortSignal,
 ) -> Next:
-    """The model step whose ``attempt`` ``advance`` journaled; returns what comes next."""
+    """The model step whose ``attempt`` and ``request`` ``advance`` read under the run's lock;
+    returns what comes next."""
     name = f"llm:{index}"
     settings = agent_settings()
     if attempt > settings.MODEL_STEP_ATTEMPTS:
         raise ModelError(f"model step {name} did not finish in {attempt - 1} attempts")
     if abort.is_set():  # the safe point before the model call
         raise Cancelled()
-    request = transcript.build_request(run, agent)
     response = ModelResponse()
     text = TextBuffer(lambda chunks: services.emit_text(lease, chunks))
     try:

@@ -83,6 +83,10 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery's Django fixup closes every database connection before and after each task unless this
+# is set. The step tasks close stale connections themselves, as Django does around a request, so
+# CONN_MAX_AGE decides whether a worker reuses its connection.
+CELERY_DB_REUSE_MAX = 1000
 # The durable runner: model steps and tool steps on their own queues (tool workers can live where
 # the credentials are); the sweep goes with the model steps.
 CELERY_TASK_ROUTES = {
