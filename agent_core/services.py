@@ -64,6 +64,16 @@ class Lease:
     owner: str
 
 
+@dataclass(frozen=True)
+class Claim:
+    """A driver's request for a run's lease, taken in the transaction that opens its step;
+    ``passed``: the token the previous step's driver handed on with the task."""
+
+    run_id: str
+    owner: str
+    passed: int | None = None
+
+
 def _lease_deadline() -> Any:
     return timezone.now() + timedelta(seconds=agent_settings().LEASE_SECONDS)
 

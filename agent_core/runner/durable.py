@@ -80,23 +80,28 @@ class DurableRunner:
         """Take one ``kind`` step of the run if its lease is free (or was passed on with this
         task as ``token``); then enqueue the next step, passing the lease on with it.
 
-        A run whose next step is of the other kind is handed to the other queue untouched.
+        The lease is taken in the transaction that opens the step. A run whose next step is of
+        the other kind is handed to the other queue untouched.
         """
-        lease = services.acquire_lease(run_id, self.owner, passed=token)
-        if lease is None:
+        found = loop.open_step(services.Claim(run_id, self.owner, token), only=kind)
+        if found is None:
             logger.info("%s is driven by another worker (or not runnable); backing off", run_id)
             return
-        _pause("BEFORE", kind)
-        try:
-            with _heartbeat(lease):
-                after = loop.advance(lease, only=kind)
-        except loop.RetryLater as retry:
-            services.hand_off(lease)
-            self.enqueue(run_id, kind, countdown=retry.delay)
-            return
-        except LeaseLost:
-            logger.warning("lost the lease of %s; another driver has it", run_id)
-            return
+        lease, opened = found
+        if isinstance(opened, Next):
+            after = opened
+        else:
+            _pause("BEFORE", kind)
+            try:
+                with _heartbeat(lease):
+                    after = loop.take(lease, opened)
+            except loop.RetryLater as retry:
+                services.hand_off(lease)
+                self.enqueue(run_id, kind, countdown=retry.delay)
+                return
+            except LeaseLost:
+                logger.warning("lost the lease of %s; another driver has it", run_id)
+                return
         if after == Next.STOP:  # parked or ended: the lease went with it
             return
         _pause("AFTER", kind)

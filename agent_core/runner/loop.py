@@ -1,9 +1,12 @@
 """The agent loop: read the journal, take the one next step, record it.
 
-Both runners call ``advance(lease)`` over and over; it plans the next step from what the database
-says (never from memory), runs it, and returns what kind of step comes next. The steps are plain
+A step has two halves. ``open_step`` plans it from what the database says (never from memory),
+under the run's lock, and opens it in that same transaction (a model step's journal entry and
+request; parking and finishing happen right there); the durable runner also takes the run's lease
+in it. ``take`` then runs the opened step and records it, and says what kind of step comes next.
+The inline runner calls ``advance(lease)`` (both halves) over and over. The steps are plain
 functions: ``_call_model`` (a model step, journaled ``llm:<n>``), ``_run_tool`` (``tool:<id>``),
-``_recover`` (a call an earlier attempt left executing) and the parking / finishing decisions.
+``_recover`` (a call an earlier attempt left executing).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from ..gate import get_gate
 from ..models import CALL_PENDING, CallStatus, Run, RunStatus, Step, StepStatus, ToolCall
 from ..providers import get_provider
 from ..providers.base import ModelRequest, ModelResponse, TextDelta, ToolCallPart
-from ..services import Lease, Next, ProposedCall
+from ..services import Claim, Lease, Next, ProposedCall
 from ..tools import AbortSignal, AlreadyDone, Confirm, Refuse, ToolContext, ToolSpec, to_jsonable
 from .abort import CancelWatch
 from .text import TextBuffer
@@ -78,47 +81,99 @@ class Finish:
 Plan: TypeAlias = CallModel | RunTool | Recover | Park | Finish
 
 
-def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None = None) -> Next:
-    """Take the run's next step under ``lease`` and say what comes after it.
+@dataclass(frozen=True)
+class Opened:
+    """A model or tool step whose opening transaction committed: what taking it needs."""
 
-    With ``only``, a model or tool step of the other kind is not taken: its kind is returned, so
-    the durable runner can hand it to the other queue. Parking and finishing run anywhere.
-    Every call plans afresh from the database, under the run's lock, in the transaction that
-    opens the step (a model step's journal entry, a park, the end). ``STOP`` also when the step
-    parked or ended the run.
+    run: Run
+    agent: Agent
+    step: CallModel | RunTool | Recover
+    attempt: int = 0  # model steps: the attempt the opening journaled
+    request: ModelRequest | None = None  # model steps: read under the run's lock
+
+
+def advance(lease: Lease, *, abort: AbortSignal | None = None) -> Next:
+    """Take the run's next step under ``lease`` (held) and say what comes after it."""
+    found = open_step(lease)
+    assert found is not None, "a held lease needs no taking"
+    lease, opened = found
+    return opened if isinstance(opened, Next) else take(lease, opened, abort=abort)
+
+
+def open_step(
+    lease: Lease | Claim, *, only: Next | None = None
+) -> tuple[Lease, Opened | Next] | None:
+    """Plan the run's next step from the database and open it, in one transaction under the
+    run's lock: a model step's journal entry and request, a park, the end.
+
+    A ``Claim`` is taken in that same transaction (``None``: another driver holds the run).
+    With ``only``, a model or tool step of the other kind is not opened: its kind is returned,
+    so the durable runner can hand it to the other queue. Parking and finishing run anywhere.
+    ``STOP`` when the run parked, ended, or is no longer this lease's.
     """
-    attempt, request = 0, None
+    taken: Lease | None = None
     try:
         with transaction.atomic():
-            found = load(lease.run_id, lease=lease)
-            if found is None:  # another driver holds the run now
-                return Next.STOP
-            run, journal = found
-            if run.status == RunStatus.CANCELLING:  # the safe point between steps
-                services.finish_cancel(lease)
-                return Next.STOP
-            if run.status != RunStatus.RUNNING:
-                return Next.STOP
-            agent = get_agent(run.agent)
-            step = plan(run, journal)
-            if only is not None and isinstance(step, CallModel | RunTool | Recover):
-                kind = Next.MODEL if isinstance(step, CallModel) else Next.TOOL
-                if kind != only:
-                    return kind
-            match step:
-                case CallModel(index, previous):
-                    attempt = services.begin_model_step(run, f"llm:{index}", previous=previous)
-                    request = transcript.build_request(run, agent)
-                case Park():
-                    return Next.STOP if services.park(run) else Next.MODEL
-                case Finish():
-                    services.complete_run(run)
-                    return Next.STOP
-        abort = abort or CancelWatch(run.pk, fresh=True)  # just read: running, not cancelling
-        match step:
+            taken = _held_or_taken(lease)
+            if taken is None:
+                return None
+            return taken, _open(taken, only)
+    except Exception as exc:
+        if taken is None:  # taking the lease failed: the task fails, the sweeper re-drives
+            raise
+        # A claim taken in the failed transaction went with it: take the lease again to record
+        # the failure (a bug or a broken journal must not re-drive the run forever).
+        taken = _held_or_taken(lease)
+        if taken is None:
+            raise
+        return taken, _settle_error(taken, exc)
+
+
+def _held_or_taken(lease: Lease | Claim) -> Lease | None:
+    """The lease itself, or the claim taken (``None``: another driver holds the run)."""
+    if isinstance(lease, Lease):
+        return lease
+    return services.acquire_lease(lease.run_id, lease.owner, passed=lease.passed)
+
+
+def _open(lease: Lease, only: Next | None) -> Opened | Next:
+    found = load(lease.run_id, lease=lease)
+    if found is None:  # another driver holds the run now
+        return Next.STOP
+    run, journal = found
+    if run.status == RunStatus.CANCELLING:  # the safe point between steps
+        services.finish_cancel(lease)
+        return Next.STOP
+    if run.status != RunStatus.RUNNING:
+        return Next.STOP
+    agent = get_agent(run.agent)
+    step = plan(run, journal)
+    if only is not None and isinstance(step, CallModel | RunTool | Recover):
+        kind = Next.MODEL if isinstance(step, CallModel) else Next.TOOL
+        if kind != only:
+            return kind
+    match step:
+        case CallModel(index, previous):
+            attempt = services.begin_model_step(run, f"llm:{index}", previous=previous)
+            return Opened(run, agent, step, attempt, transcript.build_request(run, agent))
+        case RunTool() | Recover():
+            return Opened(run, agent, step)
+        case Park():
+            return Next.STOP if services.park(run) else Next.MODEL
+        case Finish():
+            services.complete_run(run)
+            return Next.STOP
+
+
+def take(lease: Lease, opened: Opened, *, abort: AbortSignal | None = None) -> Next:
+    """Take an opened step: call the model or run the tool, and record what came of it."""
+    run, agent = opened.run, opened.agent
+    abort = abort or CancelWatch(run.pk, fresh=True)  # just read: running, not cancelling
+    try:
+        match opened.step:
             case CallModel(index):
-                assert request is not None
-                return _call_model(lease, run, agent, index, attempt, request, abort)
+                assert opened.request is not None
+                return _call_model(lease, run, agent, index, opened.attempt, opened.request, abort)
             case RunTool(call):
                 return _run_tool(lease, run, agent, call, abort)
             case Recover(call):
@@ -130,13 +185,21 @@ def advance(lease: Lease, *, abort: AbortSignal | None = None, only: Next | None
         raise
     except RetryLater:
         raise
-    except AgentCoreError as exc:
-        if not services.finish_cancel(lease):  # an aborted model call is a cancel, not a failure
-            services.fail_run(lease.run_id, code=exc.code, message=exc.message, lease=lease)
     except Exception as exc:
-        if not services.finish_cancel(lease):
-            logger.exception("run %s failed in the loop", lease.run_id)
-            services.fail_run(lease.run_id, code="run_failed", message=repr(exc), lease=lease)
+        return _settle_error(lease, exc)
+
+
+def _settle_error(lease: Lease, exc: Exception) -> Next:
+    """A step raised: a run being cancelled settles as cancelled (an aborted model call is a
+    cancel, not a failure); any other run fails with the error's code."""
+    if services.finish_cancel(lease):
+        return Next.STOP
+    if isinstance(exc, AgentCoreError):
+        code, message = exc.code, exc.message
+    else:
+        logger.exception("run %s failed in the loop", lease.run_id, exc_info=exc)
+        code, message = "run_failed", repr(exc)
+    services.fail_run(lease.run_id, code=code, message=message, lease=lease)
     return Next.STOP
 
 
