@@ -18,6 +18,8 @@ from demo.models import Campaign, Order
 ALICE = Actor(ref="user:alice")
 BOB = Actor(ref="user:bob")
 FRAN = Actor(ref="user:fran", roles=frozenset({"finance"}))
+# A turn whose model asks to refund 10.00 on A-1001: an action that waits for a person.
+REFUND = '/call issue_refund {"order_id": "A-1001", "amount": 10}'
 
 
 @pytest.fixture

@@ -9,11 +9,9 @@ from agent_core import services
 from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, Thread
 from agent_core.runner import sweep
 from agent_core.runner.abort import CancelWatch
-from tests.conftest import ALICE, calls_of
+from tests.conftest import ALICE, REFUND, calls_of
 
 pytestmark = pytest.mark.django_db
-
-REFUND = '/call issue_refund {"order_id": "A-1001", "amount": 10}'
 
 
 def _child_of(parent: Run, status: RunStatus) -> Run:

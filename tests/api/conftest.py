@@ -22,8 +22,6 @@ BOB = {"X-Actor-Id": "user:bob"}
 FRAN = {"X-Actor-Id": "user:fran", "X-Actor-Role": "finance"}
 OTTO = {"X-Actor-Id": "user:otto", "X-Actor-Role": "operator,marketing"}
 
-REFUND = '/call issue_refund {"order_id": "A-1001", "amount": 10}'
-
 
 @pytest.fixture(scope="session")
 def servers(

@@ -10,7 +10,8 @@ import pytest
 from django.utils import timezone
 
 from agent_core.models import CallStatus, ToolCall
-from tests.api.conftest import ALICE, BOB, REFUND, Stream, read_all, start
+from tests.api.conftest import ALICE, BOB, Stream, read_all, start
+from tests.conftest import REFUND
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -19,9 +19,7 @@ from approvals import services as port
 from approvals.exceptions import ApprovalExpired
 from approvals.models import Action, DecisionAttempt
 from demo.models import Refund
-from tests.conftest import ALICE, calls_of
-
-REFUND = '/call issue_refund {"order_id": "A-1001", "amount": 10}'
+from tests.conftest import ALICE, REFUND, calls_of
 
 
 @pytest.fixture

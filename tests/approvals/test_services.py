@@ -18,9 +18,7 @@ from approvals import services as port
 from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
 from approvals.models import DecisionAttempt
 from demo.models import Refund
-from tests.conftest import ALICE, BOB, calls_of
-
-REFUND = '/call issue_refund {"order_id": "A-1001", "amount": 10}'
+from tests.conftest import ALICE, BOB, REFUND, calls_of
 
 
 @pytest.mark.django_db

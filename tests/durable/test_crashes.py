@@ -21,7 +21,7 @@ from approvals import services as port
 from approvals.exceptions import ApprovalExpired
 from approvals.models import DecisionAttempt
 from demo.models import CachePurge, MailerSend, Refund
-from tests.conftest import ALICE
+from tests.conftest import ALICE, REFUND
 
 from .conftest import (
     LEASE_SECONDS,
@@ -35,7 +35,6 @@ from .conftest import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shop")]
 
-REFUND = '/call issue_refund {"order_id": "A-1001", "amount": 10}'
 LONG = "600"  # seconds a paused worker would wait; it is killed long before
 
 

@@ -1,0 +1,62 @@
+"""The lease: one driver per run, taken in the step's opening transaction, passed on by token."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+
+from agent_core import services
+from agent_core.exceptions import LeaseLost
+from agent_core.models import CallStatus, Run, RunStatus, Step
+from agent_core.runner import loop
+from agent_core.services import Claim, Next
+from approvals import services as port
+from tests.conftest import ALICE, REFUND, calls_of
+
+
+@pytest.fixture
+def approved(turn) -> Run:
+    """A run whose refund was just approved: queued, its tool step not yet taken by anyone
+    (the decision's dispatch is not run here)."""
+    run = turn(REFUND)
+    [call] = calls_of(run)
+    port.approve(call.pk, actor=ALICE)
+    run.refresh_from_db()
+    assert run.status == RunStatus.QUEUED
+    return run
+
+
+def test_a_passed_token_takes_the_lease_over_and_a_stale_one_backs_off(approved):
+    first = services.acquire_lease(approved.pk, "worker-1")
+    assert first is not None
+    assert services.acquire_lease(approved.pk, "worker-2") is None  # live: back off
+    assert services.acquire_lease(approved.pk, "worker-2", passed=first.token - 1) is None
+    second = services.acquire_lease(approved.pk, "worker-2", passed=first.token)
+    assert second is not None and second.token == first.token + 1
+    [call] = calls_of(approved)
+    with pytest.raises(LeaseLost), transaction.atomic():  # the first driver is fenced out
+        services.claim_call(first, call.pk)
+    assert calls_of(approved)[0].status == CallStatus.APPROVED
+
+
+def test_open_step_takes_a_claim_in_the_transaction_that_plans(approved):
+    found = loop.open_step(Claim(approved.pk, "worker-1"), only=Next.TOOL)
+    assert found is not None
+    lease, opened = found
+    assert isinstance(opened, loop.Opened) and isinstance(opened.step, loop.RunTool)
+    approved.refresh_from_db()
+    assert (approved.lease_owner, approved.lease_token) == ("worker-1", lease.token)
+    assert loop.open_step(Claim(approved.pk, "worker-2")) is None  # held: back off
+    # A model task that finds a tool step hands it on, keeping the lease for the next task.
+    handed = loop.open_step(Claim(approved.pk, "worker-2", passed=lease.token), only=Next.MODEL)
+    assert handed is not None and handed[1] == Next.TOOL
+
+
+def test_a_broken_journal_fails_the_run_though_the_claim_rolled_back(approved):
+    Step.objects.create(run=approved, name="llm:3", status="completed")  # code never reaches it
+    found = loop.open_step(Claim(approved.pk, "worker-1"))
+    assert found is not None and found[1] == Next.STOP
+    approved.refresh_from_db()
+    assert approved.status == RunStatus.FAILED and approved.error_code == "replay_diverged"
+    assert approved.lease_owner == ""
+    assert calls_of(approved)[0].status == CallStatus.FAILED
