@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, Subquery
 from django.utils import timezone
 
 from . import signals, streams, transcript
@@ -201,6 +201,16 @@ def lock_run(run_id: str) -> Run:
     return Run.objects.select_for_update().get(pk=run_id)
 
 
+def lock_call(call_id: str) -> tuple[Run, ToolCall] | None:
+    """A call and its run, the run's row locked first (as every decision takes them), the call
+    read under that lock; ``None`` when there is no such call."""
+    run_of_call = ToolCall.objects.filter(pk=call_id).values("run_id")
+    run = Run.objects.select_for_update().filter(pk=Subquery(run_of_call)).first()
+    if run is None:
+        return None
+    return run, ToolCall.objects.get(pk=call_id)
+
+
 def _end_run(
     run: Run,
     status: RunStatus,
@@ -338,7 +348,7 @@ def begin_model_step(run: Run, name: str, *, previous: Iterable[ToolCall] = ()) 
 
     On the first attempt, the results of ``previous`` (the calls of the step before, every one
     settled) join the transcript. A retried attempt marks the text its cut-short predecessor
-    streamed as superseded. The caller holds the run's lock under its lease (``loop.advance``).
+    streamed as superseded. The caller holds the run's lock under its lease (``loop.open_step``).
     """
     assert connection.in_atomic_block, "a step opens in the transaction that locked its run"
     with connection.cursor() as cursor:

@@ -227,16 +227,15 @@ def _attempt(
 ) -> Outcome:
     """Run ``apply`` under the run's row lock and audit the attempt, whatever came of it."""
     with transaction.atomic():
-        call = ToolCall.objects.filter(pk=tool_call_id).first()
+        found = core.lock_call(tool_call_id)
+        call = found[1] if found else None
         refusal: AgentCoreError | None = None
         outcome: Outcome | None = None
-        if call is None:
+        if found is None:
             refusal = NotFound(f"no tool call {tool_call_id}")
         else:
-            run = core.lock_run(call.run_id)
-            call.refresh_from_db()
             try:
-                outcome = apply(run, call)
+                outcome = apply(*found)
             except AgentCoreError as exc:
                 refusal = exc
         note = refusal.message if refusal else detail() if detail else ""

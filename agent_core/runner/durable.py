@@ -80,10 +80,10 @@ class DurableRunner:
         """Take one ``kind`` step of the run if its lease is free (or was passed on with this
         task as ``token``); then enqueue the next step, passing the lease on with it.
 
-        The lease is taken in the transaction that opens the step. A run whose next step is of
-        the other kind is handed to the other queue untouched.
+        The lease is taken in the transaction that opens the step (``loop.claim_step``). A run
+        whose next step is of the other kind is handed to the other queue untouched.
         """
-        found = loop.open_step(services.Claim(run_id, self.owner, token), only=kind)
+        found = loop.claim_step(services.Claim(run_id, self.owner, token), only=kind)
         if found is None:
             logger.info("%s is driven by another worker (or not runnable); backing off", run_id)
             return

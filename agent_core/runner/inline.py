@@ -19,7 +19,7 @@ from django.db import close_old_connections
 from .. import services
 from ..conf import agent_settings
 from ..exceptions import LeaseLost
-from ..services import Lease, Next
+from ..services import Claim, Lease, Next
 from . import loop, sweep
 
 logger = logging.getLogger(__name__)
@@ -52,22 +52,28 @@ class InlineRunner:
             close_old_connections()
 
     def drive(self, run_id: str) -> None:
-        """Take the run's lease and advance it until it parks, ends or the lease is lost."""
-        lease = services.acquire_lease(run_id, self.owner)
-        if lease is None:
+        """Take the run's lease (in the transaction that opens its first step) and take step after
+        step until the run parks, ends or the lease is lost."""
+        found = loop.claim_step(Claim(run_id, self.owner))
+        if found is None:
             return
+        lease, opened = found
         with self._held_lock:
             self._held[run_id] = lease
         try:
             while not self._stop.is_set():
-                try:
-                    if loop.advance(lease) == Next.STOP:
-                        return  # parked or ended: the lease went with it
-                except loop.RetryLater as retry:
-                    time.sleep(retry.delay)
-                except LeaseLost:
-                    logger.warning("lost the lease of %s; another driver has it", run_id)
-                    return
+                if opened == Next.STOP:
+                    return  # parked or ended: the lease went with it
+                if isinstance(opened, loop.Opened):
+                    try:
+                        if loop.take(lease, opened) == Next.STOP:
+                            return
+                    except loop.RetryLater as retry:
+                        time.sleep(retry.delay)
+                    except LeaseLost:
+                        logger.warning("lost the lease of %s; another driver has it", run_id)
+                        return
+                opened = loop.open_step(lease)
             services.hand_off(lease)  # shutting down: another driver may take the run at once
         finally:
             with self._held_lock:

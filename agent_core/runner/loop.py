@@ -2,9 +2,9 @@
 
 A step has two halves. ``open_step`` plans it from what the database says (never from memory),
 under the run's lock, and opens it in that same transaction (a model step's journal entry and
-request; parking and finishing happen right there); the durable runner also takes the run's lease
-in it. ``take`` then runs the opened step and records it, and says what kind of step comes next.
-The inline runner calls ``advance(lease)`` (both halves) over and over. The steps are plain
+request; parking and finishing happen right there); ``claim_step`` also takes the run's lease in
+it, as a runner does for the first step it drives. ``take`` then runs the opened step, records
+it, and says what kind of step comes next. The steps are plain
 functions: ``_call_model`` (a model step, journaled ``llm:<n>``), ``_run_tool`` (``tool:<id>``),
 ``_recover`` (a call an earlier attempt left executing).
 """
@@ -92,25 +92,28 @@ class Opened:
     request: ModelRequest | None = None  # model steps: read under the run's lock
 
 
-def advance(lease: Lease, *, abort: AbortSignal | None = None) -> Next:
-    """Take the run's next step under ``lease`` (held) and say what comes after it."""
-    found = open_step(lease)
-    assert found is not None, "a held lease needs no taking"
-    lease, opened = found
-    return opened if isinstance(opened, Next) else take(lease, opened, abort=abort)
-
-
-def open_step(
-    lease: Lease | Claim, *, only: Next | None = None
-) -> tuple[Lease, Opened | Next] | None:
+def open_step(lease: Lease, *, only: Next | None = None) -> Opened | Next:
     """Plan the run's next step from the database and open it, in one transaction under the
     run's lock: a model step's journal entry and request, a park, the end.
 
-    A ``Claim`` is taken in that same transaction (``None``: another driver holds the run).
     With ``only``, a model or tool step of the other kind is not opened: its kind is returned,
     so the durable runner can hand it to the other queue. Parking and finishing run anywhere.
     ``STOP`` when the run parked, ended, or is no longer this lease's.
     """
+    found = _open_in_transaction(lease, only)
+    assert found is not None, "a held lease is not taken again"
+    return found[1]
+
+
+def claim_step(claim: Claim, *, only: Next | None = None) -> tuple[Lease, Opened | Next] | None:
+    """``open_step`` that first takes the run's lease, in that same transaction (``None``:
+    another driver holds the run)."""
+    return _open_in_transaction(claim, only)
+
+
+def _open_in_transaction(
+    lease: Lease | Claim, only: Next | None
+) -> tuple[Lease, Opened | Next] | None:
     taken: Lease | None = None
     try:
         with transaction.atomic():
@@ -298,7 +301,7 @@ def _call_model(
     request: ModelRequest,
     abort: AbortSignal,
 ) -> Next:
-    """The model step whose ``attempt`` and ``request`` ``advance`` read under the run's lock;
+    """The model step whose ``attempt`` and ``request`` ``open_step`` read under the run's lock;
     returns what comes next."""
     name = f"llm:{index}"
     settings = agent_settings()

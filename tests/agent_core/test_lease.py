@@ -39,22 +39,22 @@ def test_a_passed_token_takes_the_lease_over_and_a_stale_one_backs_off(approved)
     assert calls_of(approved)[0].status == CallStatus.APPROVED
 
 
-def test_open_step_takes_a_claim_in_the_transaction_that_plans(approved):
-    found = loop.open_step(Claim(approved.pk, "worker-1"), only=Next.TOOL)
+def test_claim_step_takes_the_lease_in_the_transaction_that_plans(approved):
+    found = loop.claim_step(Claim(approved.pk, "worker-1"), only=Next.TOOL)
     assert found is not None
     lease, opened = found
     assert isinstance(opened, loop.Opened) and isinstance(opened.step, loop.RunTool)
     approved.refresh_from_db()
     assert (approved.lease_owner, approved.lease_token) == ("worker-1", lease.token)
-    assert loop.open_step(Claim(approved.pk, "worker-2")) is None  # held: back off
+    assert loop.claim_step(Claim(approved.pk, "worker-2")) is None  # held: back off
     # A model task that finds a tool step hands it on, keeping the lease for the next task.
-    handed = loop.open_step(Claim(approved.pk, "worker-2", passed=lease.token), only=Next.MODEL)
+    handed = loop.claim_step(Claim(approved.pk, "worker-2", passed=lease.token), only=Next.MODEL)
     assert handed is not None and handed[1] == Next.TOOL
 
 
 def test_a_broken_journal_fails_the_run_though_the_claim_rolled_back(approved):
     Step.objects.create(run=approved, name="llm:3", status="completed")  # code never reaches it
-    found = loop.open_step(Claim(approved.pk, "worker-1"))
+    found = loop.claim_step(Claim(approved.pk, "worker-1"))
     assert found is not None and found[1] == Next.STOP
     approved.refresh_from_db()
     assert approved.status == RunStatus.FAILED and approved.error_code == "replay_diverged"
