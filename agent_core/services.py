@@ -176,10 +176,30 @@ def hand_off(lease: Lease) -> None:
     )
 
 
-_LOCK = (
-    f"SELECT * FROM {Run._meta.db_table}"
-    " WHERE id = %s AND lease_token = %s AND lease_owner = %s FOR UPDATE"
+# Raw SQL for the two reads every step starts with: the ORM's compile costs more than the query.
+_FENCED = "AND lease_token = %s AND lease_owner = %s"
+_LOCK = f"SELECT * FROM {Run._meta.db_table} WHERE id = %s {_FENCED} FOR UPDATE"
+_READ = (
+    f"SELECT *, ARRAY(SELECT s.name || ' ' || s.status FROM {Step._meta.db_table} s"
+    f" WHERE s.run_id = r.id) AS journal FROM {Run._meta.db_table} r WHERE r.id = %s"
 )
+
+
+def read_run(run_id: str, *, lease: Lease | None = None) -> tuple[Run, dict[str, str]] | None:
+    """The run and its journal (step name → status), in one query.
+
+    With ``lease``: the run's row locked, or ``None`` when the lease no longer holds it.
+    """
+    if lease is None:
+        runs = Run.objects.raw(_READ, [run_id])
+    else:
+        fenced = [run_id, lease.token, lease.owner]
+        runs = Run.objects.raw(f"{_READ} {_FENCED} FOR UPDATE OF r", fenced)
+    run = next(iter(runs), None)
+    if run is None:
+        return None
+    pairs = (entry.rsplit(" ", 1) for entry in run.journal)  # type: ignore[attr-defined]
+    return run, {name: status for name, status in pairs}
 
 
 def lock(lease: Lease, *, allow_cancelling: bool = False) -> Run:
@@ -188,7 +208,6 @@ def lock(lease: Lease, *, allow_cancelling: bool = False) -> Run:
     A run being cancelled refuses its driver's writes (that is how a driver learns of the cancel
     mid-step) except, with ``allow_cancelling``, the record of a tool that already ran.
     """
-    # Raw SQL: every write of a step starts here, and the ORM's compile costs more than the query.
     run = next(iter(Run.objects.raw(_LOCK, [lease.run_id, lease.token, lease.owner])), None)
     allowed = {RunStatus.RUNNING, RunStatus.CANCELLING} if allow_cancelling else {RunStatus.RUNNING}
     if run is None or run.status not in allowed:
@@ -283,20 +302,14 @@ def _report_unreported_calls(run: Run) -> None:
 _BLOCKING = frozenset({*CALL_PENDING, CallStatus.IN_DOUBT})
 
 
-def park(run: Run, *, blocked: bool | None = None) -> bool:
-    """``running → waiting`` if a call still waits on a person; holds no worker while it waits.
+def _park(run: Run) -> None:
+    """``running → waiting``: a call waits on a person; the run holds no worker while it waits.
 
-    The caller holds the run's lock (see ``resume_if_unblocked``); ``blocked`` is what it
-    already knows of the run's calls (asked of the database when ``None``).
+    The caller holds the run's lock (see ``resume_if_unblocked``).
     """
-    if blocked is None:
-        blocked = ToolCall.objects.filter(run=run, status__in=_BLOCKING).exists()
-    if not blocked:
-        return False
     Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
         status=RunStatus.WAITING, lease_owner="", lease_expires_at=None
     )
-    return True
 
 
 def block_on_doubt(lease: Lease, call_id: str) -> None:
@@ -622,7 +635,13 @@ def finish_call(
         else:
             frame = ("tool-output-error", {"tool_call_id": call_id, "error": error})
         streams.emit(run.pk, [frame])
-        return _next_after(run, _open_calls(run))
+        return next_step(run)
+
+
+def next_step(run: Run) -> Next:
+    """What the run does once a call of its step settled: run an approved call, park on one
+    that waits on a person, or call the model again. The caller holds the run's lock."""
+    return _next_after(run, _open_calls(run))
 
 
 def _open_calls(run: Run) -> set[str]:
@@ -640,7 +659,8 @@ def _next_after(run: Run, statuses: set[str]) -> Next:
     model again."""
     if CallStatus.APPROVED in statuses:
         return Next.TOOL
-    if park(run, blocked=bool(statuses & _BLOCKING)):
+    if statuses & _BLOCKING:
+        _park(run)
         return Next.STOP
     return Next.MODEL
 
@@ -793,7 +813,7 @@ def refuse_call(lease: Lease, call_id: str, *, reason: str) -> Next:
         if not won:
             raise InvalidTransition(f"{call_id} is not approved")
         streams.emit(run.pk, [("tool-output-denied", {"tool_call_id": call_id, "reason": reason})])
-        return _next_after(run, _open_calls(run))
+        return next_step(run)
 
 
 def extend_approval(run: Run, call: ToolCall, *, expires_at: Any) -> bool:

@@ -8,7 +8,6 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from . import ids
 from .agents import Agent
 from .models import CallStatus, Message, Role, Run, ToolCall
 from .providers.base import ModelMessage, ModelRequest, ToolDefinition
@@ -27,9 +26,8 @@ _APPEND = (
 def append(run: Run, role: Role, content: list[dict[str, Any]]) -> Message:
     """Append a message to the run's thread; the caller holds the run's row lock."""
     message = Message(
-        id=ids.message_id(), thread_id=run.thread_id, run=run, role=role, content=content
+        thread_id=run.thread_id, run=run, role=role, content=content, created_at=timezone.now()
     )
-    message.created_at = timezone.now()
     params = [message.pk, run.thread_id, run.pk, role.value, json.dumps(content)]
     with connection.cursor() as cursor:
         cursor.execute(_APPEND, [*params, message.created_at, run.thread_id])

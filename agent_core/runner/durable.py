@@ -43,7 +43,7 @@ def queue_of(kind: Next) -> str:
 def next_kind(run_id: str) -> Next:
     """Which queue the run's next step belongs on, read from the journal (a model step when the
     journal cannot say: that step will then settle the run)."""
-    found = loop.load(run_id)
+    found = services.read_run(run_id)
     if found is None:
         return Next.MODEL
     try:

@@ -33,7 +33,7 @@ from ..exceptions import (
     ToolNotFound,
 )
 from ..gate import get_gate
-from ..models import CALL_PENDING, CallStatus, Run, RunStatus, Step, StepStatus, ToolCall
+from ..models import CALL_PENDING, CallStatus, Run, RunStatus, StepStatus, ToolCall
 from ..providers import get_provider
 from ..providers.base import ModelRequest, ModelResponse, TextDelta, ToolCallPart
 from ..services import Claim, Lease, Next, ProposedCall
@@ -100,47 +100,36 @@ def open_step(lease: Lease, *, only: Next | None = None) -> Opened | Next:
     so the durable runner can hand it to the other queue. Parking and finishing run anywhere.
     ``STOP`` when the run parked, ended, or is no longer this lease's.
     """
-    found = _open_in_transaction(lease, only)
-    assert found is not None, "a held lease is not taken again"
-    return found[1]
+    try:
+        with transaction.atomic():
+            return _open(lease, only)
+    except Exception as exc:
+        return _settle_error(lease, exc)
 
 
 def claim_step(claim: Claim, *, only: Next | None = None) -> tuple[Lease, Opened | Next] | None:
     """``open_step`` that first takes the run's lease, in that same transaction (``None``:
     another driver holds the run)."""
-    return _open_in_transaction(claim, only)
-
-
-def _open_in_transaction(
-    lease: Lease | Claim, only: Next | None
-) -> tuple[Lease, Opened | Next] | None:
-    taken: Lease | None = None
+    lease: Lease | None = None
     try:
         with transaction.atomic():
-            taken = _held_or_taken(lease)
-            if taken is None:
+            lease = services.acquire_lease(claim.run_id, claim.owner, passed=claim.passed)
+            if lease is None:
                 return None
-            return taken, _open(taken, only)
+            return lease, _open(lease, only)
     except Exception as exc:
-        if taken is None:  # taking the lease failed: the task fails, the sweeper re-drives
+        if lease is None:  # taking the lease failed: the task fails, the sweeper re-drives
             raise
-        # A claim taken in the failed transaction went with it: take the lease again to record
-        # the failure (a bug or a broken journal must not re-drive the run forever).
-        taken = _held_or_taken(lease)
-        if taken is None:
+        # The failed transaction took the claim with it: take the lease again to record the
+        # failure (a bug or a broken journal must not re-drive the run forever).
+        lease = services.acquire_lease(claim.run_id, claim.owner, passed=claim.passed)
+        if lease is None:
             raise
-        return taken, _settle_error(taken, exc)
-
-
-def _held_or_taken(lease: Lease | Claim) -> Lease | None:
-    """The lease itself, or the claim taken (``None``: another driver holds the run)."""
-    if isinstance(lease, Lease):
-        return lease
-    return services.acquire_lease(lease.run_id, lease.owner, passed=lease.passed)
+        return lease, _settle_error(lease, exc)
 
 
 def _open(lease: Lease, only: Next | None) -> Opened | Next:
-    found = load(lease.run_id, lease=lease)
+    found = services.read_run(lease.run_id, lease=lease)
     if found is None:  # another driver holds the run now
         return Next.STOP
     run, journal = found
@@ -162,7 +151,7 @@ def _open(lease: Lease, only: Next | None) -> Opened | Next:
         case RunTool() | Recover():
             return Opened(run, agent, step)
         case Park():
-            return Next.STOP if services.park(run) else Next.MODEL
+            return services.next_step(run)
         case Finish():
             services.complete_run(run)
             return Next.STOP
@@ -204,31 +193,6 @@ def _settle_error(lease: Lease, exc: Exception) -> Next:
         code, message = "run_failed", repr(exc)
     services.fail_run(lease.run_id, code=code, message=message, lease=lease)
     return Next.STOP
-
-
-# The run with its journal (``"<step name> <status>"`` entries) in one statement. Raw SQL: this
-# is read before every step, and the ORM spends longer compiling it than PostgreSQL running it.
-_LOAD = (
-    f"SELECT r.*, ARRAY(SELECT s.name || ' ' || s.status FROM {Step._meta.db_table} s"
-    f" WHERE s.run_id = r.id) AS journal FROM {Run._meta.db_table} r WHERE r.id = %s"
-)
-_LOAD_HELD = f"{_LOAD} AND r.lease_token = %s AND r.lease_owner = %s FOR UPDATE OF r"
-
-
-def load(run_id: str, *, lease: Lease | None = None) -> tuple[Run, dict[str, str]] | None:
-    """The run and its journal (step name → status), in one query.
-
-    With ``lease``: the run's row locked, or ``None`` when the lease no longer holds it.
-    """
-    if lease is None:
-        runs = Run.objects.raw(_LOAD, [run_id])
-    else:
-        runs = Run.objects.raw(_LOAD_HELD, [run_id, lease.token, lease.owner])
-    run = next(iter(runs), None)
-    if run is None:
-        return None
-    pairs = (entry.rsplit(" ", 1) for entry in run.journal)  # type: ignore[attr-defined]
-    return run, {name: status for name, status in pairs}
 
 
 def plan(run: Run, journal: dict[str, str]) -> Plan:
