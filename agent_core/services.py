@@ -176,13 +176,14 @@ def hand_off(lease: Lease) -> None:
     )
 
 
-# Raw SQL for the two reads every step starts with: the ORM's compile costs more than the query.
+# Raw SQL for the reads every step starts with: the ORM's compile costs more than the query.
 _FENCED = "AND lease_token = %s AND lease_owner = %s"
 _LOCK = f"SELECT * FROM {Run._meta.db_table} WHERE id = %s {_FENCED} FOR UPDATE"
 _READ = (
     f"SELECT *, ARRAY(SELECT s.name || ' ' || s.status FROM {Step._meta.db_table} s"
     f" WHERE s.run_id = r.id) AS journal FROM {Run._meta.db_table} r WHERE r.id = %s"
 )
+_CALLS = f"SELECT * FROM {ToolCall._meta.db_table} WHERE run_id = %s ORDER BY position"
 
 
 def read_run(run_id: str, *, lease: Lease | None = None) -> tuple[Run, dict[str, str]] | None:
@@ -200,6 +201,11 @@ def read_run(run_id: str, *, lease: Lease | None = None) -> tuple[Run, dict[str,
         return None
     pairs = (entry.rsplit(" ", 1) for entry in run.journal)  # type: ignore[attr-defined]
     return run, {name: status for name, status in pairs}
+
+
+def run_calls(run: Run) -> list[ToolCall]:
+    """Every call of the run, in the order its steps proposed them (what a plan reads)."""
+    return list(ToolCall.objects.raw(_CALLS, [run.pk]))
 
 
 def lock(lease: Lease, *, allow_cancelling: bool = False) -> Run:

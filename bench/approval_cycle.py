@@ -46,6 +46,7 @@ from agent_core.runner import Runner, set_runner  # noqa: E402
 from agent_core.runner.durable import DurableRunner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
 from approvals import services as port  # noqa: E402
+from bench import hops  # noqa: E402
 from demo.models import Order  # noqa: E402
 
 ACTOR = Actor(ref="user:bench")
@@ -220,9 +221,13 @@ class Result:
     # transactions that wrote something (the ones that cost a WAL flush).
     statements: float | None = None
     writes: float | None = None
+    # Durable only: the same cycle's five step tasks sent through the broker doing nothing.
+    empty: float | None = None
 
 
-def measure(name: str, runner: Runner, synchronous: bool, cycles: int, batch: int) -> Result:
+def measure(
+    name: str, runner: Runner, synchronous: bool, cycles: int, batch: int, *, empty: bool = False
+) -> Result:
     set_runner(runner)
     for _ in range(5):
         cycle(synchronous)  # warm up: imports, plans, connections
@@ -251,6 +256,8 @@ def measure(name: str, runner: Runner, synchronous: bool, cycles: int, batch: in
         result.statements = (total.statements - POLLS.count) / cycles
         result.writes = total.writes / cycles
     result.rate1 = cycles / (sum(waits) + sum(dones))
+    if empty:
+        result.empty = statistics.median(hops.empty_cycle() for _ in range(cycles))
     result.rate8 = throughput(synchronous, batch, 8)
     return result
 
@@ -296,6 +303,7 @@ def floor_sample() -> float:
 def celery_worker(concurrency: int) -> Iterator[None]:
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="bench.settings", AGENT_RUNNER="durable")
     args = ["-Q", "agent.llm,agent.tool", "-c", str(concurrency), "-l", "warning"]
+    args += ["-I", "bench.hops"]  # the empty cycle's task
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", *args, "--without-gossip"],
         cwd=REPO,
@@ -315,8 +323,9 @@ def report(results: list[Result]) -> str:
         "| runner | floor p50 (ms) | start→waiting p50 / p95 (ms) "
         "| approve→completed p50 / p95 (ms) | cycle p50 (ms) | x floor | cycles/s (1) "
         "| cycles/s (8) | commits / cycle | rows / cycle | "
-        "bytes / cycle | SQL statements / cycle | write transactions / cycle |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "bytes / cycle | SQL statements / cycle | write transactions / cycle "
+        "| 5 empty tasks (ms) | x floor |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         total = [w + d for w, d in zip(r.to_waiting, r.to_completed, strict=True)]
@@ -326,13 +335,18 @@ def report(results: list[Result]) -> str:
             f"| {ms(statistics.median(r.to_completed))} / {ms(pct(r.to_completed, 0.95))} "
             f"| {ms(statistics.median(total))} | {statistics.median(total) / r.floor:.1f} "
             f"| {r.rate1:.1f} | {r.rate8:.1f} | {r.commits:.1f} | {r.rows:.0f} | {r.bytes:.0f} "
-            f"| {_opt(r.statements)} | {_opt(r.writes)} |"
+            f"| {_opt(r.statements)} | {_opt(r.writes)} "
+            f"| {_ms_opt(r.empty)} | {_opt(None if r.empty is None else r.empty / r.floor)} |"
         )
     return "\n".join(lines)
 
 
 def _opt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}"
+
+
+def _ms_opt(seconds: float | None) -> str:
+    return "n/a" if seconds is None else ms(seconds)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -349,7 +363,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         results = [measure("inline", InlineRunner(workers=0), True, args.cycles, args.batch)]
         with celery_worker(8):
-            results.append(measure("durable", DurableRunner(), False, args.cycles, args.batch))
+            runner = DurableRunner()
+            results.append(measure("durable", runner, False, args.cycles, args.batch, empty=True))
     finally:
         with connection.cursor() as cursor:
             cursor.execute("DROP TABLE bench_floor")

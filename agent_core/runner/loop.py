@@ -206,7 +206,7 @@ def plan(run: Run, journal: dict[str, str]) -> Plan:
     if journal[f"llm:{last}"] == StepStatus.STARTED:
         return CallModel(last)
     # One query for every call of the run: the last step's calls and the journal check.
-    run_calls = list(ToolCall.objects.filter(run=run).order_by("position"))
+    run_calls = services.run_calls(run)
     calls = [c for c in run_calls if c.step_name == f"llm:{last}"]
     _check_tool_steps(journal, run_calls, calls)
     if not calls:
