@@ -441,7 +441,8 @@ def record_model_step(
     A step without calls is the final answer: the run completes in the same transaction.
     Returns what the run does next.
     """
-    with transaction.atomic():
+    # No savepoint when nested (the inline driver opens the next step in it): one transaction.
+    with transaction.atomic(savepoint=False):
         run = lock(lease)
         parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         parts += [
@@ -617,7 +618,8 @@ def finish_call(
     """
     now = timezone.now()
     status = CallStatus.FAILED if error is not None else CallStatus.SUCCEEDED
-    # No savepoint when nested (the atomic tool's transaction): an error here ends it anyway.
+    # No savepoint when nested (the atomic tool's transaction, or the inline driver opening the
+    # next step in it): an error here ends it anyway.
     with transaction.atomic(savepoint=False):
         # The tool has run: its outcome is recorded even when a cancel arrived meanwhile.
         run = held or lock(lease, allow_cancelling=True)
@@ -811,7 +813,7 @@ def answer_input(run: Run, call: ToolCall, *, answer: Any, decided_by_ref: str, 
 def refuse_call(lease: Lease, call_id: str, *, reason: str) -> Next:
     """``approved → refused``: the preflight right before execution said no; nothing ran.
     Returns what the run does next."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # as record_model_step
         run = lock(lease)
         won = ToolCall.objects.filter(pk=call_id, run=run, status=CallStatus.APPROVED).update(
             status=CallStatus.REFUSED, reason=reason, finished_at=timezone.now()

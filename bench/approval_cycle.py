@@ -37,7 +37,7 @@ import django  # noqa: E402
 django.setup()
 
 from django.core.management import call_command  # noqa: E402
-from django.db import close_old_connections, connection, connections  # noqa: E402
+from django.db import close_old_connections, connection  # noqa: E402
 
 from agent_core import services  # noqa: E402
 from agent_core.actors import Actor  # noqa: E402
@@ -145,56 +145,36 @@ def table_totals() -> tuple[int, int]:
 
 
 def settle_stats() -> int:
-    """The database's commit counter once every backend has reported (they flush on exit and
-    at most once a second)."""
+    """The database's commit counter once every backend has reported: a busy backend reports at
+    most once a second, an idle one (a worker's kept connection) within ten."""
     connection.close()
-    time.sleep(1.5)
+    time.sleep(11)
     value = xact_commit()
     connection.close()
     return value
 
 
-@dataclass
-class Counts:
-    statements: int = 0
-    writes: int = 0
-    dirty: bool = False
-
-    def add(self, other: Counts) -> None:
-        self.statements += other.statements
-        self.writes += other.writes
+def next_xid() -> int:
+    """The next transaction id PostgreSQL will assign, without taking one: the difference over a
+    batch counts the transactions that wrote (a read-only transaction takes no id)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT txid_snapshot_xmax(txid_current_snapshot())")
+        row = cursor.fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 @contextmanager
-def counting() -> Iterator[Counts]:
-    """Count this connection's statements, and its committed transactions that wrote."""
-    counts = Counts()
-    real = connections["default"]  # ``connection`` is a proxy to this thread's wrapper
-    wrapper_class: Any = type(real)  # patched for the measurement only
-    commit = wrapper_class._commit
+def counting() -> Iterator[list[int]]:
+    """Count the statements this thread's connection sends (one counter, in a list)."""
+    count = [0]
 
-    def counted_commit(self: Any) -> Any:
-        if self is real and counts.dirty:
-            counts.writes += 1
-            counts.dirty = False
-        return commit(self)
-
-    def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        counts.statements += 1
-        head = sql.lstrip().split(None, 1)[0].upper()
-        if head in ("INSERT", "UPDATE", "DELETE") or "FOR UPDATE" in sql:
-            if connection.in_atomic_block:
-                counts.dirty = True
-            else:
-                counts.writes += 1  # autocommit: the statement is its own transaction
+    def add(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        count[0] += 1
         return execute(sql, params, many, context)
 
-    wrapper_class._commit = counted_commit
-    try:
-        with connection.execute_wrapper(count):
-            yield counts
-    finally:
-        wrapper_class._commit = commit
+    with connection.execute_wrapper(add):
+        yield count
 
 
 def pct(values: list[float], q: float) -> float:
@@ -217,10 +197,9 @@ class Result:
     commits: float = 0.0
     rows: float = 0.0
     bytes: float = 0.0
-    # Counted in this process, so only for the inline runner: SQL statements and the committed
-    # transactions that wrote something (the ones that cost a WAL flush).
+    writes: float = 0.0  # transactions that wrote (each costs a WAL flush at commit)
+    # Counted in this process, so only for the inline runner.
     statements: float | None = None
-    writes: float | None = None
     # Durable only: the same cycle's five step tasks sent through the broker doing nothing.
     empty: float | None = None
 
@@ -231,30 +210,33 @@ def measure(
     set_runner(runner)
     for _ in range(5):
         cycle(synchronous)  # warm up: imports, plans, connections
-    # Commits, rows and bytes over a sequential batch.
+    # Commits, write transactions, rows and bytes over a sequential batch.
     POLLS.count = 0
-    total = Counts()
+    statements = 0
     before_commits = settle_stats()
+    before_xid = next_xid()
     before_rows, before_bytes = table_totals()
     waits, dones, floors = [], [], []
     for _ in range(cycles):
-        with counting() as counts:
+        with counting() as count:
             w, d = cycle(synchronous)
-        total.add(counts)
+        statements += count[0]
         waits.append(w)
         dones.append(d)
         floors.append(floor_sample())
     after_rows, after_bytes = table_totals()
-    # The benchmark's own transactions: status reads, table totals, floor samples.
-    polls = POLLS.count + 2 * len(TABLES) + FLOOR_TRANSACTIONS * cycles
+    after_xid = next_xid()
+    # The benchmark's own transactions: status reads, table totals, transaction-id reads, floor
+    # samples (the only ones that write), the first commit-counter read.
+    polls = POLLS.count + 2 * len(TABLES) + 2 + FLOOR_TRANSACTIONS * cycles + 1
     after_commits = settle_stats()
     result = Result(name, waits, dones, floor=statistics.median(floors))
-    result.commits = (after_commits - before_commits - polls - 1) / cycles
+    result.commits = (after_commits - before_commits - polls) / cycles
+    result.writes = (after_xid - before_xid - FLOOR_TRANSACTIONS * cycles) / cycles
     result.rows = (after_rows - before_rows) / cycles
     result.bytes = (after_bytes - before_bytes) / cycles
     if synchronous:
-        result.statements = (total.statements - POLLS.count) / cycles
-        result.writes = total.writes / cycles
+        result.statements = (statements - POLLS.count) / cycles
     result.rate1 = cycles / (sum(waits) + sum(dones))
     if empty:
         result.empty = statistics.median(hops.empty_cycle() for _ in range(cycles))
@@ -335,7 +317,7 @@ def report(results: list[Result]) -> str:
             f"| {ms(statistics.median(r.to_completed))} / {ms(pct(r.to_completed, 0.95))} "
             f"| {ms(statistics.median(total))} | {statistics.median(total) / r.floor:.1f} "
             f"| {r.rate1:.1f} | {r.rate8:.1f} | {r.commits:.1f} | {r.rows:.0f} | {r.bytes:.0f} "
-            f"| {_opt(r.statements)} | {_opt(r.writes)} "
+            f"| {_opt(r.statements)} | {r.writes:.1f} "
             f"| {_ms_opt(r.empty)} | {_opt(None if r.empty is None else r.empty / r.floor)} |"
         )
     return "\n".join(lines)

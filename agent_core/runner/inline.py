@@ -64,16 +64,18 @@ class InlineRunner:
             while not self._stop.is_set():
                 if opened == Next.STOP:
                     return  # parked or ended: the lease went with it
-                if isinstance(opened, loop.Opened):
-                    try:
-                        if loop.take(lease, opened) == Next.STOP:
-                            return
-                    except loop.RetryLater as retry:
-                        time.sleep(retry.delay)
-                    except LeaseLost:
-                        logger.warning("lost the lease of %s; another driver has it", run_id)
-                        return
-                opened = loop.open_step(lease)
+                if not isinstance(opened, loop.Opened):
+                    opened = loop.open_step(lease)
+                    continue
+                try:
+                    # The step's record opens the next one, when it may (one commit, not two).
+                    opened = loop.take_and_open(lease, opened)
+                except loop.RetryLater as retry:
+                    time.sleep(retry.delay)
+                    opened = Next.MODEL  # open the model step again: its next attempt
+                except LeaseLost:
+                    logger.warning("lost the lease of %s; another driver has it", run_id)
+                    return
             services.hand_off(lease)  # shutting down: another driver may take the run at once
         finally:
             with self._held_lock:

@@ -4,7 +4,8 @@ A step has two halves. ``open_step`` plans it from what the database says (never
 under the run's lock, and opens it in that same transaction (a model step's journal entry and
 request; parking and finishing happen right there); ``claim_step`` also takes the run's lease in
 it, as a runner does for the first step it drives. ``take`` then runs the opened step, records
-it, and says what kind of step comes next. The steps are plain
+it, and says what kind of step comes next; ``take_and_open`` also opens that next step in the
+record's transaction, for a driver that takes every step itself. The steps are plain
 functions: ``_call_model`` (a model step, journaled ``llm:<n>``), ``_run_tool`` (``tool:<id>``),
 ``_recover`` (a call an earlier attempt left executing).
 """
@@ -13,7 +14,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeAlias
 
 import pydantic
@@ -159,15 +162,32 @@ def _open(lease: Lease, only: Next | None) -> Opened | Next:
 
 def take(lease: Lease, opened: Opened, *, abort: AbortSignal | None = None) -> Next:
     """Take an opened step: call the model or run the tool, and record what came of it."""
+    after = _take(lease, opened, abort, go_on=False)
+    assert isinstance(after, Next), "a step recorded on its own says what comes next"
+    return after
+
+
+def take_and_open(lease: Lease, opened: Opened) -> Opened | Next:
+    """``take``, then open the step after it in the transaction that records this one, for a
+    driver that takes every step itself (the inline runner): one commit fewer per step.
+
+    The record of a tool with an effect outside this database still commits on its own.
+    """
+    return _take(lease, opened, None, go_on=True)
+
+
+def _take(lease: Lease, opened: Opened, abort: AbortSignal | None, go_on: bool) -> Opened | Next:
     run, agent = opened.run, opened.agent
     abort = abort or CancelWatch(run.pk, fresh=True)  # just read: running, not cancelling
     try:
         match opened.step:
             case CallModel(index):
                 assert opened.request is not None
-                return _call_model(lease, run, agent, index, opened.attempt, opened.request, abort)
+                return _call_model(
+                    lease, run, agent, index, opened.attempt, opened.request, abort, go_on
+                )
             case RunTool(call):
-                return _run_tool(lease, run, agent, call, abort)
+                return _run_tool(lease, run, agent, call, abort, go_on)
             case Recover(call):
                 return _recover(lease, run, agent, call)
     except LeaseLost:
@@ -179,6 +199,26 @@ def take(lease: Lease, opened: Opened, *, abort: AbortSignal | None = None) -> N
         raise
     except Exception as exc:
         return _settle_error(lease, exc)
+
+
+def _recorded(lease: Lease, go_on: bool, record: Callable[[], Next]) -> Opened | Next:
+    """Run a step's ``record`` transaction; with ``go_on``, open the next step in it too.
+
+    The opening is all or nothing, and never takes the record with it: should it fail, the
+    record commits and the run fails, as when a step fails to open on its own.
+    """
+    if not go_on:
+        return record()
+    with transaction.atomic():
+        after = record()
+        if after == Next.STOP:
+            return after
+        try:
+            with transaction.atomic():  # a savepoint
+                return _open(lease, None)
+        except Exception as exc:
+            failed = exc
+    return _settle_error(lease, failed)
 
 
 def _settle_error(lease: Lease, exc: Exception) -> Next:
@@ -264,9 +304,10 @@ def _call_model(
     attempt: int,
     request: ModelRequest,
     abort: AbortSignal,
-) -> Next:
+    go_on: bool,
+) -> Opened | Next:
     """The model step whose ``attempt`` and ``request`` ``open_step`` read under the run's lock;
-    returns what comes next."""
+    returns what comes next (with ``go_on``, opened)."""
     name = f"llm:{index}"
     settings = agent_settings()
     if attempt > settings.MODEL_STEP_ATTEMPTS:
@@ -298,19 +339,22 @@ def _call_model(
             row, tool=agent.get_tool(row.tool_name), actor=_actor(locked), thread=locked.thread
         )
 
-    return services.record_model_step(
+    usage = {
+        "input_tokens": response.usage.input_tokens,
+        "output_tokens": response.usage.output_tokens,
+    }
+    record = partial(
+        services.record_model_step,
         lease,
         name=name,
         text=response.text,
         pending_text=text.take(),
         calls=calls,
-        usage={
-            "input_tokens": response.usage.input_tokens,
-            "output_tokens": response.usage.output_tokens,
-        },
+        usage=usage,
         finish_reason=response.finish_reason,
         review=review,
     )
+    return _recorded(lease, go_on, record)
 
 
 def _propose(run: Run, agent: Agent, part: ToolCallPart) -> ProposedCall:
@@ -377,42 +421,70 @@ def _invoke(tool: ToolSpec, ctx: ToolContext, args: dict[str, Any]) -> tuple[Any
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def _run_tool(lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: AbortSignal) -> Next:
-    """Run an approved call and record its outcome; returns what comes next."""
+def _run_tool(
+    lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: AbortSignal, go_on: bool
+) -> Opened | Next:
+    """Run an approved call and record its outcome; returns what comes next (with ``go_on``,
+    opened, unless the tool's effect lies outside this database)."""
+    outcome = _execute(lease, run, agent, call, abort)
+    return outcome if isinstance(outcome, Next) else _recorded(lease, go_on, outcome)
+
+
+def _execute(
+    lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: AbortSignal
+) -> Next | Callable[[], Next]:
+    """Run the call, or find that it must not run. Returns its record, still to be made; or,
+    for a tool whose effect lies outside this database, made at once: what comes next."""
     try:
         tool = agent.get_tool(call.tool_name)
     except ToolNotFound as exc:
-        return services.finish_call(lease, call.pk, error=exc.message, expected=CallStatus.APPROVED)
+        return partial(
+            services.finish_call, lease, call.pk, error=exc.message, expected=CallStatus.APPROVED
+        )
     if abort.is_set():  # the safe point before a tool is dispatched
         raise Cancelled()
     ctx = _context(run, call.pk, abort)
     if tool.kind == "action" and tool.preflight is not None:
         match tool.preflight(ctx, call.args):
             case Refuse(reason=reason):
-                return services.refuse_call(lease, call.pk, reason=reason)
-            case AlreadyDone(result=result):
-                return services.finish_call(
-                    lease, call.pk, result=to_jsonable(result), expected=CallStatus.APPROVED
+                return partial(services.refuse_call, lease, call.pk, reason=reason)
+            case AlreadyDone(result=done):
+                return partial(
+                    services.finish_call,
+                    lease,
+                    call.pk,
+                    result=to_jsonable(done),
+                    expected=CallStatus.APPROVED,
                 )
     if tool.kind == "read":
         # Reads have no side effect: run, then record; a crash in between just runs it again.
         result, error = _invoke(tool, ctx, call.args)
-        return services.finish_call(
-            lease, call.pk, result=result, error=error, expected=CallStatus.APPROVED
+        return partial(
+            services.finish_call,
+            lease,
+            call.pk,
+            result=result,
+            error=error,
+            expected=CallStatus.APPROVED,
         )
     if tool.atomic:
         # The effect lives in this database: it commits with its result, or not at all.
-        with transaction.atomic():
-            held = services.claim_call(lease, call.pk)
-            try:
-                with transaction.atomic():
-                    result, error = tool(ctx, call.args), None
-            except Exception as exc:
-                result, error = None, f"{type(exc).__name__}: {exc}"
-            return services.finish_call(lease, call.pk, result=result, error=error, held=held)
+        return partial(_run_atomic, lease, tool, ctx, call)
     services.claim_call(lease, call.pk)
     result, error = _invoke(tool, ctx, call.args)
     return services.finish_call(lease, call.pk, result=result, error=error)
+
+
+def _run_atomic(lease: Lease, tool: ToolSpec, ctx: ToolContext, call: ToolCall) -> Next:
+    # No savepoint when nested (the opening of the next step joins it): one transaction.
+    with transaction.atomic(savepoint=False):
+        held = services.claim_call(lease, call.pk)
+        try:
+            with transaction.atomic():
+                result, error = tool(ctx, call.args), None
+        except Exception as exc:
+            result, error = None, f"{type(exc).__name__}: {exc}"
+        return services.finish_call(lease, call.pk, result=result, error=error, held=held)
 
 
 def _recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> Next:

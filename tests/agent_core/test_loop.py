@@ -10,7 +10,7 @@ from agent_core.exceptions import RunActive
 from agent_core.models import CallStatus, Message, Run, RunStatus, Step, StreamFrame, Thread
 from approvals import services as port
 from demo.models import CachePurge, Refund
-from tests.conftest import ALICE, calls_of
+from tests.conftest import ALICE, REFUND, calls_of
 
 pytestmark = pytest.mark.django_db
 
@@ -159,3 +159,19 @@ def test_edited_args_run_and_the_model_is_told(turn, decide):
     assert Refund.objects.get().amount == 20
     results = Message.objects.get(thread=run.thread, role="tool").content[0]
     assert "edited arguments" in json.dumps(results["output"])
+
+
+def test_a_step_that_cannot_open_keeps_the_record_of_the_tool_before_it(turn, decide, settings):
+    # The inline driver opens the next model step in the transaction that records the tool;
+    # here that opening fails (the step budget is spent). The effect and its record stand.
+    settings.AGENT = {**settings.AGENT, "MAX_STEPS": 1}
+    run = turn(REFUND)
+    [call] = calls_of(run)
+    decide(port.approve, call.pk, actor=ALICE)
+    run.refresh_from_db()
+    call.refresh_from_db()
+    assert run.status == RunStatus.FAILED and "MAX_STEPS (1)" in run.error_message
+    assert call.status == CallStatus.SUCCEEDED and call.attempts == 1
+    assert Refund.objects.filter(tool_call_id=call.pk).count() == 1
+    assert Step.objects.filter(run=run, name=f"tool:{call.pk}").exists()
+    assert frames(run)[-2:] == ["tool-output", "finish"]
