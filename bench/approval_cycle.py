@@ -37,7 +37,7 @@ import django  # noqa: E402
 django.setup()
 
 from django.core.management import call_command  # noqa: E402
-from django.db import close_old_connections, connection  # noqa: E402
+from django.db import DatabaseError, close_old_connections, connection, transaction  # noqa: E402
 
 from agent_core import services  # noqa: E402
 from agent_core.actors import Actor  # noqa: E402
@@ -154,14 +154,30 @@ def settle_stats() -> int:
     return value
 
 
-def next_xid() -> int:
-    """The next transaction id PostgreSQL will assign, without taking one: the difference over a
-    batch counts the transactions that wrote (a read-only transaction takes no id)."""
+def wal_position() -> str:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT txid_snapshot_xmax(txid_current_snapshot())")
+        cursor.execute("SELECT pg_current_wal_lsn()::text")
         row = cursor.fetchone()
     assert row is not None
-    return int(row[0])
+    return str(row[0])
+
+
+def commit_records(start: str, end: str) -> int | None:
+    """The commit records written to the WAL between two positions: one per transaction that
+    wrote (a read-only one writes none), whatever process ran it. ``None`` without the
+    ``pg_walinspect`` extension (PostgreSQL 15+, a superuser creates it)."""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+            cursor.execute(
+                "SELECT count FROM pg_get_wal_stats(%s, %s, true)"
+                ' WHERE "resource_manager/record_type" = %s',
+                [start, end, "Transaction/COMMIT"],
+            )
+            row = cursor.fetchone()
+    except DatabaseError:
+        return None
+    return 0 if row is None else int(row[0])
 
 
 @contextmanager
@@ -197,7 +213,7 @@ class Result:
     commits: float = 0.0
     rows: float = 0.0
     bytes: float = 0.0
-    writes: float = 0.0  # transactions that wrote (each costs a WAL flush at commit)
+    writes: float | None = None  # transactions that wrote (each costs a WAL flush at commit)
     # Counted in this process, so only for the inline runner.
     statements: float | None = None
     # Durable only: the same cycle's five step tasks sent through the broker doing nothing.
@@ -214,7 +230,7 @@ def measure(
     POLLS.count = 0
     statements = 0
     before_commits = settle_stats()
-    before_xid = next_xid()
+    before_wal = wal_position()
     before_rows, before_bytes = table_totals()
     waits, dones, floors = [], [], []
     for _ in range(cycles):
@@ -225,14 +241,16 @@ def measure(
         dones.append(d)
         floors.append(floor_sample())
     after_rows, after_bytes = table_totals()
-    after_xid = next_xid()
-    # The benchmark's own transactions: status reads, table totals, transaction-id reads, floor
-    # samples (the only ones that write), the first commit-counter read.
+    after_wal = wal_position()
+    # The benchmark's own transactions: status reads, table totals, WAL positions, floor samples
+    # (the only ones that write), the first commit-counter read.
     polls = POLLS.count + 2 * len(TABLES) + 2 + FLOOR_TRANSACTIONS * cycles + 1
     after_commits = settle_stats()
     result = Result(name, waits, dones, floor=statistics.median(floors))
     result.commits = (after_commits - before_commits - polls) / cycles
-    result.writes = (after_xid - before_xid - FLOOR_TRANSACTIONS * cycles) / cycles
+    written = commit_records(before_wal, after_wal)
+    if written is not None:
+        result.writes = (written - FLOOR_TRANSACTIONS * cycles) / cycles
     result.rows = (after_rows - before_rows) / cycles
     result.bytes = (after_bytes - before_bytes) / cycles
     if synchronous:
@@ -317,7 +335,7 @@ def report(results: list[Result]) -> str:
             f"| {ms(statistics.median(r.to_completed))} / {ms(pct(r.to_completed, 0.95))} "
             f"| {ms(statistics.median(total))} | {statistics.median(total) / r.floor:.1f} "
             f"| {r.rate1:.1f} | {r.rate8:.1f} | {r.commits:.1f} | {r.rows:.0f} | {r.bytes:.0f} "
-            f"| {_opt(r.statements)} | {r.writes:.1f} "
+            f"| {_opt(r.statements)} | {_opt(r.writes)} "
             f"| {_ms_opt(r.empty)} | {_opt(None if r.empty is None else r.empty / r.floor)} |"
         )
     return "\n".join(lines)
@@ -342,6 +360,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     with connection.cursor() as cursor:
         cursor.execute("CREATE TABLE IF NOT EXISTS bench_floor (id bigserial PRIMARY KEY, d jsonb)")
+        # Earlier runs' dead rows would slow this one where autovacuum is off (as on the
+        # development VM): every run starts from vacuumed, analyzed tables.
+        cursor.execute(f"VACUUM ANALYZE {', '.join(TABLES)}")
     try:
         results = [measure("inline", InlineRunner(workers=0), True, args.cycles, args.batch)]
         with celery_worker(8):
