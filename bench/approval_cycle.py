@@ -220,9 +220,7 @@ class Result:
     empty: float | None = None
 
 
-def measure(
-    name: str, runner: Runner, synchronous: bool, cycles: int, batch: int, *, empty: bool = False
-) -> Result:
+def measure(name: str, runner: Runner, synchronous: bool, cycles: int, batch: int) -> Result:
     set_runner(runner)
     for _ in range(5):
         cycle(synchronous)  # warm up: imports, plans, connections
@@ -256,8 +254,6 @@ def measure(
     if synchronous:
         result.statements = (statements - POLLS.count) / cycles
     result.rate1 = cycles / (sum(waits) + sum(dones))
-    if empty:
-        result.empty = statistics.median(hops.empty_cycle() for _ in range(cycles))
     result.rate8 = throughput(synchronous, batch, 8)
     return result
 
@@ -366,8 +362,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         results = [measure("inline", InlineRunner(workers=0), True, args.cycles, args.batch)]
         with celery_worker(8):
-            runner = DurableRunner()
-            results.append(measure("durable", runner, False, args.cycles, args.batch, empty=True))
+            durable = measure("durable", DurableRunner(), False, args.cycles, args.batch)
+            durable.empty = statistics.median(hops.empty_cycle() for _ in range(args.cycles))
+            results.append(durable)
     finally:
         with connection.cursor() as cursor:
             cursor.execute("DROP TABLE bench_floor")
