@@ -348,7 +348,7 @@ def resume_if_unblocked(run: Run) -> bool:
         lease_owner="",
         lease_expires_at=_lease_deadline(),
     )
-    _dispatch_on_commit(run.pk, Next.TOOL if CallStatus.APPROVED in open_calls else Next.MODEL)
+    _dispatch_on_commit(run.pk, _next_after(run, open_calls))  # nothing blocks: tool or model
     return True
 
 
