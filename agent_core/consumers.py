@@ -13,7 +13,6 @@ import asyncio
 from typing import Any
 from urllib.parse import parse_qs
 
-from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from . import live
@@ -42,9 +41,9 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
     _task: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
-        actor = await sync_to_async(_resolve)(self.scope)
+        actor = await live.read(_resolve, self.scope)
         run_id = self.scope["url_route"]["kwargs"]["run_id"]
-        run = None if actor is None else await sync_to_async(live.find_visible_run)(actor, run_id)
+        run = None if actor is None else await live.read(live.find_visible_run, actor, run_id)
         query = parse_qs(self.scope.get("query_string", b"").decode())
         after = parse_after(query.get("after", [None])[0], None)
         if run is None or after is None:

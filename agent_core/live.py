@@ -4,18 +4,24 @@ Order matters so that nothing falls between the table and the live feed: subscri
 group first, then read the table after the client's last id, then take live frames, dropping the
 ones already sent (by ``seq``) and reading the table again whenever a gap shows up or a keep-alive
 interval passes quietly (live delivery is best effort; the table is the truth).
+
+An open stream holds no database connection while it waits (SPEC §15): every read runs through
+``read``, on a few threads of its own, and closes its connection when done, so however many
+streams a process serves, at most ``READER_THREADS`` connections read for them at any moment.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django.db import connections
 
 from . import streams
 from .actors import Actor
@@ -30,6 +36,12 @@ _RETRY_SECONDS = 0.2
 
 EventKind = Literal["meta", "frame", "done", "error", "keepalive"]
 
+READER_THREADS = 4
+_readers = ThreadPoolExecutor(max_workers=READER_THREADS, thread_name_prefix="airlock-stream-read")
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
 class Event:
@@ -40,12 +52,23 @@ class Event:
     seq: int | None = None
 
 
+async def read(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run ``fn`` (a short read) on a stream-reader thread, which then closes its connection."""
+
+    def run() -> T:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            connections.close_all()
+
+    return await sync_to_async(run, thread_sensitive=False, executor=_readers)()
+
+
 def find_visible_run(actor: Actor, run_id: str) -> Run | None:
-    """The run if the actor may follow it (sync; call through ``sync_to_async``)."""
+    """The run if the actor may follow it (sync; call through ``read``)."""
     return visible_runs(actor).filter(pk=run_id).first()
 
 
-@sync_to_async
 def _frames_after(run_id: str, after: int) -> list[tuple[int, str, dict[str, Any]]]:
     # Text of a model attempt a crash cut short is replayed as it was streamed live, so ids stay
     # the same on every attach, flagged ``superseded`` (a field added, never a kind changed).
@@ -59,7 +82,6 @@ def _frames_after(run_id: str, after: int) -> list[tuple[int, str, dict[str, Any
     ]
 
 
-@sync_to_async
 def _ending(run_id: str) -> Event | None:
     """The closing event if the run has ended (its ``finish`` frame was committed)."""
     run = Run.objects.filter(pk=run_id).only("status", "error_code", "error_message").first()
@@ -94,8 +116,8 @@ async def follow(run: Run, after: int) -> AsyncIterator[Event]:
                 # The run's end first: once it has ended, the table holds every frame (the finish
                 # frame commits with it). Read after the frames, a run ending in between would
                 # close the stream without its last frames.
-                ending = await _ending(run.pk)
-                for seq, kind, data in await _frames_after(run.pk, last):
+                ending = await read(_ending, run.pk)
+                for seq, kind, data in await read(_frames_after, run.pk, last):
                     last = seq
                     yield Event("frame", {"kind": kind, **data}, seq)
                     if kind == "finish":
@@ -132,6 +154,6 @@ async def follow(run: Run, after: int) -> AsyncIterator[Event]:
 
 
 async def _final(run_id: str) -> Event:
-    ending = await _ending(run_id)
+    ending = await read(_ending, run_id)
     assert ending is not None, "a finish frame commits with the run's end"
     return ending

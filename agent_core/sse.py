@@ -1,6 +1,7 @@
 """``GET /agent/chat/<run_id>/stream``: the run's frames as server-sent events (SPEC §9).
 
-An async view, so a waiting run's open stream costs a coroutine, not a thread; served by daphne.
+An async view, so a waiting run's open stream costs a coroutine, not a thread, and no database
+connection (its reads go through ``live.read``); served by daphne.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
-from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 from rest_framework.authentication import BaseAuthentication
@@ -47,10 +47,10 @@ def _error(code: str, detail: str, status: int) -> JsonResponse:
 async def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
     """Replay the frames after the client's last id, then follow the run live."""
     try:
-        actor = await sync_to_async(_resolve)(request)
+        actor = await live.read(_resolve, request)
     except APIException as exc:
         return _error("not_authenticated", str(exc.detail), 401)
-    run = await sync_to_async(live.find_visible_run)(actor, run_id)
+    run = await live.read(live.find_visible_run, actor, run_id)
     if run is None:
         return _error("not_found", f"no run {run_id}", 404)
     after = parse_after(request.GET.get("after"), request.headers.get("Last-Event-ID"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from asgiref.sync import async_to_sync
 
 from agent_core import live
 from agent_core.models import StreamFrame
@@ -16,7 +15,7 @@ def test_superseded_text_is_replayed_with_its_id_and_flagged(turn):
     text = StreamFrame.objects.filter(run=run, kind="text").first()
     assert text is not None
     StreamFrame.objects.filter(pk=text.pk).update(superseded=True)
-    frames = async_to_sync(live._frames_after)(run.pk, 0)
+    frames = live._frames_after(run.pk, 0)
     assert [seq for seq, _, _ in frames] == list(range(1, len(frames) + 1))
     flagged = {seq: data.get("superseded", False) for seq, _, data in frames}
     assert flagged[text.seq] is True
