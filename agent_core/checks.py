@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings as django_settings
-from django.core.checks import CheckMessage, Error, register
+from django.core.checks import CheckMessage, Error, Warning, register
 from django.utils.module_loading import import_string
 
 from .conf import agent_settings
@@ -71,3 +72,50 @@ def check_header_actor(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
             )
         ]
     return []
+
+
+_RATE = re.compile(r"^[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)$")
+_PROCESS_LOCAL_CACHES = (
+    "django.core.cache.backends.locmem.LocMemCache",
+    "django.core.cache.backends.dummy.DummyCache",
+)
+
+
+@register()
+def check_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``MAX_TOOL_CALLS_PER_STEP`` and ``THROTTLE_RATES`` are well formed; the throttles' cache is
+    shared by every process."""
+    try:
+        settings = agent_settings()
+    except TypeError:
+        return []  # reported by check_agent_settings
+    errors: list[CheckMessage] = []
+    cap = settings.MAX_TOOL_CALLS_PER_STEP
+    if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+        errors.append(
+            Error(
+                f"AGENT['MAX_TOOL_CALLS_PER_STEP'] must be a positive integer, not {cap!r}.",
+                id="agent_core.E005",
+            )
+        )
+    for scope, rate in settings.THROTTLE_RATES.items():
+        if rate is not None and not (isinstance(rate, str) and _RATE.match(rate)):
+            errors.append(
+                Error(
+                    f"AGENT['THROTTLE_RATES'][{scope!r}] = {rate!r} is not a rate.",
+                    id="agent_core.E005",
+                    hint='Give "<requests>/<s|min|hour|day>", e.g. "60/min", or None for no limit.',
+                )
+            )
+    throttled = any(rate is not None for rate in settings.THROTTLE_RATES.values())
+    backend = django_settings.CACHES.get("default", {}).get("BACKEND", "")
+    if throttled and backend in _PROCESS_LOCAL_CACHES:
+        errors.append(
+            Warning(
+                f"The API's throttles count in the default cache, {backend}, which each process "
+                "keeps to itself: every process lets an actor take the full rate.",
+                id="agent_core.W001",
+                hint="Point CACHES['default'] at a shared cache, e.g. Django's RedisCache.",
+            )
+        )
+    return errors

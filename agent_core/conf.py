@@ -25,6 +25,9 @@ class VendorSettings:
     MAX_TOKENS: int = 4096  # output tokens per model step (Anthropic requires a limit)
 
 
+DEFAULT_THROTTLE_RATES: dict[str, str | None] = {"chat": "60/min", "decision": "300/min"}
+
+
 @dataclass(frozen=True, kw_only=True)
 class AgentSettings:
     """Every key of ``settings.AGENT`` with its default; an unknown key is a TypeError."""
@@ -43,6 +46,9 @@ class AgentSettings:
     APPROVAL_POLICY: str = "approvals.policy.DefaultPolicy"
     ACTOR_RESOLVER: str = "agent_core.actors.DjangoAuthResolver"
     MAX_STEPS: int = 20
+    MAX_TOOL_CALLS_PER_STEP: int = 16  # the calls of one model reply past this are refused
+    # Per-actor DRF throttles (agent_core.api.throttles): scope -> "N/s|min|hour|day" or None.
+    THROTTLE_RATES: dict[str, str | None] = field(default_factory=dict)
     LEASE_SECONDS: int = 30
     SWEEP_SECONDS: int = 5
     INLINE_WORKERS: int = 8
@@ -61,6 +67,10 @@ class AgentSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "AGENTS", tuple(self.AGENTS))
+        # A project that sets one rate keeps the defaults of the others.
+        object.__setattr__(
+            self, "THROTTLE_RATES", {**DEFAULT_THROTTLE_RATES, **self.THROTTLE_RATES}
+        )
         for vendor in ("OPENAI", "ANTHROPIC"):
             value = getattr(self, vendor)
             if isinstance(value, dict):  # settings give a dict; an unknown key is a TypeError

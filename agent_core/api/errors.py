@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from django.http import Http404
@@ -52,7 +53,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         code = exc.default_code if isinstance(exc.default_code, str) else "error"
         if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
             code, exc.status_code = "not_authenticated", status.HTTP_401_UNAUTHORIZED
-        return error_response(code, str(exc.detail), exc.status_code)
+        response = error_response(code, str(exc.detail), exc.status_code)
+        wait = getattr(exc, "wait", None)  # Throttled: seconds until the next request may pass
+        if isinstance(exc, exceptions.Throttled) and wait is not None:
+            response["Retry-After"] = str(math.ceil(wait))
+        return response
     logger.exception("unhandled API error", exc_info=exc)
     detail = repr(exc) if agent_settings().expose_error_details else "Internal server error."
     return error_response("server_error", detail, status.HTTP_500_INTERNAL_SERVER_ERROR)

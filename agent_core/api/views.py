@@ -26,6 +26,7 @@ from .actors import HasActor, request_actor
 from .filters import RunFilter, ThreadFilter
 from .parsers import LimitedJSONParser
 from .permissions import check_may_cancel, check_may_manage, visible_runs, visible_threads
+from .throttles import ChatThrottle
 
 _ERRORS = {
     400: OpenApiResponse(description="invalid body: `{code, detail, errors}`"),
@@ -47,6 +48,7 @@ class ChatView(APIView):
 
     permission_classes = [HasActor]
     parser_classes = [LimitedJSONParser]
+    throttle_classes = [ChatThrottle]
 
     @extend_schema(
         request=serializers.ChatStartSerializer,
@@ -54,6 +56,7 @@ class ChatView(APIView):
             202: serializers.ChatStartedSerializer,
             409: OpenApiResponse(description="`run_active`: the thread is busy"),
             413: OpenApiResponse(description="`body_too_large`"),
+            429: OpenApiResponse(description="`throttled`, with `Retry-After`"),
             **_ERRORS,
         },
     )

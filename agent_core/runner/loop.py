@@ -330,7 +330,13 @@ def _call_model(
         raise
     if not response.text and not response.tool_calls:
         raise ModelNoOutput()
-    calls = [_propose(run, agent, part) for part in response.tool_calls]
+    # Calls past the cap are refused as tool errors the model sees (nothing runs, nobody is
+    # asked): one reply cannot flood the inbox or the tools.
+    limit = settings.MAX_TOOL_CALLS_PER_STEP
+    calls = [
+        _propose(run, agent, part, over_limit=i >= limit)
+        for i, part in enumerate(response.tool_calls)
+    ]
     gate = get_gate() if any(c.status == CallStatus.PROPOSED for c in calls) else None
 
     def review(row: ToolCall, locked: Run) -> Any:
@@ -357,8 +363,11 @@ def _call_model(
     return _recorded(lease, go_on, record)
 
 
-def _propose(run: Run, agent: Agent, part: ToolCallPart) -> ProposedCall:
-    """Check one proposed call: unknown tools and invalid args become errors, never executions."""
+def _propose(
+    run: Run, agent: Agent, part: ToolCallPart, *, over_limit: bool = False
+) -> ProposedCall:
+    """Check one proposed call: unknown tools, invalid args and calls over the step's limit
+    become errors, never executions."""
     call_id = ids.tool_call_id()
     raw_args = part.args if isinstance(part.args, dict) else {"_raw": part.args}
 
@@ -377,6 +386,13 @@ def _propose(run: Run, agent: Agent, part: ToolCallPart) -> ProposedCall:
         tool = agent.get_tool(part.name)
     except ToolNotFound as exc:
         return failed("action", f"tool_not_found: {exc.message}")
+    if over_limit:
+        limit = agent_settings().MAX_TOOL_CALLS_PER_STEP
+        return failed(
+            tool.kind,
+            f"too_many_tool_calls: at most {limit} tool calls are run per step; this one was "
+            "not run. Call it again in a later step if it is still needed.",
+        )
     if isinstance(part.args, str):
         return failed(tool.kind, "invalid arguments: not a JSON object")
     try:

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from agent_core.api.actors import HasActor, request_actor
 from agent_core.api.parsers import LimitedJSONParser
+from agent_core.api.throttles import DecisionThrottle
 from agent_core.models import ToolCall
 
 from .. import selectors, services
@@ -46,6 +47,7 @@ class _DecisionView(APIView):
     permission_classes = [HasActor]
     # JSON only, size-limited, like the chat API: forms and multipart are refused with 415.
     parser_classes = [LimitedJSONParser]
+    throttle_classes = [DecisionThrottle]
 
 
 class ApproveView(_DecisionView):

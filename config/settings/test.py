@@ -43,6 +43,11 @@ _agent: dict[str, Any] = {
     # server, it talks to a closed local port (the environment's OPENAI_* / ANTHROPIC_* unused).
     "OPENAI": _NOWHERE,
     "ANTHROPIC": _NOWHERE,
+    # The suite starts many turns as one actor: throttled only where a test lowers the rates.
+    "THROTTLE_RATES": {
+        "chat": os.environ.get("AIRLOCK_TEST_CHAT_RATE", "100000/min"),
+        "decision": os.environ.get("AIRLOCK_TEST_DECISION_RATE", "100000/min"),
+    },
 }
 # A server process a browser test starts decides under the policy the test process uses.
 if os.environ.get("AIRLOCK_TEST_APPROVAL_POLICY"):
