@@ -2,37 +2,51 @@
 
 Messages: ``{"event": "meta", "data": …}``, ``{"id": n, "data": {"kind": …}}``, then
 ``{"event": "done", "data": …}`` or ``{"event": "error", "data": {"code", "message"}}``; the
-server closes after the last. A handshake without an actor, for a run the actor may not see (or
-that does not exist), or with a bad ``?after=`` is refused (HTTP 403): all look alike, so a
-refusal reveals nothing.
+server closes after the last. The handshake is authenticated as the REST API is (the session,
+``Authorization: Token <key>``, or the token offered as a subprotocol), then the actor resolver
+runs. A handshake without an actor, with a bad token, for a run the actor may not see (or that
+does not exist), or with a bad ``?after=`` is refused (HTTP 403): all look alike, so a refusal
+reveals nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.contrib.auth.models import AnonymousUser
+from django.core.handlers.asgi import ASGIRequest
+from django.http import HttpRequest
+from rest_framework.exceptions import APIException
 
 from . import live
 from .actors import Actor
-from .api.actors import get_resolver
-from .sse import parse_after
+from .sse import parse_after, resolve_actor
+
+# Browsers cannot set headers on a WebSocket: they offer the token as a subprotocol instead,
+# ``new WebSocket(url, ["airlock", "airlock.token." + key])``, and the server picks ``airlock``.
+PROTOCOL = "airlock"
+TOKEN_PROTOCOL = "airlock.token."
 
 
-class _ScopeRequest:
-    """What a resolver reads from a request (``headers``, ``user``), taken from an ASGI scope."""
-
-    def __init__(self, scope: dict[str, Any]) -> None:
-        self.headers = {
-            k.decode("latin-1").title(): v.decode("latin-1") for k, v in scope["headers"]
-        }
-        self.user = scope.get("user")
+def _http_request(scope: dict[str, Any]) -> HttpRequest:
+    """The handshake as a Django request, for the REST API's authentication classes."""
+    request = ASGIRequest({**scope, "method": "GET"}, io.BytesIO())
+    offered = [p for p in scope.get("subprotocols", []) if p.startswith(TOKEN_PROTOCOL)]
+    if offered and "HTTP_AUTHORIZATION" not in request.META:
+        request.META["HTTP_AUTHORIZATION"] = f"Token {offered[0].removeprefix(TOKEN_PROTOCOL)}"
+    request.user = scope.get("user") or AnonymousUser()  # the session, from AuthMiddlewareStack
+    return request
 
 
 def _resolve(scope: dict[str, Any]) -> Actor | None:
-    return get_resolver().resolve(_ScopeRequest(scope))
+    try:
+        return resolve_actor(_http_request(scope))
+    except APIException:  # no actor, or a bad token
+        return None
 
 
 class RunStreamConsumer(AsyncJsonWebsocketConsumer):
@@ -49,7 +63,7 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
         if run is None or after is None:
             await self.close()  # before accept: the handshake is refused
             return
-        await self.accept()
+        await self.accept(PROTOCOL if PROTOCOL in self.scope.get("subprotocols", []) else None)
         self._task = asyncio.create_task(self._send_frames(live.follow(run, after)))
 
     async def _send_frames(self, events: Any) -> None:

@@ -22,7 +22,8 @@ from .actors import Actor
 from .api.actors import request_actor
 
 
-def _resolve(request: HttpRequest) -> Actor:
+def resolve_actor(request: HttpRequest) -> Actor:
+    """The request's actor, authenticated as the REST API's views do; raises ``APIException``."""
     # The same authentication as the DRF views (session, token), then the actor resolver.
     classes = cast(list[type[BaseAuthentication]], api_settings.DEFAULT_AUTHENTICATION_CLASSES)
     authenticators = [auth() for auth in classes]
@@ -47,7 +48,7 @@ def _error(code: str, detail: str, status: int) -> JsonResponse:
 async def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
     """Replay the frames after the client's last id, then follow the run live."""
     try:
-        actor = await live.read(_resolve, request)
+        actor = await live.read(resolve_actor, request)
     except APIException as exc:
         return _error("not_authenticated", str(exc.detail), 401)
     run = await live.read(live.find_visible_run, actor, run_id)
