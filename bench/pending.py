@@ -198,7 +198,12 @@ def bench_approve(database_url: str, token: str, call_ids: list[str]) -> str:
     import httpx
 
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": database_url, "DEBUG": "0"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "DEBUG": "0",
+        "DJANGO_SETTINGS_MODULE": "bench.pending_settings",
+    }
     server = subprocess.Popen(
         [
             sys.executable,

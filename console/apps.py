@@ -8,6 +8,9 @@ class ConsoleConfig(AppConfig):
     verbose_name = "Operators' console"
 
     def ready(self) -> None:
-        from . import receivers
+        from . import (
+            checks,  # noqa: F401  (its checks register themselves)
+            receivers,
+        )
 
         receivers.connect()
