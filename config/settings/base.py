@@ -87,14 +87,15 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
-# No socket read timeout on the layer's Redis connection: a receive() blocks in BZPOPMIN for up
-# to 5 s, as long as redis-py's default read timeout, so with that default every idle WebSocket
-# and SSE stream failed with "Timeout reading from" and dropped (channels-redis takes a dict of
-# connection-pool options per host).
+# Shared by every process: the API's throttles count requests here (agent_core.api.throttles).
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+}
+
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]},
+        "CONFIG": {"hosts": [REDIS_URL]},
     }
 }
 
@@ -121,11 +122,6 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
-
-# Shared by every process: the API's throttles count requests here (agent_core.api.throttles).
-CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
-}
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
