@@ -9,7 +9,6 @@ starts the sweeper that re-drives runs whose driver died and expires overdue app
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -17,10 +16,6 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, get_resolver, resolve
 
 ASGIApp = Callable[..., Any]
-
-# Set while the system check imports ASGI_APPLICATION to see whether it uses the helper: the
-# import must not start the sweeper in the `manage.py check` process.
-_inspecting = threading.local()
 
 
 def websocket_view(consumer: Any) -> Callable[..., HttpResponse]:
@@ -61,7 +56,41 @@ async def _route_websocket(scope: dict[str, Any], receive: Any, send: Any) -> No
     await consumer(scope, receive, send)
 
 
-def with_airlock(django_app: ASGIApp, *, serve_static: bool | None = None) -> ASGIApp:
+class AirlockApplication:
+    """The ASGI application ``with_airlock`` returns (the system check looks for it).
+
+    The inline runner's sweeper starts with the first event the server sends (lifespan startup
+    under uvicorn or hypercorn, the first request under daphne), not at import: importing the
+    project's asgi.py (``manage.py check`` does) has no side effects.
+    """
+
+    def __init__(self, router: ASGIApp) -> None:
+        self.router = router
+        self._started = False
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if not self._started:
+            self._started = True
+            from .runner import start_background
+
+            start_background()  # starts a thread: nothing here blocks the event loop
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        await self.router(scope, receive, send)
+
+
+async def _lifespan(receive: Any, send: Any) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def with_airlock(django_app: ASGIApp, *, serve_static: bool | None = None) -> AirlockApplication:
     """The project's ASGI application with Airlock's WebSockets (and the inline sweeper).
 
     ``serve_static``: serve ``STATIC_URL`` through Django's staticfiles handler (default:
@@ -75,18 +104,8 @@ def with_airlock(django_app: ASGIApp, *, serve_static: bool | None = None) -> AS
     from django.conf import settings
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
-    from .runner import start_background
-
     if serve_static is None:
         serve_static = settings.DEBUG
     http = ASGIStaticFilesHandler(django_app) if serve_static else django_app
-    application = ProtocolTypeRouter(
-        {
-            "http": http,
-            "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(websocket_application())),
-        }
-    )
-    application.airlock = True  # what the system check agent_core.W010 looks for
-    if not getattr(_inspecting, "active", False):
-        start_background()
-    return application
+    websocket = AllowedHostsOriginValidator(AuthMiddlewareStack(websocket_application()))
+    return AirlockApplication(ProtocolTypeRouter({"http": http, "websocket": websocket}))

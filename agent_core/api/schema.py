@@ -13,6 +13,10 @@ from django.templatetags.static import static
 from django.urls import reverse
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from .base import ConfiguredSchema, extend_schema
 
 _ERROR = {
     "type": "object",
@@ -82,10 +86,23 @@ class SchemaView(SpectacularAPIView):
     """``GET /agent/schema/``: the OpenAPI document of the API, SSE stream included."""
 
     generator_class = AirlockSchemaGenerator
+    # Not the project's DEFAULT_SCHEMA_CLASS, which drf-spectacular's own views take: a project
+    # using DRF's AutoSchema breaks them (a 500 "Incompatible AutoSchema").
+    schema = ConfiguredSchema()
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
 
 
 class DocsView(SpectacularSwaggerView):
     """``GET /agent/docs/``: Swagger UI over the schema, its assets served as static files."""
+
+    schema = ConfiguredSchema()
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
 
     @staticmethod
     def _swagger_ui_resource(filename: str) -> str:

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django.urls import reverse
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import mixins, status, viewsets
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
@@ -22,7 +22,7 @@ from ..exceptions import NotFound, RunActive
 from ..models import Message, Run, Thread, ToolCall
 from . import serializers
 from .actors import request_actor
-from .base import AirlockAPIView
+from .base import AirlockAPIView, extend_schema
 from .filters import RunFilter, ThreadFilter
 from .permissions import check_may_cancel, check_may_manage, visible_runs, visible_threads
 

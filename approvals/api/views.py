@@ -6,13 +6,13 @@ from datetime import timedelta
 from typing import Any
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agent_core.api.actors import request_actor
-from agent_core.api.base import AirlockAPIView
+from agent_core.api.base import AirlockAPIView, extend_schema
 from agent_core.models import ToolCall
 
 from .. import selectors, services
