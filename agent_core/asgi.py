@@ -10,10 +10,13 @@ starts the sweeper that re-drives runs whose driver died and expires overdue app
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, get_resolver, resolve
+
+if TYPE_CHECKING:
+    from django.core.handlers.asgi import ASGIHandler
 
 ASGIApp = Callable[..., Any]
 
@@ -90,7 +93,9 @@ async def _lifespan(receive: Any, send: Any) -> None:
             return
 
 
-def with_airlock(django_app: ASGIApp, *, serve_static: bool | None = None) -> AirlockApplication:
+def with_airlock(
+    django_app: ASGIHandler, *, serve_static: bool | None = None
+) -> AirlockApplication:
     """The project's ASGI application with Airlock's WebSockets (and the inline sweeper).
 
     ``serve_static``: serve ``STATIC_URL`` through Django's staticfiles handler (default:

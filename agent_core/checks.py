@@ -147,7 +147,7 @@ def check_celery_app(app_configs: Any = None, **kwargs: Any) -> list[CheckMessag
         return []
     from celery import current_app
 
-    app = current_app._get_current_object()
+    app = current_app  # a proxy of the app Celery would send the steps through
     if getattr(app, "airlock", False):
         return []
     if app.main in (None, "default", "__main__"):

@@ -28,7 +28,7 @@ def test_sqlite_is_an_error(settings):
     with pytest.warns(UserWarning, match="DATABASES"):  # Django's caution; no query is made
         settings.DATABASES = {**settings.DATABASES, "default": sqlite}
     [error] = check_database_engine()
-    assert error.id == "agent_core.E005" and "postgresql" in error.hint
+    assert error.id == "agent_core.E005" and "postgresql" in str(error.hint)
 
 
 @pytest.mark.parametrize("layers", [None, {}])
@@ -38,7 +38,7 @@ def test_no_channel_layer_is_an_error(settings, layers):
     else:
         settings.CHANNEL_LAYERS = layers
     [error] = check_channel_layer()
-    assert error.id == "agent_core.E006" and "socket_timeout" in error.hint
+    assert error.id == "agent_core.E006" and "socket_timeout" in str(error.hint)
 
 
 @pytest.mark.parametrize(
@@ -53,7 +53,7 @@ def test_the_inline_runner_without_the_asgi_helper_is_a_warning(settings, path, 
     settings.ASGI_APPLICATION = path
     [warning] = check_asgi_helper()
     assert warning.id == "agent_core.W007" and found in warning.msg
-    assert "with_airlock(get_asgi_application())" in warning.hint
+    assert "with_airlock(get_asgi_application())" in str(warning.hint)
 
 
 @override_settings(AGENT={"RUNNER": "durable"})
@@ -63,7 +63,7 @@ def test_the_durable_runner_needs_the_project_s_celery_app_set_up_by_the_helper(
     try:
         [error] = check_celery_app()
         assert error.id == "agent_core.E008" and "default app" in error.msg
-        assert "from .celery import app as celery_app" in error.hint
+        assert "from .celery import app as celery_app" in str(error.hint)
         bare = Celery("mysite", set_as_current=True)
         [error] = check_celery_app()
         assert "'mysite' is not set up" in error.msg
