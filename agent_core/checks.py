@@ -74,6 +74,99 @@ def check_header_actor(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
     return []
 
 
+@register()
+def check_database_engine(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The hot path uses PostgreSQL's SQL (``FOR UPDATE``, ``ON CONFLICT``, ``jsonb``)."""
+    engine = django_settings.DATABASES.get("default", {}).get("ENGINE", "")
+    if "postgresql" in engine or "postgis" in engine:
+        return []
+    return [
+        Error(
+            f"Airlock needs PostgreSQL; the default database's ENGINE is {engine!r}.",
+            id="agent_core.E005",
+            hint='Set DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql" '
+            "(psycopg 3 comes with django-airlock).",
+        )
+    ]
+
+
+@register()
+def check_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Streams and the console's live updates go through the channel layer."""
+    if "default" in getattr(django_settings, "CHANNEL_LAYERS", {}):
+        return []
+    return [
+        Error(
+            "CHANNEL_LAYERS has no default layer: the SSE and WebSocket streams would stay empty.",
+            id="agent_core.E006",
+            hint='CHANNEL_LAYERS = {"default": {"BACKEND": '
+            '"channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": '
+            '[{"address": "redis://…", "socket_timeout": None}]}}}',
+        )
+    ]
+
+
+@register()
+def check_asgi_helper(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The inline runner's sweeper (expiry, re-driving dead runs) starts in the ASGI helper."""
+    try:
+        if agent_settings().RUNNER != "inline":
+            return []
+    except TypeError:
+        return []  # agent_core.E001
+    from .asgi import AirlockApplication
+
+    path = getattr(django_settings, "ASGI_APPLICATION", None)
+    found = "ASGI_APPLICATION is not set"
+    if path:
+        try:
+            application = import_string(path)  # with_airlock has no import-time side effects
+        except Exception as exc:  # any error of the project's module: report, do not crash
+            found = f"ASGI_APPLICATION = {path!r} does not import: {exc}"
+        else:
+            if isinstance(application, AirlockApplication):
+                return []
+            found = f"ASGI_APPLICATION = {path!r} is not built by agent_core.asgi.with_airlock"
+    return [
+        Warning(
+            f"{found}: with the inline runner, approvals would never expire and runs whose "
+            "process died would never be re-driven, and WebSockets would have no routes.",
+            id="agent_core.W007",
+            hint="In asgi.py: application = with_airlock(get_asgi_application()), with "
+            "`from agent_core.asgi import with_airlock`, and ASGI_APPLICATION pointing to it.",
+        )
+    ]
+
+
+@register()
+def check_celery_app(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The durable runner sends its steps through the project's Celery app."""
+    try:
+        if agent_settings().RUNNER != "durable":
+            return []
+    except TypeError:
+        return []
+    from celery import current_app
+
+    app = current_app  # a proxy of the app Celery would send the steps through
+    if getattr(app, "airlock", False):
+        return []
+    if app.main in (None, "default", "__main__"):
+        msg = "the durable runner would send its steps to Celery's default app (and broker)"
+    else:
+        msg = f"the Celery app {app.main!r} is not set up by agent_core.celery.with_airlock"
+    return [
+        Error(
+            f"AGENT['RUNNER'] is 'durable' but {msg}: runs would stay queued.",
+            id="agent_core.E008",
+            hint="In your Celery module: app = Celery(...); app.config_from_object("
+            '"django.conf:settings", namespace="CELERY"); app.autodiscover_tasks(); '
+            "with_airlock(app). In your project package's __init__.py: "
+            "from .celery import app as celery_app.",
+        )
+    ]
+
+
 _RATE = re.compile(r"^[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)$")
 _PROCESS_LOCAL_CACHES = (
     "django.core.cache.backends.locmem.LocMemCache",
@@ -95,7 +188,7 @@ def check_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
         errors.append(
             Error(
                 f"AGENT['MAX_TOOL_CALLS_PER_STEP'] must be a positive integer, not {cap!r}.",
-                id="agent_core.E005",
+                id="agent_core.E009",
             )
         )
     for scope, rate in settings.THROTTLE_RATES.items():
@@ -103,7 +196,7 @@ def check_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
             errors.append(
                 Error(
                     f"AGENT['THROTTLE_RATES'][{scope!r}] = {rate!r} is not a rate.",
-                    id="agent_core.E005",
+                    id="agent_core.E009",
                     hint='Give "<requests>/<s|min|hour|day>", e.g. "60/min", or None for no limit.',
                 )
             )
@@ -114,7 +207,7 @@ def check_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
             Warning(
                 f"The API's throttles count in the default cache, {backend}, which each process "
                 "keeps to itself: every process lets an actor take the full rate.",
-                id="agent_core.W001",
+                id="agent_core.W010",
                 hint="Point CACHES['default'] at a shared cache, e.g. Django's RedisCache.",
             )
         )

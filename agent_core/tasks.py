@@ -15,6 +15,7 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.db import close_old_connections
 
+from .celery import MODEL_TASK, SWEEP_TASK, TOOL_TASK
 from .runner import durable, get_runner
 from .runner import sweep as sweep_runs
 from .services import Next
@@ -43,19 +44,19 @@ def _step(run_id: str, kind: Next, token: int | None) -> None:
         _runner().run_step(run_id, kind, token=token)
 
 
-@shared_task(name=durable.MODEL_TASK, acks_late=True, ignore_result=True)
+@shared_task(name=MODEL_TASK, acks_late=True, ignore_result=True)
 def model_step(run_id: str, token: int | None = None) -> None:
     """Take the run's next model step (queue ``agent.llm``); ``token``: the lease passed on."""
     _step(run_id, Next.MODEL, token)
 
 
-@shared_task(name=durable.TOOL_TASK, acks_late=True, ignore_result=True)
+@shared_task(name=TOOL_TASK, acks_late=True, ignore_result=True)
 def tool_step(run_id: str, token: int | None = None) -> None:
     """Take the run's next tool step (queue ``agent.tool``); ``token``: the lease passed on."""
     _step(run_id, Next.TOOL, token)
 
 
-@shared_task(name=durable.SWEEP_TASK, ignore_result=True)
+@shared_task(name=SWEEP_TASK, ignore_result=True)
 def sweep() -> int:
     """Re-drive runs whose worker died and expire overdue approvals (Celery beat)."""
     with _like_a_request():

@@ -2,7 +2,7 @@
 
 Rates come from ``AGENT["THROTTLE_RATES"]`` (``"60/min"``; ``None`` turns one off). The counts live
 in Django's default cache, which must be shared by every process that serves the API (Redis):
-a per-process cache lets each process take the full rate (system check ``agent_core.W001``).
+a per-process cache lets each process take the full rate (system check ``agent_core.W010``).
 """
 
 from __future__ import annotations

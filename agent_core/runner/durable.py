@@ -22,18 +22,13 @@ from contextlib import contextmanager
 from django.db import connection
 
 from .. import services
+from ..celery import MODEL_QUEUE, MODEL_TASK, TOOL_QUEUE, TOOL_TASK
 from ..conf import agent_settings
 from ..exceptions import LeaseLost
 from ..services import Lease, Next
 from . import loop
 
 logger = logging.getLogger(__name__)
-
-MODEL_QUEUE = "agent.llm"
-TOOL_QUEUE = "agent.tool"
-MODEL_TASK = "agent_core.model_step"
-TOOL_TASK = "agent_core.tool_step"
-SWEEP_TASK = "agent_core.sweep"
 
 
 def queue_of(kind: Next) -> str:

@@ -82,11 +82,11 @@ def test_the_limits_pass_with_the_project_settings():
 
 @override_settings(AGENT={"MAX_TOOL_CALLS_PER_STEP": 0, "THROTTLE_RATES": {"chat": "lots"}})
 def test_a_bad_cap_or_rate_is_reported():
-    assert [m.id for m in check_limits()] == ["agent_core.E005", "agent_core.E005"]
+    assert [m.id for m in check_limits()] == ["agent_core.E009", "agent_core.E009"]
 
 
 @override_settings(CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}})
 def test_a_per_process_cache_is_a_warning_while_throttles_are_on():
-    assert [m.id for m in check_limits()] == ["agent_core.W001"]
+    assert [m.id for m in check_limits()] == ["agent_core.W010"]
     with override_settings(AGENT={"THROTTLE_RATES": {"chat": None, "decision": None}}):
         assert check_limits() == []

@@ -22,10 +22,13 @@ def throttled(
     """Two servers whose chat and decision rates are 3 a minute."""
     name = settings.DATABASES["default"]["NAME"]
     logs = tmp_path_factory.mktemp("throttled")
-    rates = {"AIRLOCK_TEST_CHAT_RATE": "3/min", "AIRLOCK_TEST_DECISION_RATE": "3/min"}
-    first = start_server(name, logs / "a.log", **rates)
+    first = start_server(
+        name, logs / "a.log", AIRLOCK_TEST_CHAT_RATE="3/min", AIRLOCK_TEST_DECISION_RATE="3/min"
+    )
     try:
-        second = start_server(name, logs / "b.log", **rates)
+        second = start_server(
+            name, logs / "b.log", AIRLOCK_TEST_CHAT_RATE="3/min", AIRLOCK_TEST_DECISION_RATE="3/min"
+        )
     except Exception:
         first.stop()
         raise
