@@ -26,6 +26,35 @@ class VendorSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class QuotaLimits:
+    """Limits on what one actor may start (``AGENT["QUOTAS"]``); ``None``: no limit."""
+
+    RUNS_PER_MINUTE: int | None = None  # runs started in the last 60 s
+    CONCURRENT_RUNS: int | None = None  # runs active at once
+    TOKENS_PER_DAY: int | None = None  # model input + output tokens in the last 24 h
+
+    @property
+    def any(self) -> bool:
+        return any(
+            v is not None for v in (self.RUNS_PER_MINUTE, self.CONCURRENT_RUNS, self.TOKENS_PER_DAY)
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuotaSettings(QuotaLimits):
+    """Per-actor limits over all agents, and ``PER_AGENT``: per-actor limits on one agent."""
+
+    PER_AGENT: dict[str, QuotaLimits] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        limits = {
+            name: v if isinstance(v, QuotaLimits) else QuotaLimits(**v)
+            for name, v in self.PER_AGENT.items()
+        }
+        object.__setattr__(self, "PER_AGENT", limits)
+
+
+@dataclass(frozen=True, kw_only=True)
 class AgentSettings:
     """Every key of ``settings.AGENT`` with its default; an unknown key is a TypeError."""
 
@@ -58,6 +87,10 @@ class AgentSettings:
     CANCEL_POLL_MS: int = 200  # how often a driver's abort signal looks for a cancel request
     OPENAI: VendorSettings = field(default_factory=VendorSettings)
     ANTHROPIC: VendorSettings = field(default_factory=VendorSettings)
+    # Conversation control (agent_core.idempotency, agent_core.quotas).
+    IDEMPOTENCY_KEY_TTL: int = 86400  # seconds a key replays its first answer
+    QUOTAS: QuotaSettings = field(default_factory=QuotaSettings)
+    QUOTA_POLICY: str = "agent_core.quotas.SettingsQuotaPolicy"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "AGENTS", tuple(self.AGENTS))
@@ -65,6 +98,8 @@ class AgentSettings:
             value = getattr(self, vendor)
             if isinstance(value, dict):  # settings give a dict; an unknown key is a TypeError
                 object.__setattr__(self, vendor, VendorSettings(**value))
+        if isinstance(self.QUOTAS, dict):
+            object.__setattr__(self, "QUOTAS", QuotaSettings(**self.QUOTAS))
 
     @property
     def expose_error_details(self) -> bool:
