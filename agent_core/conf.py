@@ -33,12 +33,6 @@ class QuotaLimits:
     CONCURRENT_RUNS: int | None = None  # runs active at once
     TOKENS_PER_DAY: int | None = None  # model input + output tokens in the last 24 h
 
-    @property
-    def any(self) -> bool:
-        return any(
-            v is not None for v in (self.RUNS_PER_MINUTE, self.CONCURRENT_RUNS, self.TOKENS_PER_DAY)
-        )
-
 
 @dataclass(frozen=True, kw_only=True)
 class QuotaSettings(QuotaLimits):

@@ -54,12 +54,6 @@ def _seconds_until(moment: datetime | None) -> int:
 class SettingsQuotaPolicy:
     """The limits of ``AGENT["QUOTAS"]``; subclass it and extend a method for rules of your own."""
 
-    @property
-    def active(self) -> bool:
-        """Whether any limit is set (without one, starts take no per-actor lock)."""
-        quotas = agent_settings().QUOTAS
-        return quotas.any or any(limits.any for limits in quotas.PER_AGENT.values())
-
     def _scopes(self, agent: str) -> list[tuple[str | None, QuotaLimits]]:
         quotas = agent_settings().QUOTAS
         scopes: list[tuple[str | None, QuotaLimits]] = [(None, quotas)]
@@ -145,8 +139,6 @@ def check_start(actor: Actor, agent: str, *, starts_now: bool) -> None:
     """Refuse a start over a limit with ``QuotaExceeded``. Called inside the start's transaction:
     a per-actor lock held to its commit makes concurrent starts of one actor count each other."""
     policy = get_policy()
-    if not getattr(policy, "active", True):
-        return
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"airlock-quota:{actor.ref}"])
     found = policy.check_start(actor, agent, starts_now=starts_now)
@@ -157,7 +149,4 @@ def check_start(actor: Actor, agent: str, *, starts_now: bool) -> None:
 
 def check_step(run: Run) -> Exceeded | None:
     """Whether the run's actor may spend more model tokens (checked before each model step)."""
-    policy = get_policy()
-    if not getattr(policy, "active", True):
-        return None
-    return policy.check_step(run)
+    return get_policy().check_step(run)

@@ -6,7 +6,6 @@ the header resolver (allowed explicitly: DEBUG is off) and the live test agents.
 
 from __future__ import annotations
 
-import json
 import os
 
 from config.settings.test import *  # noqa: F403  (reads AIRLOCK_TEST_DB_NAME)
@@ -28,5 +27,4 @@ AGENT = {
     # the live tests never need it (no driver dies in them), so it sweeps only at start-up.
     "SWEEP_SECONDS": int(os.environ.get("AIRLOCK_SWEEP_SECONDS", "3600")),
     "STREAM_FRAME_FLUSH_BYTES": int(os.environ.get("AIRLOCK_FLUSH_BYTES", "1024")),
-    "QUOTAS": json.loads(os.environ.get("AIRLOCK_QUOTAS", "{}")),
 }
