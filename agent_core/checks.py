@@ -11,7 +11,7 @@ from django.utils.module_loading import import_string
 
 from .conf import agent_settings
 
-_DOTTED_PATHS = ("APPROVAL_GATE", "APPROVAL_POLICY", "ACTOR_RESOLVER")
+_DOTTED_PATHS = ("APPROVAL_GATE", "APPROVAL_POLICY", "ACTOR_RESOLVER", "QUOTA_POLICY")
 
 
 @register()

@@ -29,6 +29,29 @@ DEFAULT_THROTTLE_RATES: dict[str, str | None] = {"chat": "60/min", "decision": "
 
 
 @dataclass(frozen=True, kw_only=True)
+class QuotaLimits:
+    """Limits on what one actor may start (``AGENT["QUOTAS"]``); ``None``: no limit."""
+
+    RUNS_PER_MINUTE: int | None = None  # runs started in the last 60 s
+    CONCURRENT_RUNS: int | None = None  # runs active at once
+    TOKENS_PER_DAY: int | None = None  # model input + output tokens in the last 24 h
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuotaSettings(QuotaLimits):
+    """Per-actor limits over all agents, and ``PER_AGENT``: per-actor limits on one agent."""
+
+    PER_AGENT: dict[str, QuotaLimits] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        limits = {
+            name: v if isinstance(v, QuotaLimits) else QuotaLimits(**v)
+            for name, v in self.PER_AGENT.items()
+        }
+        object.__setattr__(self, "PER_AGENT", limits)
+
+
+@dataclass(frozen=True, kw_only=True)
 class AgentSettings:
     """Every key of ``settings.AGENT`` with its default; an unknown key is a TypeError."""
 
@@ -72,6 +95,10 @@ class AgentSettings:
     API_EXCEPTION_HANDLER: str = "agent_core.api.errors.exception_handler"
     OPENAI: VendorSettings = field(default_factory=VendorSettings)
     ANTHROPIC: VendorSettings = field(default_factory=VendorSettings)
+    # Conversation control (agent_core.idempotency, agent_core.quotas).
+    IDEMPOTENCY_KEY_TTL: int = 86400  # seconds a key replays its first answer
+    QUOTAS: QuotaSettings = field(default_factory=QuotaSettings)
+    QUOTA_POLICY: str = "agent_core.quotas.SettingsQuotaPolicy"
 
     def __post_init__(self) -> None:
         for key in ("AGENTS", "API_AUTHENTICATION_CLASSES", "API_PERMISSION_CLASSES"):
@@ -84,6 +111,8 @@ class AgentSettings:
             value = getattr(self, vendor)
             if isinstance(value, dict):  # settings give a dict; an unknown key is a TypeError
                 object.__setattr__(self, vendor, VendorSettings(**value))
+        if isinstance(self.QUOTAS, dict):
+            object.__setattr__(self, "QUOTAS", QuotaSettings(**self.QUOTAS))
 
     @property
     def expose_error_details(self) -> bool:

@@ -105,3 +105,41 @@ class Cancelled(AgentCoreError):
     """The run was cancelled."""
 
     code = "cancelled"
+
+
+class RetryAfter(AgentCoreError):
+    """Try again later; ``retry_after``: seconds, sent as the ``Retry-After`` header."""
+
+    def __init__(self, message: str | None = None, *, retry_after: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, retry_after)
+
+
+class RunBusy(RetryAfter):
+    """A request with this Idempotency-Key is still being handled; retry shortly."""
+
+    code = "run_busy"
+
+
+class QuotaExceeded(RetryAfter):
+    """A quota of this actor is used up."""
+
+    code = "quota_exceeded"
+
+
+class IdempotencyKeyReused(AgentCoreError):
+    """This Idempotency-Key was used with a different request body."""
+
+    code = "idempotency_key_reused"
+
+
+class TurnStarted(AgentCoreError):
+    """The queued message has already started its run (or was withdrawn)."""
+
+    code = "turn_started"
+
+
+class InvalidHeader(AgentCoreError):
+    """A request header is invalid."""
+
+    code = "invalid"

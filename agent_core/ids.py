@@ -24,3 +24,7 @@ def message_id() -> str:
 
 def tool_call_id() -> str:
     return new_id("tc")
+
+
+def queued_id() -> str:
+    return new_id("qm")

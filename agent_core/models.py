@@ -113,6 +113,10 @@ class Run(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
     last_seq = models.IntegerField(default=0)  # the highest StreamFrame.seq handed out
+    # The model tokens of its steps, summed as each step is recorded (the journal has each).
+    input_tokens = models.BigIntegerField(default=0, db_default=0)
+    output_tokens = models.BigIntegerField(default=0, db_default=0)
+    cached_tokens = models.BigIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -122,6 +126,7 @@ class Run(models.Model):
         indexes = [
             models.Index(fields=["status", "-created_at"], name="run_status_recent"),
             models.Index(fields=["thread", "-created_at"], name="run_thread_recent"),
+            models.Index(fields=["actor_ref", "-created_at"], name="run_actor_recent"),
             models.Index(
                 fields=["lease_expires_at"],
                 name="run_active_lease",
@@ -251,6 +256,10 @@ class Step(models.Model):
     status = models.CharField(max_length=16, choices=StepStatus.choices)
     output: models.JSONField[Any] = models.JSONField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=1)
+    # A model step's token usage as its provider reported it (``cached``: where it reports it).
+    input_tokens = models.BigIntegerField(default=0, db_default=0)
+    output_tokens = models.BigIntegerField(default=0, db_default=0)
+    cached_tokens = models.BigIntegerField(default=0, db_default=0)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -284,3 +293,60 @@ class StreamFrame(models.Model):
     def as_event(self) -> dict[str, Any]:
         """The frame as sent on the wire: ``{"kind": ..., **data}``."""
         return {"kind": self.kind, **self.data}
+
+
+class QueuedStatus(models.TextChoices):
+    QUEUED = "queued"
+    STARTED = "started"
+    WITHDRAWN = "withdrawn"
+
+
+class QueuedMessage(models.Model):
+    """A user message sent while its thread was busy (``mode: queue | interrupt``); it starts the
+    thread's next run, in order, in the transaction that ends the active one."""
+
+    id = models.CharField(primary_key=True, max_length=40, default=ids.queued_id, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="queued_messages")
+    agent = models.CharField(max_length=100)
+    text = models.TextField()
+    actor_ref = models.CharField(max_length=200)
+    actor_roles = models.JSONField(default=list, blank=True)
+    interrupt = models.BooleanField(default=False)  # goes ahead of plain queued messages
+    status = models.CharField(
+        max_length=16, choices=QueuedStatus.choices, default=QueuedStatus.QUEUED
+    )
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-interrupt", "created_at", "id"]
+        indexes = [
+            models.Index(
+                fields=["thread", "-interrupt", "created_at"],
+                name="queued_message_next",
+                condition=models.Q(status="queued"),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.status})"
+
+
+class IdempotencyKey(models.Model):
+    """The first answer to a ``POST /agent/chat`` that carried ``Idempotency-Key``, per actor."""
+
+    actor_ref = models.CharField(max_length=200)
+    key = models.CharField(max_length=255)
+    request_digest = models.CharField(max_length=64)  # sha256 of the request body, canonical
+    response = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["actor_ref", "key"], name="idempotency_actor_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.actor_ref} {self.key}"

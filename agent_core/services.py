@@ -20,7 +20,8 @@ from django.db import connection, transaction
 from django.db.models import F, Q, Subquery
 from django.utils import timezone
 
-from . import signals, streams, transcript
+from . import signals, streams, transcript, turns
+from . import usage as usage_totals
 from .actors import Actor
 from .agents import get_agent
 from .conf import agent_settings
@@ -255,13 +256,28 @@ def _end_run(
     )
     if not won:
         return False
-    Thread.objects.filter(pk=run.thread_id, active_run=run.pk).update(active_run=None)
+    released = Thread.objects.filter(pk=run.thread_id, active_run=run.pk).update(active_run=None)
     run.status, run.error_code, run.error_message = status, code, message
     frame: dict[str, Any] = {"status": status.value}
     if code:
         frame["error_code"] = code
-    streams.emit(run.pk, [*(frames or []), ("finish", frame)])
+    # The thread's next queued turn starts in this transaction: exactly once, even on a crash.
+    next_turn = turns.start_next(run) if released else []
+    streams.emit(run.pk, [*(frames or []), *next_turn, ("finish", frame)])
     return True
+
+
+def stop_over_quota(run: Run, *, limit: str, detail: str) -> None:
+    """At a safe point before a model step: the actor's token budget is spent, the run ends as
+    failed with ``quota_exceeded``. The caller holds the run's lock; no call of it is open."""
+    _report_unreported_calls(run)
+    frames: Frames = [("quota-exceeded", {"limit": limit, "detail": detail})]
+    if _end_run(run, RunStatus.FAILED, code="quota_exceeded", message=detail, frames=frames):
+        logger.warning("run %s stopped: quota %s exceeded (%s)", run.pk, limit, detail)
+        _after_commit(
+            lambda: signals.quota_exceeded.send(Run, run=run, actor_ref=run.actor_ref, reason=limit)
+        )
+        _after_commit(lambda: signals.run_failed.send(Run, run=run))
 
 
 def complete_run(run: Run, *, frames: Frames | None = None) -> None:
@@ -462,7 +478,9 @@ def record_model_step(
             status=StepStatus.COMPLETED,
             output={"message_id": message.pk, "usage": usage, "finish_reason": finish_reason},
             finished_at=timezone.now(),
+            **usage,
         )
+        usage_totals.add_to_run(run, usage)
         _announce_calls(rows)
         if not calls:
             complete_run(run, frames=frames)

@@ -16,7 +16,8 @@ approval_requested = Signal()
 approval_settled = Signal()
 # delegated(sender, call, child_run)
 delegated = Signal()
-# quota_exceeded(sender, run, reason)
+# quota_exceeded(sender, run, actor_ref, reason) — reason names the limit; run is None when a
+# start was refused (429), else the run stopped at its token budget
 quota_exceeded = Signal()
 # run_failed(sender, run) — error_code and error_message are on the run
 run_failed = Signal()

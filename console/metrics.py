@@ -11,6 +11,7 @@ from django.db.models import Count, F, Q
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from agent_core import usage
 from agent_core.models import CallStatus, Run, RunStatus, ToolCall
 
 # Decisions made by no person: they have no latency worth measuring.
@@ -60,6 +61,7 @@ class Metrics:
     tools: list[ToolRates]
     in_doubt: int
     chart: dict[str, Any] = field(default_factory=dict)
+    usage: list[dict[str, Any]] = field(default_factory=list)  # model tokens per actor, agent
 
 
 def percentile(values: list[float], p: float) -> float | None:
@@ -110,6 +112,7 @@ def compute(days: int) -> Metrics:
         tools=_tool_rates(since),
         in_doubt=ToolCall.objects.filter(status=CallStatus.IN_DOUBT).count(),
         chart=_stacked_bars(day_list, runs_by_day),
+        usage=usage.by_actor_and_agent(since=since),
     )
 
 

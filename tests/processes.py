@@ -44,12 +44,13 @@ def django_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def manage(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``manage.py <args>`` to completion; its exit status and output."""
+def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run ``manage.py <args>`` to completion (``env``: extra environment); its exit status and
+    output."""
     return subprocess.run(
         [*MANAGE, *args],
         cwd=ROOT,
-        env=django_env(),
+        env=django_env(**env),
         capture_output=True,
         text=True,
         timeout=GUARD_SECONDS,

@@ -11,7 +11,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from ..conf import agent_settings
-from ..exceptions import AgentCoreError
+from ..exceptions import AgentCoreError, RetryAfter
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +30,9 @@ STATUS_BY_CODE: dict[str, int] = {
     "already_answered": status.HTTP_409_CONFLICT,
     "approval_expired": status.HTTP_410_GONE,
     "quota_exceeded": status.HTTP_429_TOO_MANY_REQUESTS,
+    "run_busy": status.HTTP_409_CONFLICT,
+    "idempotency_key_reused": status.HTTP_422_UNPROCESSABLE_ENTITY,
+    "turn_started": status.HTTP_409_CONFLICT,
 }
 
 
@@ -42,7 +45,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, AgentCoreError):
         http_status = STATUS_BY_CODE.get(exc.code, status.HTTP_500_INTERNAL_SERVER_ERROR)
         extra = {"errors": exc.errors} if exc.errors is not None else {}
-        return error_response(exc.code, exc.message, http_status, **extra)
+        response = error_response(exc.code, exc.message, http_status, **extra)
+        if isinstance(exc, RetryAfter):
+            response["Retry-After"] = str(exc.retry_after)
+        return response
     if isinstance(exc, Http404):
         return error_response("not_found", "Not found.", status.HTTP_404_NOT_FOUND)
     if isinstance(exc, exceptions.ValidationError):

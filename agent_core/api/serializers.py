@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from .. import turns, usage
 from ..conf import agent_settings
-from ..models import Message, Run, Step, Thread, ToolCall
+from ..models import Message, QueuedMessage, Run, Step, Thread, ToolCall
+from ..turns import Mode
 
 
 class ChatStartSerializer(serializers.Serializer[Any]):
@@ -16,12 +19,46 @@ class ChatStartSerializer(serializers.Serializer[Any]):
     agent = serializers.CharField(max_length=100)
     message = serializers.CharField(max_length=32_000)
     thread_id = serializers.CharField(max_length=40, required=False)
+    mode = serializers.ChoiceField(
+        choices=[m.value for m in Mode],
+        default=Mode.REJECT.value,
+        help_text="When the thread is busy: `reject` (409 `run_active`), `queue` (start when "
+        "the active run ends), `interrupt` (cancel the active run, then start).",
+    )
 
 
 class ChatStartedSerializer(serializers.Serializer[Any]):
     run_id = serializers.CharField()
     thread_id = serializers.CharField()
     stream_url = serializers.CharField()
+
+
+class ChatQueuedSerializer(serializers.Serializer[Any]):
+    """The message waits in the thread's queue; ``position`` 1 starts next."""
+
+    queued = serializers.BooleanField()
+    position = serializers.IntegerField()
+    message_id = serializers.CharField()
+    thread_id = serializers.CharField()
+
+
+class QueuedMessageSerializer(serializers.ModelSerializer[QueuedMessage]):
+    """A message waiting in its thread's queue."""
+
+    message = serializers.CharField(source="text")
+
+    class Meta:
+        model = QueuedMessage
+        fields = ["id", "thread_id", "agent", "message", "actor_ref", "interrupt", "created_at"]
+        read_only_fields = fields
+
+
+class UsageSerializer(serializers.Serializer[Any]):
+    """Model tokens as the providers reported them."""
+
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    cached_tokens = serializers.IntegerField()
 
 
 class RunStatusSerializer(serializers.Serializer[Any]):
@@ -80,19 +117,40 @@ class ThreadSerializer(serializers.ModelSerializer[Thread]):
 
 
 class ThreadDetailSerializer(ThreadSerializer):
-    """A thread with its transcript; each message carries its calls' approval records."""
+    """A thread with its transcript (each message with its calls' approval records), its queued
+    messages and the model tokens of all its runs."""
 
     messages = MessageSerializer(many=True, read_only=True)
+    queued_messages = serializers.SerializerMethodField()
+    usage = serializers.SerializerMethodField()
 
     class Meta(ThreadSerializer.Meta):
-        fields = [*ThreadSerializer.Meta.fields, "messages"]
+        fields = [*ThreadSerializer.Meta.fields, "messages", "queued_messages", "usage"]
         read_only_fields = fields
+
+    @extend_schema_field(QueuedMessageSerializer(many=True))
+    def get_queued_messages(self, thread: Thread) -> list[dict[str, Any]]:
+        return QueuedMessageSerializer(turns.waiting(thread.pk), many=True).data  # type: ignore[return-value]
+
+    @extend_schema_field(UsageSerializer)
+    def get_usage(self, thread: Thread) -> dict[str, int]:
+        return usage.of_thread(thread.pk).as_dict()
 
 
 class StepSerializer(serializers.ModelSerializer[Step]):
     class Meta:
         model = Step
-        fields = ["name", "status", "output", "attempts", "started_at", "finished_at"]
+        fields = [
+            "name",
+            "status",
+            "output",
+            "attempts",
+            "input_tokens",
+            "output_tokens",
+            "cached_tokens",
+            "started_at",
+            "finished_at",
+        ]
         read_only_fields = fields
 
 
@@ -100,6 +158,7 @@ class RunSerializer(serializers.ModelSerializer[Run]):
     """A run; ``error_message`` only when ``EXPOSE_ERROR_DETAILS`` (else ``null``)."""
 
     error_message = serializers.SerializerMethodField()
+    usage = serializers.SerializerMethodField()
 
     class Meta:
         model = Run
@@ -119,8 +178,13 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "created_at",
             "updated_at",
             "finished_at",
+            "usage",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(UsageSerializer)
+    def get_usage(self, run: Run) -> dict[str, int]:
+        return usage.of_run(run).as_dict()
 
     def get_error_message(self, run: Run) -> str | None:
         return run.error_message if agent_settings().expose_error_details else None

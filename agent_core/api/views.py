@@ -11,14 +11,15 @@ from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django.urls import reverse
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer
 from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import services
-from ..exceptions import NotFound, RunActive
+from .. import idempotency, services, turns
+from ..exceptions import InvalidHeader, NotFound, RunActive
 from ..models import Message, Run, Thread, ToolCall
 from . import serializers
 from .actors import request_actor
@@ -49,11 +50,43 @@ class ChatView(AirlockAPIView):
 
     @extend_schema(
         request=serializers.ChatStartSerializer,
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                location=OpenApiParameter.HEADER,
+                description="Makes a retried start safe: the same key and body answer the "
+                "first request's 202 again (`Idempotency-Status: replay`) and start nothing.",
+            ),
+            OpenApiParameter(
+                "Idempotency-Status",
+                location=OpenApiParameter.HEADER,
+                enum=["replay"],
+                description="`replay`: this is the stored answer of an earlier request",
+                response=[202],
+            ),
+            OpenApiParameter(
+                "Retry-After",
+                type=int,
+                location=OpenApiParameter.HEADER,
+                description="seconds to wait before trying again",
+                response=[409, 429],
+            ),
+        ],
         responses={
-            202: serializers.ChatStartedSerializer,
-            409: OpenApiResponse(description="`run_active`: the thread is busy"),
+            202: PolymorphicProxySerializer(
+                component_name="ChatAccepted",
+                serializers=[serializers.ChatStartedSerializer, serializers.ChatQueuedSerializer],
+                resource_type_field_name=None,
+            ),
+            409: OpenApiResponse(
+                description="`run_active`: the thread is busy (mode `reject`); `run_busy` (with "
+                "`Retry-After`): a request with this Idempotency-Key has not finished yet"
+            ),
             413: OpenApiResponse(description="`body_too_large`"),
-            429: OpenApiResponse(description="`throttled`, with `Retry-After`"),
+            422: OpenApiResponse(
+                description="`idempotency_key_reused`: the key came with another body"
+            ),
+            429: OpenApiResponse(description="`throttled` or `quota_exceeded`, with `Retry-After`"),
             **_ERRORS,
         },
     )
@@ -61,21 +94,41 @@ class ChatView(AirlockAPIView):
         actor = request_actor(request)
         body = serializers.ChatStartSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        key = request.headers.get("Idempotency-Key")
+        if key is not None and not 0 < len(key) <= idempotency.MAX_KEY_LENGTH:
+            raise InvalidHeader(
+                f"Idempotency-Key must be 1 to {idempotency.MAX_KEY_LENGTH} characters"
+            )
         thread_id = body.validated_data.get("thread_id")
         if thread_id is not None:
             thread = visible_threads(actor).filter(pk=thread_id).first()
             if thread is None:
                 raise NotFound(f"no thread {thread_id}")
             check_may_manage(actor, thread)
-        run = services.start_run(
-            agent=body.validated_data["agent"],
-            message=body.validated_data["message"],
-            actor=actor,
-            thread_id=thread_id,
-        )
-        stream_url = reverse("agent_core_api:chat-stream", args=[run.pk])
-        data = {"run_id": run.pk, "thread_id": run.thread_id, "stream_url": stream_url}
-        return Response(data, status=status.HTTP_202_ACCEPTED)
+
+        def start() -> dict[str, Any]:
+            started = turns.start_turn(
+                agent=body.validated_data["agent"],
+                message=body.validated_data["message"],
+                actor=actor,
+                thread_id=thread_id,
+                mode=turns.Mode(body.validated_data["mode"]),
+            )
+            if isinstance(started, turns.Queued):
+                return {
+                    "queued": True,
+                    "position": started.position,
+                    "message_id": started.message.pk,
+                    "thread_id": started.message.thread_id,
+                }
+            stream_url = reverse("agent_core_api:chat-stream", args=[started.pk])
+            return {"run_id": started.pk, "thread_id": started.thread_id, "stream_url": stream_url}
+
+        if key is None:
+            return Response(start(), status=status.HTTP_202_ACCEPTED)
+        answer = idempotency.start_once(actor.ref, key, dict(body.validated_data), start)
+        headers = {"Idempotency-Status": "replay"} if answer.replay else None
+        return Response(answer.body, status=status.HTTP_202_ACCEPTED, headers=headers)
 
 
 class CancelView(AirlockAPIView):
@@ -143,6 +196,36 @@ class ThreadViewSet(
             if locked.active_run_id is not None:
                 raise RunActive()
             locked.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(responses={200: serializers.QueuedMessageSerializer(many=True), **_ERRORS})
+    @action(detail=True, methods=["get"], url_path="queue", pagination_class=None)
+    def queue(self, request: Request, pk: str) -> Response:
+        """The thread's queued messages, in the order they will start."""
+        thread = self.get_object()
+        rows = serializers.QueuedMessageSerializer(turns.waiting(thread.pk), many=True)
+        return Response(rows.data)
+
+    @extend_schema(
+        request=None,
+        responses={
+            204: None,
+            409: OpenApiResponse(description="`turn_started`: it has started (or was withdrawn)"),
+            **_ERRORS,
+        },
+    )
+    @action(
+        detail=True,
+        methods=["delete"],
+        url_path=r"queue/(?P<message_id>[^/]+)",
+        url_name="queue-withdraw",
+    )
+    def withdraw(self, request: Request, pk: str, message_id: str) -> Response:
+        """Withdraw a queued message before it starts."""
+        actor = request_actor(request)
+        thread = self.get_object()
+        check_may_manage(actor, thread)
+        turns.withdraw(thread.pk, message_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

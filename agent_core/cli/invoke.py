@@ -8,7 +8,7 @@ from enum import IntEnum
 from ..actors import Actor
 from ..models import Message, Role, RunStatus
 from .follow import RunFollower, pending_calls, shown
-from .session import finish_driving, own_thread, start_turn
+from .session import QuotaRefused, finish_driving, own_thread, start_turn
 
 
 class ExitCode(IntEnum):
@@ -17,6 +17,7 @@ class ExitCode(IntEnum):
     COMPLETED = 0
     FAILED = 1  # the run failed or was cancelled; the error goes to stderr
     WAITING = 3  # the run waits on a person; the pending calls go to stdout
+    QUOTA_EXCEEDED = 4  # a quota refused the start or stopped the run; the reason goes to stderr
 
 
 def invoke(
@@ -31,7 +32,11 @@ def invoke(
     """Run one turn to its end or its first wait; print the answer or the pending calls."""
     if thread_id is not None:
         own_thread(thread_id, actor)
-    run = start_turn(agent, message, actor, thread_id)
+    try:
+        run = start_turn(agent, message, actor, thread_id)
+    except QuotaRefused as exc:
+        err(str(exc))
+        return ExitCode.QUOTA_EXCEEDED
     run = RunFollower(run.pk).follow(lambda _text: None)
     finish_driving()
     if run.status == RunStatus.COMPLETED:
@@ -48,4 +53,4 @@ def invoke(
             out(f"blocked: {run.error_code or 'a person must resolve a call'}")
         return ExitCode.WAITING
     err(f"run {run.pk} {run.status}: {run.error_code} {run.error_message}".rstrip())
-    return ExitCode.FAILED
+    return ExitCode.QUOTA_EXCEEDED if run.error_code == "quota_exceeded" else ExitCode.FAILED

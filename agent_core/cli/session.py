@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from .. import services
+from .. import turns
 from ..actors import Actor, actor_for_user
 from ..conf import agent_settings
-from ..exceptions import AgentCoreError
+from ..exceptions import AgentCoreError, QuotaExceeded
 from ..models import Run, Thread
 from ..runner import get_runner
 from .follow import RunFollower
@@ -30,12 +30,20 @@ def own_thread(thread_id: str, actor: Actor) -> Thread:
     return thread
 
 
+class QuotaRefused(CommandError):
+    """A quota of the actor refused the start (``invoke`` exits with its own code)."""
+
+
 def start_turn(agent: str, message: str, actor: Actor, thread_id: str | None) -> Run:
-    """Start a turn; a refusal (unknown agent, busy thread) becomes a ``CommandError``."""
+    """Start a turn; a refusal (unknown agent, busy thread, quota) becomes a ``CommandError``."""
     try:
-        return services.start_run(agent=agent, message=message, actor=actor, thread_id=thread_id)
+        run = turns.start_turn(agent=agent, message=message, actor=actor, thread_id=thread_id)
+    except QuotaExceeded as exc:
+        raise QuotaRefused(f"{exc.code}: {exc.message} (retry in {exc.retry_after}s)") from exc
     except AgentCoreError as exc:
         raise CommandError(f"{exc.code}: {exc.message}") from exc
+    assert isinstance(run, Run), "a turn in mode reject starts now or not at all"
+    return run
 
 
 def finish_driving(run_id: str | None = None) -> None:

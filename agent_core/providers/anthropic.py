@@ -53,7 +53,10 @@ class AnthropicProvider:
                     match event.type:
                         case "message_start":
                             usage = event.message.usage
-                            yield Usage(input_tokens=usage.input_tokens or 0)
+                            yield Usage(
+                                input_tokens=usage.input_tokens or 0,
+                                cached_tokens=usage.cache_read_input_tokens or 0,
+                            )
                         case "content_block_start" if event.content_block.type == "tool_use":
                             block = event.content_block
                             blocks[event.index] = _ToolUse(block.id, block.name)

@@ -56,8 +56,19 @@ class ToolCallPart:
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens as the provider reports them; ``cached_tokens``: input read from its prompt cache
+    (part of ``input_tokens`` for OpenAI, in addition to them for Anthropic), where reported."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cached_tokens": self.cached_tokens,
+        }
 
 
 @dataclass(frozen=True)
@@ -87,6 +98,7 @@ class ModelResponse:
                 self.usage = Usage(
                     self.usage.input_tokens + event.input_tokens,
                     self.usage.output_tokens + event.output_tokens,
+                    self.usage.cached_tokens + event.cached_tokens,
                 )
             case Finish(reason=reason):
                 self.finish_reason = reason

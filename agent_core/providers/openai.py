@@ -47,7 +47,7 @@ class OpenAIProvider:
                 for chunk in stream:
                     watcher.check()
                     if chunk.usage is not None:
-                        yield Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+                        yield _usage(chunk.usage)
                     for choice in chunk.choices:
                         if choice.delta.content:
                             yield TextDelta(choice.delta.content)
@@ -168,3 +168,10 @@ def _classify(exc: openai.OpenAIError) -> ModelError:
             return ModelError(f"OpenAI-compatible server failed mid-stream: {exc}", retryable=True)
         case _:
             return ModelError(f"OpenAI client error: {exc}")
+
+
+def _usage(usage: Any) -> Usage:
+    """The chunk's usage; cached prompt tokens where the server reports them."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, cached or 0)

@@ -22,7 +22,7 @@ from typing import Any, TypeAlias
 import pydantic
 from django.db import transaction
 
-from .. import ids, services, transcript
+from .. import ids, quotas, services, transcript
 from ..actors import Actor
 from ..agents import Agent, get_agent
 from ..conf import agent_settings
@@ -149,6 +149,9 @@ def _open(lease: Lease, only: Next | None) -> Opened | Next:
             return kind
     match step:
         case CallModel(index, previous):
+            if (over := quotas.check_step(run)) is not None:  # the safe point before the call
+                services.stop_over_quota(run, limit=over.limit, detail=over.detail)
+                return Next.STOP
             attempt = services.begin_model_step(run, f"llm:{index}", previous=previous)
             return Opened(run, agent, step, attempt, transcript.build_request(run, agent))
         case RunTool() | Recover():
@@ -345,10 +348,7 @@ def _call_model(
             row, tool=agent.get_tool(row.tool_name), actor=_actor(locked), thread=locked.thread
         )
 
-    usage = {
-        "input_tokens": response.usage.input_tokens,
-        "output_tokens": response.usage.output_tokens,
-    }
+    usage = response.usage.as_dict()  # the provider's own figures, as reported
     record = partial(
         services.record_model_step,
         lease,

@@ -7,6 +7,7 @@ and how short the lease is.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -52,4 +53,7 @@ _agent: dict[str, Any] = {
 # A server process a browser test starts decides under the policy the test process uses.
 if os.environ.get("AIRLOCK_TEST_APPROVAL_POLICY"):
     _agent["APPROVAL_POLICY"] = os.environ["AIRLOCK_TEST_APPROVAL_POLICY"]
+# Quotas for a process a test starts (a server, the CLI): the JSON of AGENT["QUOTAS"].
+if os.environ.get("AIRLOCK_TEST_QUOTAS"):
+    _agent["QUOTAS"] = json.loads(os.environ["AIRLOCK_TEST_QUOTAS"])
 AGENT = _agent

@@ -12,7 +12,15 @@ from django.utils import timezone
 
 from agent_core import services
 from agent_core.actors import actor_for_user
-from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, Thread, ToolCall
+from agent_core.models import (
+    CallStatus,
+    IdempotencyKey,
+    Run,
+    RunStatus,
+    StreamFrame,
+    Thread,
+    ToolCall,
+)
 from approvals.models import DecisionAttempt
 from demo.models import CachePurge, Refund
 from tests.processes import Terminal, manage
@@ -20,6 +28,7 @@ from tests.processes import Terminal, manage
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 WAITING = 3
+QUOTA_EXCEEDED = 4
 
 
 @pytest.fixture
@@ -152,6 +161,17 @@ def test_invoke_on_a_busy_thread_is_refused(people):
     assert unknown.returncode == 1 and "agent_not_found" in unknown.stderr
 
 
+def test_invoke_over_a_quota_exits_4(people):
+    budget = {"AIRLOCK_TEST_QUOTAS": json.dumps({"TOKENS_PER_DAY": 5})}
+    lookup = '/call lookup_order {"order_id": "A-1001"}'
+    stopped = manage("agent", "invoke", "support", lookup, "--as", "alice", **budget)
+    assert stopped.returncode == QUOTA_EXCEEDED, stopped.stderr
+    assert "failed: quota_exceeded" in stopped.stderr
+    refused = manage("agent", "invoke", "support", "hi", "--as", "alice", **budget)
+    assert refused.returncode == QUOTA_EXCEEDED and "quota_exceeded:" in refused.stderr
+    assert Run.objects.count() == 1
+
+
 # --- cleanup -------------------------------------------------------------------------------------
 
 
@@ -171,11 +191,18 @@ def test_cleanup_deletes_old_finished_threads_only(people):
     _age(old_done, 40)
     _age(old_waiting, 40)
 
+    soon = timezone.now() + timedelta(hours=1)
+    IdempotencyKey.objects.create(
+        actor_ref="user:alice", key="old", response={}, expires_at=timezone.now()
+    )
+    IdempotencyKey.objects.create(actor_ref="user:alice", key="live", response={}, expires_at=soon)
     dry = manage("agent", "cleanup", "--older-than", "30d", "--dry-run")
     assert dry.stdout.strip() == "1 finished threads are older than 30d"
     result = manage("agent", "cleanup", "--older-than", "30d")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("deleted 1 threads (")
+    assert result.stdout.splitlines()[-1] == "deleted 1 expired idempotency keys"
+    assert list(IdempotencyKey.objects.values_list("key", flat=True)) == ["live"]
     assert set(Thread.objects.values_list("pk", flat=True)) == {old_waiting, recent}
     assert not Run.objects.filter(thread_id=old_done).exists()
     assert not StreamFrame.objects.filter(run__thread_id=old_done).exists()

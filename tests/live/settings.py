@@ -17,6 +17,7 @@ AGENT = {
     "PROVIDERS": {
         "scripted": "agent_core.providers.scripted.ScriptedProvider",
         "live": "tests.live.agents.LiveProvider",
+        "slow": "tests.durable.agents.SlowProvider",
     },
     "ACTOR_RESOLVER": os.environ.get("AIRLOCK_ACTOR_RESOLVER", "agent_core.actors.HeaderResolver"),
     "ALLOW_HEADER_ACTOR": True,

@@ -19,7 +19,7 @@ from agent_core.providers.base import (
 from agent_core.tools import AbortSignal
 from tests.conftest import calls_of
 from tests.providers.fake_server import Reply
-from tests.providers.streaming import model_request, stream_events
+from tests.providers.streaming import assert_usage_recorded, model_request, stream_events
 from tests.providers.wire import (
     anthropic_start,
     anthropic_text,
@@ -143,14 +143,14 @@ def test_abort_ends_a_read_blocked_mid_stream(fake):
 
 
 def test_the_loop_streams_text_and_records_usage(fake, turn):
-    fake.queue(Reply(events=anthropic_text("Hello ", "from ", "Claude.")))
+    fake.queue(Reply(events=anthropic_text("Hello ", "from ", "Claude.", cached=6)))
     run = turn("hello")
     assert run.status == RunStatus.COMPLETED
     assert Message.objects.filter(thread=run.thread).latest("seq").text == "Hello from Claude."
     texts = StreamFrame.objects.filter(run=run, kind="text").values_list("data", flat=True)
     assert "".join(d["text"] for d in texts) == "Hello from Claude."
     step = Step.objects.get(run=run, name="llm:0")
-    assert step.output["usage"] == {"input_tokens": 13, "output_tokens": 5}
+    assert_usage_recorded(run, step, {"input_tokens": 13, "output_tokens": 5, "cached_tokens": 6})
 
 
 def test_the_loop_round_trips_parallel_tool_use_and_results(fake, turn):
@@ -210,7 +210,7 @@ def test_a_529_then_success_retries_the_step(fake, turn):
     run = turn("hello")
     assert run.status == RunStatus.COMPLETED and len(fake.requests) == 2
     step = Step.objects.get(run=run, name="llm:0")
-    assert step.attempts == 2 and step.output["usage"] == {"input_tokens": 13, "output_tokens": 5}
+    assert step.attempts == 2 and step.output["usage"]["output_tokens"] == 5
 
 
 def test_a_403_fails_the_run_without_retrying(fake, turn):

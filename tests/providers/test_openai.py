@@ -20,7 +20,7 @@ from agent_core.providers.base import (
 from agent_core.tools import AbortSignal
 from tests.conftest import calls_of
 from tests.providers.fake_server import Reply
-from tests.providers.streaming import model_request, stream_events
+from tests.providers.streaming import assert_usage_recorded, model_request, stream_events
 from tests.providers.wire import openai_chunk, openai_text, openai_tool_calls
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("use_openai")]
@@ -139,7 +139,7 @@ def test_abort_ends_a_read_blocked_mid_stream(fake):
 
 
 def test_the_loop_streams_text_and_records_usage(fake, turn):
-    fake.queue(Reply(events=openai_text("Hello ", "from ", "the fake.")))
+    fake.queue(Reply(events=openai_text("Hello ", "from ", "the fake.", usage=(11, 7, 4))))
     run = turn("hello")
     assert run.status == RunStatus.COMPLETED
     answer = Message.objects.filter(thread=run.thread).latest("seq")
@@ -147,7 +147,7 @@ def test_the_loop_streams_text_and_records_usage(fake, turn):
     texts = StreamFrame.objects.filter(run=run, kind="text").values_list("data", flat=True)
     assert "".join(d["text"] for d in texts) == "Hello from the fake."
     step = Step.objects.get(run=run, name="llm:0")
-    assert step.output["usage"] == {"input_tokens": 11, "output_tokens": 7}
+    assert_usage_recorded(run, step, {"input_tokens": 11, "output_tokens": 7, "cached_tokens": 4})
 
 
 def test_the_loop_round_trips_parallel_tool_calls_and_results(fake, turn):

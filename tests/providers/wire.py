@@ -27,7 +27,8 @@ def openai_chunk(delta: dict[str, Any], finish: str | None = None) -> str:
     )
 
 
-def openai_usage(prompt: int, completion: int) -> str:
+def openai_usage(prompt: int, completion: int, cached: int | None = None) -> str:
+    details = {} if cached is None else {"prompt_tokens_details": {"cached_tokens": cached}}
     return sse(
         {
             "id": "chatcmpl-1",
@@ -39,12 +40,13 @@ def openai_usage(prompt: int, completion: int) -> str:
                 "prompt_tokens": prompt,
                 "completion_tokens": completion,
                 "total_tokens": prompt + completion,
+                **details,
             },
         }
     )
 
 
-def openai_text(*pieces: str, usage: tuple[int, int] = (11, 7)) -> list[str]:
+def openai_text(*pieces: str, usage: tuple[int, ...] = (11, 7)) -> list[str]:
     events = [openai_chunk({"role": "assistant", "content": ""})]
     events += [openai_chunk({"content": p}) for p in pieces]
     events += [openai_chunk({}, "stop"), openai_usage(*usage), sse("[DONE]")]
@@ -76,7 +78,10 @@ def _anthropic(kind: str, **data: Any) -> str:
     return sse({"type": kind, **data}, event=kind)
 
 
-def anthropic_start(input_tokens: int = 13) -> str:
+def anthropic_start(input_tokens: int = 13, cached: int | None = None) -> str:
+    usage: dict[str, Any] = {"input_tokens": input_tokens, "output_tokens": 1}
+    if cached is not None:
+        usage["cache_read_input_tokens"] = cached
     message: dict[str, Any] = {
         "id": "msg_1",
         "type": "message",
@@ -85,7 +90,7 @@ def anthropic_start(input_tokens: int = 13) -> str:
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+        "usage": usage,
     }
     return _anthropic("message_start", message=message)
 
@@ -122,8 +127,9 @@ def anthropic_tool_block(index: int, call_id: str, name: str, args: dict[str, An
     return [*events, _anthropic("content_block_stop", index=index)]
 
 
-def anthropic_text(*pieces: str) -> list[str]:
-    return [anthropic_start(), *anthropic_text_block(0, *pieces), *anthropic_end("end_turn", 5)]
+def anthropic_text(*pieces: str, cached: int | None = None) -> list[str]:
+    start = anthropic_start(cached=cached)
+    return [start, *anthropic_text_block(0, *pieces), *anthropic_end("end_turn", 5)]
 
 
 def anthropic_tool_calls(*calls: tuple[str, str, dict[str, Any]], text: str = "") -> list[str]:

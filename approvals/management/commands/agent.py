@@ -3,7 +3,8 @@
 It lives in the ``approvals`` app because its decisions go through the approval port
 (``approvals.services``, with ``via="cli"``) and ``agent_core`` never imports ``approvals``;
 the core-only parts are in ``agent_core/cli/``. Exit codes: 0 done, 1 refused or failed,
-2 bad usage, 3 (``invoke``) the run waits on a person.
+2 bad usage, 3 (``invoke``) the run waits on a person, 4 (``invoke``) a quota refused the start
+or stopped the run.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agent_core import idempotency
 from agent_core.cli.ages import parse_age
 from agent_core.cli.follow import shown
 from agent_core.cli.invoke import ExitCode, invoke
@@ -184,6 +186,7 @@ class Command(BaseCommand):
         threads = counts.get("agent_core.Thread", 0)
         details = ", ".join(f"{n} {label}" for label, n in sorted(counts.items()) if n)
         self.out(f"deleted {threads} threads" + (f" ({details})" if details else ""))
+        self.out(f"deleted {idempotency.delete_expired()} expired idempotency keys")
 
 
 def _json_object(text: str, option: str) -> dict[str, Any]:
