@@ -40,7 +40,7 @@ def start_server(
     *,
     python: str = sys.executable,
     app: str = "config.asgi:application",
-    cwd: Path = ROOT,
+    cwd: str | Path = ROOT,
     **env: str,
 ) -> Server:
     """Start daphne on a fresh socket and wait until it answers HTTP (``python``, ``app`` and
