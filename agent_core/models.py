@@ -162,6 +162,10 @@ class Message(models.Model):
         return "".join(p.get("text", "") for p in self.content if p.get("type") == "text")
 
 
+# ``decided_via`` values the system writes itself; a client may never claim one (SPEC §7).
+SYSTEM_VIAS = frozenset({"policy", "remembered", "expiry", "cancel"})
+
+
 class ToolCall(models.Model):
     """One call the model proposed, with its approval record and its outcome."""
 

@@ -28,7 +28,7 @@ from agent_core.exceptions import (
     RunNotActive,
     ToolNotFound,
 )
-from agent_core.models import CallStatus, Run, ToolCall
+from agent_core.models import SYSTEM_VIAS, CallStatus, Run, ToolCall
 
 from .conf import approvals_settings
 from .exceptions import ApprovalExpired, InvalidDecision, NotApprover
@@ -136,6 +136,7 @@ def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
 
     The thread's owner and the grant's granter may revoke it.
     """
+    check_via(via)
     with transaction.atomic():
         grant = (
             RememberedApproval.objects.select_for_update()
@@ -226,6 +227,7 @@ def _attempt(
     detail: Callable[[], str] | None = None,
 ) -> Outcome:
     """Run ``apply`` under the run's row lock and audit the attempt, whatever came of it."""
+    check_via(via)
     with transaction.atomic():
         found = core.lock_call(tool_call_id)
         call = found[1] if found else None
@@ -244,6 +246,13 @@ def _attempt(
         raise refusal
     assert outcome is not None
     return outcome
+
+
+def check_via(via: str) -> None:
+    """Refuse a surface name the system writes itself (``policy``, ``remembered``, …): a client
+    claiming one would spoof the audit. Refused before anything is written, audit included."""
+    if via in SYSTEM_VIAS or not via:
+        raise InvalidDecision(f"via {via!r} is reserved for the system; name your surface")
 
 
 def _settle(

@@ -13,7 +13,9 @@ from rest_framework.test import APIClient
 
 from agent_core import services
 from agent_core.actors import Actor, actor_for_user
-from agent_core.models import CallStatus, ToolCall
+from agent_core.models import SYSTEM_VIAS, CallStatus, ToolCall
+from approvals import services as port
+from approvals.exceptions import InvalidDecision
 from approvals.models import DecisionAttempt, RememberedApproval
 from approvals.policy import DefaultPolicy
 from demo.models import Refund
@@ -125,6 +127,16 @@ def test_a_dead_runs_card_answers_run_not_active(turn, people, post):
         ("/agent/tool-call/extend", {}, "non_field_errors"),
         ("/agent/tool-call/extend", {"ttl": 0}, "ttl"),
         ("/agent/tool-call/extend", {"ttl": 60, "expires_at": "2030-01-01T00:00:00Z"}, None),
+        *[
+            (f"/agent/tool-call/{action}", {"via": via, **extra}, "via")
+            for via in sorted(SYSTEM_VIAS)
+            for action, extra in [
+                ("approve", {}),
+                ("reject", {}),
+                ("answer", {"answer": "x"}),
+                ("extend", {"ttl": 60}),
+            ]
+        ],
     ],
 )
 def test_invalid_bodies_are_400_and_change_nothing(turn, people, post, url, body, field):
@@ -134,6 +146,16 @@ def test_invalid_bodies_are_400_and_change_nothing(turn, people, post, url, body
     status, data = post(people["alice"], url, full)
     assert (status, data["code"]) == (400, "invalid")
     assert field is None or field in data["errors"]
+    call.refresh_from_db()
+    assert call.status == CallStatus.PENDING_APPROVAL and DecisionAttempt.objects.count() == 0
+
+
+@pytest.mark.parametrize("via", sorted(SYSTEM_VIAS))
+def test_the_port_refuses_the_systems_own_vias_before_auditing(turn, people, via):
+    run = turn(refund(10), actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    with pytest.raises(InvalidDecision):
+        port.approve(call.pk, actor=actor(people["alice"]), via=via)
     call.refresh_from_db()
     assert call.status == CallStatus.PENDING_APPROVAL and DecisionAttempt.objects.count() == 0
 
