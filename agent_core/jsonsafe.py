@@ -31,4 +31,3 @@ def problem(value: Any, *, max_depth: int = MAX_DEPTH) -> str | None:
             else:
                 stack.extend((child, depth + 1) for child in item)
     return None
-

@@ -7,5 +7,5 @@ from django.urls import path
 from .consumers import RunStreamConsumer
 
 websocket_urlpatterns = [
-    path("agent/chat/<str:run_id>/ws", RunStreamConsumer.as_asgi()),
+    path("agent/chat/<airlock_id:run_id>/ws", RunStreamConsumer.as_asgi()),
 ]

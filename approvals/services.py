@@ -20,6 +20,7 @@ from django.utils import timezone
 from agent_core import services as core
 from agent_core.actors import SYSTEM, Actor
 from agent_core.agents import get_agent
+from agent_core.api.permissions import may_see_run, visible_threads
 from agent_core.exceptions import (
     AgentCoreError,
     AlreadyAnswered,
@@ -105,12 +106,14 @@ def extend(
 ) -> datetime:
     """Give a pending request a later deadline (``ttl`` from now, or ``expires_at``); audited.
 
-    Only someone who may decide the call may extend it; a request already past its deadline
+    Only someone who may decide the call may extend it, at most the policy's ``max_extension``
+    past now (default: the ttl the policy gives the call); a request already past its deadline
     expires instead (410).
     """
     if (ttl is None) == (expires_at is None):
         raise InvalidDecision("give either ttl or expires_at")
     result: list[datetime] = []
+    previous: list[datetime] = []
 
     def apply(run: Run, call: ToolCall) -> Outcome:
         if not get_policy().can_decide(actor, call):
@@ -120,15 +123,37 @@ def extend(
         _check_deadline(run, call)
         if call.expires_at is None:
             raise InvalidDecision("this request has no deadline to extend")
-        deadline = expires_at if expires_at is not None else timezone.now() + (ttl or timedelta())
+        now = timezone.now()
+        deadline = expires_at if expires_at is not None else now + (ttl or timedelta())
         if deadline <= call.expires_at:
             raise InvalidDecision(f"the new deadline must be after {call.expires_at.isoformat()}")
+        limit = _extension_limit(run, call)
+        if deadline > now + limit:
+            raise InvalidDecision(f"a deadline may be moved at most {limit} past now")
+        previous.append(call.expires_at)
         core.extend_approval(run, call, expires_at=deadline)
         result.append(deadline)
         return Outcome.APPLIED
 
-    _attempt(tool_call_id, Action.EXTEND, actor, via, apply, detail=lambda: _iso(result))
+    def audit_detail() -> str:
+        return f"expires_at {previous[0].isoformat()} -> {result[0].isoformat()}" if result else ""
+
+    _attempt(tool_call_id, Action.EXTEND, actor, via, apply, detail=audit_detail)
     return result[0]
+
+
+def _extension_limit(run: Run, call: ToolCall) -> timedelta:
+    """How far past now the call's deadline may move (SPEC §7: the policy bounds it)."""
+    assert call.expires_at is not None
+    policy = get_policy()
+    try:
+        tool = get_agent(run.agent).get_tool(call.tool_name)
+    except ToolNotFound:
+        return call.expires_at - call.requested_at  # the tool is gone: its own window
+    requester = Actor(ref=run.actor_ref, roles=frozenset(run.actor_roles))
+    ttl = policy.requirement_for(tool, call.args, requester, run.thread).ttl
+    limit = policy.max_extension(tool, call, ttl=ttl)
+    return limit if limit is not None else call.expires_at - call.requested_at
 
 
 def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
@@ -149,7 +174,12 @@ def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
         if grant is None:
             refusal = NotFound(f"no remembered approval {remembered_id}")
         elif actor.ref not in (grant.granted_by_ref, grant.thread.owner_ref):
-            refusal = NotApprover("only the thread's owner or the granter may revoke this")
+            # 403 for whoever sees the thread; to anyone else the grant is unknown (SPEC §7).
+            refusal = (
+                NotApprover("only the thread's owner or the granter may revoke this")
+                if visible_threads(actor).filter(pk=grant.thread_id).exists()
+                else NotFound(f"no remembered approval {remembered_id}")
+            )
         elif grant.revoked_at is not None:
             outcome = Outcome.UNCHANGED
         else:
@@ -233,7 +263,8 @@ def _attempt(
         call = found[1] if found else None
         refusal: AgentCoreError | None = None
         outcome: Outcome | None = None
-        if found is None:
+        if found is None or not may_see(actor, found[1]):
+            # Unseen is unknown (SPEC §7): a 403 would confirm that the id exists.
             refusal = NotFound(f"no tool call {tool_call_id}")
         else:
             try:
@@ -253,6 +284,15 @@ def check_via(via: str) -> None:
     claiming one would spoof the audit. Refused before anything is written, audit included."""
     if via in SYSTEM_VIAS or not via:
         raise InvalidDecision(f"via {via!r} is reserved for the system; name your surface")
+
+
+def may_see(actor: Actor, call: ToolCall) -> bool:
+    """Whether the call exists for the actor: it sees the call's run, or the policy lets it
+    decide or answer the call. Every surface answers 404 for a call outside this."""
+    policy = get_policy()
+    if policy.can_decide(actor, call) or policy.can_answer(actor, call):
+        return True
+    return may_see_run(actor, call.run_id)
 
 
 def _settle(
@@ -367,10 +407,6 @@ def _expire(run: Run, call: ToolCall) -> bool:
     return core.settle_approval(
         run, call, status=CallStatus.EXPIRED, decided_by_ref=SYSTEM.ref, decided_via="expiry"
     )
-
-
-def _iso(result: list[datetime]) -> str:
-    return f"expires_at {result[0].isoformat()}" if result else ""
 
 
 def _audit(

@@ -8,5 +8,5 @@ from .consumers import ConsoleConsumer
 
 websocket_urlpatterns = [
     path("console/ws/", ConsoleConsumer.as_asgi()),
-    path("console/ws/runs/<str:run_id>/", ConsoleConsumer.as_asgi()),
+    path("console/ws/runs/<airlock_id:run_id>/", ConsoleConsumer.as_asgi()),
 ]

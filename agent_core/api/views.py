@@ -12,7 +12,7 @@ from django.db.models import Prefetch, QuerySet
 from django.urls import reverse
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import mixins, status, viewsets
+from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 
 from .. import services
 from ..exceptions import NotFound, RunActive
+from ..ids import ID_REGEX
 from ..models import Message, Run, Thread, ToolCall
 from . import serializers
 from .actors import HasActor, request_actor
@@ -40,6 +41,15 @@ class NewestFirst(CursorPagination):
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 200
+
+    def decode_cursor(self, request: Request) -> Any:
+        # DRF answers a cursor it cannot read with 404; it is a malformed parameter: 400.
+        try:
+            return super().decode_cursor(request)
+        except exceptions.NotFound as exc:
+            raise exceptions.ValidationError(
+                {"cursor": ["Not a cursor this API gave out."]}
+            ) from exc
 
 
 class ChatView(APIView):
@@ -112,7 +122,7 @@ class ThreadViewSet(
     pagination_class = NewestFirst
     filter_backends = [DjangoFilterBackend]
     filterset_class = ThreadFilter
-    lookup_value_regex = "[^/]+"
+    lookup_value_regex = ID_REGEX
 
     def get_queryset(self) -> QuerySet[Thread]:
         if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the shape
@@ -160,7 +170,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet[Run]):
     pagination_class = NewestFirst
     filter_backends = [DjangoFilterBackend]
     filterset_class = RunFilter
-    lookup_value_regex = "[^/]+"
+    lookup_value_regex = ID_REGEX
 
     def get_queryset(self) -> QuerySet[Run]:
         if getattr(self, "swagger_fake_view", False):

@@ -137,7 +137,7 @@ def edit(request: HttpRequest, call_id: str) -> HttpResponse:
 @console_view
 def answer(request: HttpRequest, call_id: str) -> HttpResponse:
     """Answer a human question with the form generated from its answer schema."""
-    call = tool_call_or_404(call_id)
+    call = tool_call_or_404(request, call_id)
     form = answer_form_for(call, request.POST)
     return _decide(
         request,
@@ -189,7 +189,7 @@ def _decide(
     form: Any = None,
 ) -> HttpResponse:
     actor = actor_of(request)
-    call = tool_call_or_404(call_id)
+    call = tool_call_or_404(request, call_id)
     if form is not None and not form.is_valid():
         card = card_for(actor, call, data=request.POST, form=form_name)
         card.error = "Check the form: nothing was decided."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -90,7 +91,8 @@ def test_refusals_have_their_status_and_code_and_are_audited(turn, people, post)
     url = "/agent/tool-call/approve"
     assert post(None, url, {"tool_call_id": call.pk})[0] == 401
     assert post(people["alice"], url, {"tool_call_id": call.pk})[1]["code"] == "not_approver"
-    assert post(people["bob"], url, {"tool_call_id": call.pk})[0] == 403
+    # bob cannot even see the call: unknown, like an id that does not exist (SPEC §7)
+    assert post(people["bob"], url, {"tool_call_id": call.pk})[1]["code"] == "not_found"
     assert post(people["fran"], url, {"tool_call_id": "tc_nope"})[0] == 404
     ToolCall.objects.filter(pk=call.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     status, data = post(people["fran"], url, {"tool_call_id": call.pk})
@@ -98,7 +100,7 @@ def test_refusals_have_their_status_and_code_and_are_audited(turn, people, post)
     outcomes = list(DecisionAttempt.objects.order_by("id").values_list("action", "outcome"))
     assert outcomes == [
         ("approve", "not_approver"),
-        ("approve", "not_approver"),
+        ("approve", "not_found"),
         ("approve", "not_found"),
         ("expire", "applied"),
         ("approve", "approval_expired"),
@@ -111,6 +113,14 @@ def test_a_dead_runs_card_answers_run_not_active(turn, people, post):
     services.fail_run(run.pk, code="run_failed", message="gone")
     status, data = post(people["alice"], "/agent/tool-call/approve", {"tool_call_id": call.pk})
     assert (status, data["code"]) == (409, "run_not_active")
+
+
+_REQUIRED: dict[str, dict[str, Any]] = {
+    "approve": {},
+    "reject": {},
+    "answer": {"answer": "x"},
+    "extend": {"ttl": 60},
+}
 
 
 @pytest.mark.parametrize(
@@ -130,12 +140,7 @@ def test_a_dead_runs_card_answers_run_not_active(turn, people, post):
         *[
             (f"/agent/tool-call/{action}", {"via": via, **extra}, "via")
             for via in sorted(SYSTEM_VIAS)
-            for action, extra in [
-                ("approve", {}),
-                ("reject", {}),
-                ("answer", {"answer": "x"}),
-                ("extend", {"ttl": 60}),
-            ]
+            for action, extra in _REQUIRED.items()
         ],
     ],
 )
@@ -179,21 +184,26 @@ def test_answer_over_rest(turn, people, post):
     url, me = "/agent/tool-call/answer", people["alice"]
     status, data = post(me, url, {"tool_call_id": call.pk, "answer": {"answer": ""}})
     assert (status, data["code"]) == (400, "invalid") and data["errors"]
-    assert post(people["bob"], url, {"tool_call_id": call.pk, "answer": {"answer": "x"}})[0] == 403
+    assert post(people["bob"], url, {"tool_call_id": call.pk, "answer": {"answer": "x"}})[0] == 404
     status, data = post(me, url, {"tool_call_id": call.pk, "answer": {"answer": "A-1001"}})
     assert (status, data["status"], data["outcome"]) == (200, "succeeded", "applied")
     status, data = post(me, url, {"tool_call_id": call.pk, "answer": {"answer": "A-1002"}})
     assert (status, data["code"]) == (409, "already_answered")
 
 
-@override_settings(APPROVALS={"RULES": {"*": {"ttl": 60}}})
+@override_settings(APPROVALS={"RULES": {"*": {"ttl": 60}}, "MAX_EXTENSION": {"*": 7200}})
 def test_extend_over_rest(turn, people, post):
     run = turn(refund(10), actor=actor(people["alice"]))
     [call] = calls_of(run)
+    for body in ({"ttl": 7300}, {"expires_at": "9999-12-31T00:00:00Z"}):
+        status, data = post(
+            people["alice"], "/agent/tool-call/extend", {"tool_call_id": call.pk, **body}
+        )
+        assert (status, data["code"]) == (400, "invalid"), data
     status, data = post(
         people["bob"], "/agent/tool-call/extend", {"tool_call_id": call.pk, "ttl": 3600}
     )
-    assert status == 403
+    assert (status, data["code"]) == (404, "not_found")  # bob cannot see the call
     status, data = post(
         people["alice"], "/agent/tool-call/extend", {"tool_call_id": call.pk, "ttl": 3600}
     )
