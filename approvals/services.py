@@ -29,10 +29,11 @@ from agent_core.exceptions import (
     RunNotActive,
     ToolNotFound,
 )
-from agent_core.models import SYSTEM_VIAS, CallStatus, Run, ToolCall
+from agent_core.models import REQUESTER, SYSTEM_VIAS, CallStatus, Run, ToolCall
+from agent_core.tools import ToolSpec
 
 from .conf import approvals_settings
-from .exceptions import ApprovalExpired, InvalidDecision, NotApprover
+from .exceptions import ApprovalExpired, EditNeedsApprover, InvalidDecision, NotApprover
 from .models import Action, DecisionAttempt, RememberedApproval
 from .policy import get_policy
 
@@ -320,6 +321,7 @@ def _settle(
         raise InvalidDecision(f"{call.tool_name} approvals cannot be remembered")
     if args is not None:
         args = _validated(tool.validate_args, args, "the edited arguments")
+        _check_edit(run, call, tool, args)
     core.settle_approval(
         run,
         call,
@@ -333,6 +335,16 @@ def _settle(
     if remember:
         _remember(call, actor)
     return Outcome.APPLIED
+
+
+def _check_edit(run: Run, call: ToolCall, tool: ToolSpec, args: dict[str, Any]) -> None:
+    """Edited args are asked of the policy again: a yes given under one rule (a small refund)
+    may not approve what another rule gives someone else (a large one)."""
+    requester = Actor(ref=run.actor_ref, roles=frozenset(run.actor_roles))
+    need = get_policy().requirement_for(tool, args, requester, run.thread)
+    if need.required and need.approver != call.approver:
+        who = "the requester" if need.approver == REQUESTER else f"role {need.approver!r}"
+        raise EditNeedsApprover(f"the edited arguments need the approval of {who}")
 
 
 def _repeats(

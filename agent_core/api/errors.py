@@ -24,6 +24,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "tool_not_found": status.HTTP_404_NOT_FOUND,
     "invalid": status.HTTP_400_BAD_REQUEST,
     "not_approver": status.HTTP_403_FORBIDDEN,
+    "edit_needs_approver": status.HTTP_403_FORBIDDEN,
     "forbidden": status.HTTP_403_FORBIDDEN,
     "body_too_large": status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
     "run_active": status.HTTP_409_CONFLICT,

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_POST
 from agent_core.exceptions import AgentCoreError, AlreadyAnswered, AlreadyDecided, RunNotActive
 from agent_core.models import CALL_PENDING, ToolCall
 from approvals import services as port
-from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
+from approvals.exceptions import ApprovalExpired, EditNeedsApprover, InvalidDecision, NotApprover
 
 from ..access import console_view
 from ..cards import Card, answer_form_for, card_for, explain
@@ -33,6 +33,7 @@ VIA = "console"
 # The status each refusal of the port stands for (SPEC §8).
 STATUS_OF = {
     NotApprover: 403,
+    EditNeedsApprover: 403,
     AlreadyDecided: 409,
     AlreadyAnswered: 409,
     RunNotActive: 409,

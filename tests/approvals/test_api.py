@@ -16,6 +16,7 @@ from agent_core import services
 from agent_core.actors import Actor, actor_for_user
 from agent_core.models import SYSTEM_VIAS, CallStatus, ToolCall
 from approvals import services as port
+from approvals.checks import check_requester_is_no_role
 from approvals.exceptions import InvalidDecision
 from approvals.models import DecisionAttempt, RememberedApproval
 from approvals.policy import DefaultPolicy
@@ -176,6 +177,52 @@ def test_edited_args_over_rest(turn, people, post):
     good = {"tool_call_id": call.pk, "args": {"order_id": "A-1001", "amount": 20}}
     assert post(me, url, good)[1]["status"] == "approved"
     assert Refund.objects.get().amount == 20
+
+
+# The README's refund rules: small ones run, large ones need finance, the rest the requester.
+REFUND_TIERS = {
+    "RULES": {
+        "issue_refund": [
+            {"when": {"amount__lte": 20}, "required": False},
+            {"when": {"amount__gt": 100}, "approver": "finance"},
+            {"approver": "requester"},
+        ]
+    }
+}
+
+
+@override_settings(APPROVALS=REFUND_TIERS)
+def test_edited_args_that_need_another_approver_are_refused_and_audited(turn, people, post):
+    """Issue #12: alice may approve her own refund of 50, not turn it into one of 15,000."""
+    run = turn(refund(50), actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    url, me = "/agent/tool-call/approve", people["alice"]
+    bigger = {"tool_call_id": call.pk, "args": {"order_id": "A-1001", "amount": 15000}}
+    status, data = post(me, url, bigger)
+    assert (status, data["code"]) == (403, "edit_needs_approver")
+    assert "finance" in data["detail"]
+    call.refresh_from_db()
+    assert call.status == CallStatus.PENDING_APPROVAL and call.original_args is None
+    assert DecisionAttempt.objects.get().outcome == "edit_needs_approver"
+    smaller = {"tool_call_id": call.pk, "args": {"order_id": "A-1001", "amount": 30}}
+    assert post(me, url, smaller)[1]["status"] == "approved"
+    assert Refund.objects.get().amount == 30
+
+
+def test_under_the_demo_policy_finance_may_edit_a_refund_within_its_rule(
+    turn, people, post, settings
+):
+    """The demo's refund rule (under 20: nobody; else finance): finance edits within it; the
+    requester, who may not approve refunds at all, gets 403 whatever the edit."""
+    settings.AGENT = {**settings.AGENT, "APPROVAL_POLICY": "demo.policy.DemoPolicy"}
+    run = turn(refund(120), actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    assert call.approver == "finance"
+    url = "/agent/tool-call/approve"
+    edited = {"tool_call_id": call.pk, "args": {"order_id": "A-1001", "amount": 15}}
+    assert post(people["alice"], url, edited)[:1] == (403,)
+    assert post(people["fran"], url, edited)[1]["status"] == "approved"
+    assert Refund.objects.get().amount == 15
 
 
 def test_answer_over_rest(turn, people, post):
@@ -362,3 +409,23 @@ def test_decisions_accept_json_only(people):
     )
     assert response.status_code == 415
     assert response.json()["code"] == "unsupported_media_type"
+
+
+# --- the requester marker is no role (issue #12, defect 6) ---------------------------------------
+
+
+def test_a_group_named_requester_sees_nobody_elses_runs_and_the_check_refuses_it(turn, people):
+    run = turn('/call purge_cache {"path": "/"}', actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    assert call.approver == "requester"
+    mallory = user("mallory", "requester")
+    client = client_for(mallory)
+    assert client.get(f"/agent/runs/{run.pk}").status_code == 404
+    assert client.get(f"/agent/threads/{run.thread_id}").status_code == 404
+    assert client.get("/agent/runs").json()["results"] == []
+    status = client.post("/agent/tool-call/approve", {"tool_call_id": call.pk}, format="json")
+    assert status.status_code == 404
+    assert [e.id for e in check_requester_is_no_role(databases=["default"])] == ["approvals.E004"]
+    assert check_requester_is_no_role() == []  # without a database, groups are not read
+    with override_settings(AGENT={"AGENTS": [], "OPERATOR_ROLE": "requester"}):
+        assert [e.id for e in check_requester_is_no_role()] == ["approvals.E004"]
