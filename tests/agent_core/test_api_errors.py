@@ -16,7 +16,7 @@ from tests.conftest import REFUND, calls_of
 
 pytestmark = pytest.mark.django_db
 
-ALICE = {"HTTP_X_ACTOR_ID": "user:alice"}
+ALICE = {"X-Actor-Id": "user:alice"}
 DECISIONS = ["approve", "reject", "answer", "extend"]
 
 
@@ -45,7 +45,7 @@ def assert_json_error(response: Any, status: int, code: str | None = None) -> di
 
 
 def post_json(client: Client, url: str, body: str | bytes) -> Any:
-    return client.post(url, body, content_type="application/json", **ALICE)
+    return client.post(url, body, content_type="application/json", headers=ALICE)
 
 
 @pytest.mark.parametrize("action", DECISIONS)
@@ -73,7 +73,7 @@ def test_deeply_nested_json_is_400(client, depth):
     ],
 )
 def test_a_nul_or_impossible_id_in_the_path_is_a_json_404(client, method, path):
-    assert_json_error(getattr(client, method)(path, **ALICE), 404, "not_found")
+    assert_json_error(getattr(client, method)(path, headers=ALICE), 404, "not_found")
 
 
 def test_a_nul_in_edited_args_or_an_answer_is_400_and_changes_nothing(turn, client):
@@ -92,31 +92,31 @@ def test_a_nul_in_edited_args_or_an_answer_is_400_and_changes_nothing(turn, clie
 
 @pytest.mark.parametrize(
     ("query", "headers"),
-    [("?after=%C2%B2", {}), ("", {"HTTP_LAST_EVENT_ID": "\xb2"}), ("?after=-1", {})],
+    [("?after=%C2%B2", {}), ("", {"Last-Event-ID": "\xb2"}), ("?after=-1", {})],
 )
 def test_a_bad_stream_cursor_is_a_json_400(turn, client, query, headers):
     run = turn(REFUND)
-    response = client.get(f"/agent/chat/{run.pk}/stream{query}", **ALICE, **headers)
+    response = client.get(f"/agent/chat/{run.pk}/stream{query}", headers={**ALICE, **headers})
     assert_json_error(response, 400, "invalid")
 
 
 @pytest.mark.parametrize("method", ["get", "post", "put", "delete"])
 @pytest.mark.parametrize("path", ["/agent/nope", "/agent/", "/agent/chat/", "/agent/runs/a/b"])
 def test_an_unknown_path_under_agent_is_a_json_404_whatever_the_method(client, method, path):
-    assert_json_error(getattr(client, method)(path, **ALICE), 404, "not_found")
+    assert_json_error(getattr(client, method)(path, headers=ALICE), 404, "not_found")
 
 
 @pytest.mark.parametrize("method", ["post", "put", "delete"])
 def test_another_method_on_the_stream_is_a_json_405_not_a_csrf_page(turn, client, method):
     run = turn(REFUND)
-    response = getattr(client, method)(f"/agent/chat/{run.pk}/stream", **ALICE)
+    response = getattr(client, method)(f"/agent/chat/{run.pk}/stream", headers=ALICE)
     assert_json_error(response, 405, "method_not_allowed")
     assert response["Allow"] == "GET"
 
 
 @pytest.mark.parametrize("url", ["/agent/runs", "/agent/threads"])
 def test_an_invalid_page_cursor_is_400(client, url):
-    body = assert_json_error(client.get(f"{url}?cursor=zzz", **ALICE), 400, "invalid")
+    body = assert_json_error(client.get(f"{url}?cursor=zzz", headers=ALICE), 400, "invalid")
     assert "cursor" in body["errors"]
 
 
