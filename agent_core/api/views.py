@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django.urls import reverse
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
@@ -59,6 +59,13 @@ class ChatView(APIView):
     parser_classes = [LimitedJSONParser]
 
     @extend_schema(
+        examples=[
+            OpenApiExample(
+                "a new thread",
+                value={"agent": "support", "message": "Where is order A-1001?"},
+                request_only=True,
+            )
+        ],
         request=serializers.ChatStartSerializer,
         responses={
             202: serializers.ChatStartedSerializer,

@@ -116,6 +116,14 @@ class PendingCallSerializer(serializers.ModelSerializer[ToolCall]):
             return None
 
 
+class PendingPageSerializer(serializers.Serializer[Any]):
+    """One page of the pending inbox; ``next`` (and ``next_cursor``) lead to the next page."""
+
+    results = PendingCallSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+    next = serializers.URLField(allow_null=True)
+
+
 class RememberedApprovalSerializer(serializers.ModelSerializer[RememberedApproval]):
     """A standing yes for one tool in one thread."""
 

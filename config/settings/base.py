@@ -115,7 +115,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
     ],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "agent_core.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "agent_core.api.errors.exception_handler",
 }
 
