@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular import openapi
-from drf_spectacular.utils import Direction
+from drf_spectacular.utils import Direction, inline_serializer
 from rest_framework import serializers
 
 # Statuses any operation may answer (malformed input, no actor, not allowed, unknown, method,
@@ -33,12 +33,16 @@ _WRITES = {
 }
 
 
-class ErrorSerializer(serializers.Serializer[Any]):
-    """Every error of the API: a stable ``code`` (SPEC §10), a ``detail`` for people."""
-
-    code = serializers.CharField()
-    detail = serializers.JSONField()
-    errors = serializers.JSONField(required=False, help_text="field errors of a 400")
+# Every error of the API: a stable ``code`` (SPEC §10), a ``detail`` for people. (Inline: a
+# serializer class cannot declare a field named ``errors``.)
+ERROR = inline_serializer(
+    "Error",
+    fields={
+        "code": serializers.CharField(),
+        "detail": serializers.JSONField(),
+        "errors": serializers.JSONField(required=False, help_text="field errors of a 400"),
+    },
+)
 
 
 class AutoSchema(openapi.AutoSchema):
@@ -51,7 +55,7 @@ class AutoSchema(openapi.AutoSchema):
             documented = responses.get(str(status))
             if documented is not None and documented.get("content"):
                 continue
-            error = self._get_response_for_code(ErrorSerializer, str(status), direction=direction)
+            error = self._get_response_for_code(ERROR, str(status), direction=direction)
             error["description"] = (documented or {}).get("description") or description
             responses[str(status)] = error
         return responses
