@@ -20,7 +20,7 @@ from django.utils import timezone
 from agent_core import services as core
 from agent_core.actors import SYSTEM, Actor
 from agent_core.agents import get_agent
-from agent_core.api.permissions import may_see_run, visible_threads
+from agent_core.api.permissions import visible_threads
 from agent_core.exceptions import (
     AgentCoreError,
     AlreadyAnswered,
@@ -29,11 +29,11 @@ from agent_core.exceptions import (
     RunNotActive,
     ToolNotFound,
 )
-from agent_core.models import REQUESTER, SYSTEM_VIAS, CallStatus, Run, ToolCall
-from agent_core.tools import ToolSpec
+from agent_core.models import CallStatus, Run, ToolCall
 
+from . import guards
 from .conf import approvals_settings
-from .exceptions import ApprovalExpired, EditNeedsApprover, InvalidDecision, NotApprover
+from .exceptions import ApprovalExpired, InvalidDecision, NotApprover
 from .models import Action, DecisionAttempt, RememberedApproval
 from .policy import get_policy
 
@@ -128,7 +128,7 @@ def extend(
         deadline = expires_at if expires_at is not None else now + (ttl or timedelta())
         if deadline <= call.expires_at:
             raise InvalidDecision(f"the new deadline must be after {call.expires_at.isoformat()}")
-        limit = _extension_limit(run, call)
+        limit = guards.extension_limit(run, call)
         if deadline > now + limit:
             raise InvalidDecision(f"a deadline may be moved at most {limit} past now")
         previous.append(call.expires_at)
@@ -143,26 +143,12 @@ def extend(
     return result[0]
 
 
-def _extension_limit(run: Run, call: ToolCall) -> timedelta:
-    """How far past now the call's deadline may move (SPEC §7: the policy bounds it)."""
-    assert call.expires_at is not None
-    policy = get_policy()
-    try:
-        tool = get_agent(run.agent).get_tool(call.tool_name)
-    except ToolNotFound:
-        return call.expires_at - call.requested_at  # the tool is gone: its own window
-    requester = Actor(ref=run.actor_ref, roles=frozenset(run.actor_roles))
-    ttl = policy.requirement_for(tool, call.args, requester, run.thread).ttl
-    limit = policy.max_extension(tool, call, ttl=ttl)
-    return limit if limit is not None else call.expires_at - call.requested_at
-
-
 def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
     """Revoke a remembered approval: later calls of its tool in its thread ask again; audited.
 
     The thread's owner and the grant's granter may revoke it.
     """
-    check_via(via)
+    guards.check_via(via)
     with transaction.atomic():
         grant = (
             RememberedApproval.objects.select_for_update()
@@ -258,13 +244,13 @@ def _attempt(
     detail: Callable[[], str] | None = None,
 ) -> Outcome:
     """Run ``apply`` under the run's row lock and audit the attempt, whatever came of it."""
-    check_via(via)
+    guards.check_via(via)
     with transaction.atomic():
         found = core.lock_call(tool_call_id)
         call = found[1] if found else None
         refusal: AgentCoreError | None = None
         outcome: Outcome | None = None
-        if found is None or not may_see(actor, found[1]):
+        if found is None or not guards.may_see(actor, found[1]):
             # Unseen is unknown (SPEC §7): a 403 would confirm that the id exists.
             refusal = NotFound(f"no tool call {tool_call_id}")
         else:
@@ -278,22 +264,6 @@ def _attempt(
         raise refusal
     assert outcome is not None
     return outcome
-
-
-def check_via(via: str) -> None:
-    """Refuse a surface name the system writes itself (``policy``, ``remembered``, …): a client
-    claiming one would spoof the audit. Refused before anything is written, audit included."""
-    if via in SYSTEM_VIAS or not via:
-        raise InvalidDecision(f"via {via!r} is reserved for the system; name your surface")
-
-
-def may_see(actor: Actor, call: ToolCall) -> bool:
-    """Whether the call exists for the actor: it sees the call's run, or the policy lets it
-    decide or answer the call. Every surface answers 404 for a call outside this."""
-    policy = get_policy()
-    if policy.can_decide(actor, call) or policy.can_answer(actor, call):
-        return True
-    return may_see_run(actor, call.run_id)
 
 
 def _settle(
@@ -321,7 +291,7 @@ def _settle(
         raise InvalidDecision(f"{call.tool_name} approvals cannot be remembered")
     if args is not None:
         args = _validated(tool.validate_args, args, "the edited arguments")
-        _check_edit(run, call, tool, args)
+        guards.check_edit(run, call, tool, args)
     core.settle_approval(
         run,
         call,
@@ -335,16 +305,6 @@ def _settle(
     if remember:
         _remember(call, actor)
     return Outcome.APPLIED
-
-
-def _check_edit(run: Run, call: ToolCall, tool: ToolSpec, args: dict[str, Any]) -> None:
-    """Edited args are asked of the policy again: a yes given under one rule (a small refund)
-    may not approve what another rule gives someone else (a large one)."""
-    requester = Actor(ref=run.actor_ref, roles=frozenset(run.actor_roles))
-    need = get_policy().requirement_for(tool, args, requester, run.thread)
-    if need.required and need.approver != call.approver:
-        who = "the requester" if need.approver == REQUESTER else f"role {need.approver!r}"
-        raise EditNeedsApprover(f"the edited arguments need the approval of {who}")
 
 
 def _repeats(

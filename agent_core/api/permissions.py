@@ -8,7 +8,8 @@
 * Anyone else gets 404: the id might as well not exist.
 
 The console shows what these functions return, and the approval port answers 404 for a call
-outside them that the policy does not let the actor decide: one rule for every surface.
+outside them that the policy does not let the actor decide (``approvals.guards.may_see``): one
+rule for every surface.
 """
 
 from __future__ import annotations

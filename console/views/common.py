@@ -10,8 +10,8 @@ from django.shortcuts import render
 from agent_core.actors import Actor, actor_for_user
 from agent_core.api.permissions import visible_calls
 from agent_core.models import CallStatus, ToolCall
+from approvals.guards import may_see
 from approvals.selectors import pending_for
-from approvals.services import may_see
 
 FRAGMENT_HEADER = "X-Console-Fragment"
 
@@ -52,7 +52,7 @@ def fragment(request: HttpRequest, template: str, context: dict[str, Any]) -> Ht
 
 def tool_call_or_404(request: HttpRequest, call_id: str) -> ToolCall:
     """The call a form posted to, with its run and thread; 404 for an unknown id and for one
-    the user may not see (the approval port's rule, ``approvals.services.may_see``)."""
+    the user may not see (the approval port's rule, ``approvals.guards.may_see``)."""
     call = ToolCall.objects.select_related("run", "thread").filter(pk=call_id).first()
     if call is None or not may_see(actor_of(request), call):
         raise Http404("no such tool call")
