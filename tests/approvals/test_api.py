@@ -16,7 +16,7 @@ from agent_core import services
 from agent_core.actors import Actor, actor_for_user
 from agent_core.models import SYSTEM_VIAS, CallStatus, ToolCall
 from approvals import services as port
-from approvals.checks import check_requester_is_no_role
+from approvals.checks import check_api_not_shadowed, check_requester_is_no_role
 from approvals.exceptions import InvalidDecision
 from approvals.models import DecisionAttempt, RememberedApproval
 from approvals.policy import DefaultPolicy
@@ -429,3 +429,9 @@ def test_a_group_named_requester_sees_nobody_elses_runs_and_the_check_refuses_it
     assert check_requester_is_no_role() == []  # without a database, groups are not read
     with override_settings(AGENT={"AGENTS": [], "OPERATOR_ROLE": "requester"}):
         assert [e.id for e in check_requester_is_no_role()] == ["approvals.E004"]
+
+
+def test_the_check_reports_the_approvals_api_hidden_behind_the_catch_all():
+    assert check_api_not_shadowed() == []
+    with override_settings(ROOT_URLCONF="tests.approvals.wrong_order_urls"):
+        assert [e.id for e in check_api_not_shadowed()] == ["approvals.E003"]
