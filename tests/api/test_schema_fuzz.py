@@ -116,7 +116,9 @@ def fuzz(
         log = where / f"{actor}.log"
         with log.open("wb") as out:
             command = _command(server, config, examples, seed)
-            runs[actor] = (subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT), log)
+            # Run in the test's directory: schemathesis keeps a cache where it runs.
+            process = subprocess.Popen(command, cwd=where, stdout=out, stderr=subprocess.STDOUT)
+            runs[actor] = (process, log)
     for actor, (process, log) in runs.items():
         returncode = process.wait(timeout=900)
         report = log.read_text()
