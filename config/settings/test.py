@@ -48,3 +48,6 @@ _agent: dict[str, Any] = {
 if os.environ.get("AIRLOCK_TEST_APPROVAL_POLICY"):
     _agent["APPROVAL_POLICY"] = os.environ["AIRLOCK_TEST_APPROVAL_POLICY"]
 AGENT = _agent
+# The browser tests extend deadlines with the console's steps (up to a day); the tests of the
+# extension bound set APPROVALS themselves.
+APPROVALS = {"MAX_EXTENSION": {"*": 86400}}
