@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
+from .conf import agent_settings
+
 
 @dataclass(frozen=True)
 class Actor:
@@ -45,11 +49,14 @@ class DjangoAuthResolver:
 class HeaderResolver:
     """Development only: trusts ``X-Actor-Id`` and ``X-Actor-Role`` (comma-separated roles).
 
-    Anyone can send these headers, so a system check (``agent_core.E004``) refuses this resolver
-    when ``DEBUG`` is off unless ``AGENT["ALLOW_HEADER_ACTOR"]`` says so explicitly.
+    Anyone can send these headers, so with ``DEBUG`` off this resolver identifies nobody (401)
+    unless ``AGENT["ALLOW_HEADER_ACTOR"]`` says so explicitly, in whatever process serves the
+    request; the system check ``agent_core.E004`` reports the same mistake at start-up.
     """
 
     def resolve(self, request: Any) -> Actor | None:
+        if not settings.DEBUG and not agent_settings().ALLOW_HEADER_ACTOR:
+            return None
         ref = (request.headers.get("X-Actor-Id") or "").strip()
         if not ref:
             return None
@@ -59,8 +66,8 @@ class HeaderResolver:
 
 class DevelopmentResolver(HeaderResolver):
     """Development only (the demo's resolver): a signed-in Django user, else the ``X-Actor-*``
-    headers, so both the console's session and the README's curl examples work. Refused like
-    ``HeaderResolver`` by ``agent_core.E004`` when ``DEBUG`` is off."""
+    headers, so both the console's session and the README's curl examples work. With ``DEBUG``
+    off only the signed-in user counts, as for ``HeaderResolver``."""
 
     def resolve(self, request: Any) -> Actor | None:
         return DjangoAuthResolver().resolve(request) or super().resolve(request)

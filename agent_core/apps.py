@@ -9,4 +9,10 @@ class AgentCoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.urls import register_converter
+
         from . import checks  # noqa: F401  (registers the system checks)
+        from .ids import IdConverter
+
+        # ``<airlock_id:run_id>`` in the API's and the console's URLs (see ids.IdConverter).
+        register_converter(IdConverter, "airlock_id")

@@ -4,6 +4,22 @@ from __future__ import annotations
 
 from ulid import ULID
 
+# What a server-minted id can look like, generously: any other path segment (a NUL, a slash
+# encoded, a 10 KB string) matches no URL and answers 404 before any query sees it.
+ID_REGEX = r"[A-Za-z0-9_-]{1,64}"
+
+
+class IdConverter:
+    """The URL converter ``airlock_id``: a path segment that can be an id, unchanged."""
+
+    regex = ID_REGEX
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
 
 def new_id(prefix: str) -> str:
     """Return a fresh id such as ``tc_01JD3…``; sortable by creation time."""

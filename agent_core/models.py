@@ -167,6 +167,14 @@ class Message(models.Model):
         return "".join(p.get("text", "") for p in self.content if p.get("type") == "text")
 
 
+# ``ToolCall.approver`` of a call the thread's owner approves: a marker, never a role name
+# (the system check ``approvals.E004`` refuses a group or role of that name).
+REQUESTER = "requester"
+
+# ``decided_via`` values the system writes itself; a client may never claim one (SPEC §7).
+SYSTEM_VIAS = frozenset({"policy", "remembered", "expiry", "cancel"})
+
+
 class ToolCall(models.Model):
     """One call the model proposed, with its approval record and its outcome."""
 

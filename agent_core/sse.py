@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 
@@ -19,6 +19,7 @@ from . import live
 from .actors import Actor
 from .api.actors import request_actor
 from .api.base import authenticators
+from .api.errors import authenticate_header
 
 
 def resolve_actor(request: HttpRequest) -> Actor:
@@ -32,7 +33,8 @@ def parse_after(query: str | None, header: str | None) -> int | None:
     raw = query if query is not None else header
     if raw is None or raw == "":
         return 0
-    if not raw.isdigit() or len(raw) > 12:
+    # isdigit() alone accepts "²" and other digits int() refuses.
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 12:
         return None
     return int(raw)
 
@@ -41,13 +43,19 @@ def _error(code: str, detail: str, status: int) -> JsonResponse:
     return JsonResponse({"code": code, "detail": detail}, status=status)
 
 
-@require_GET
+@csrf_exempt  # it only reads (GET); any other method is a JSON 405, not a CSRF page
 async def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
     """Replay the frames after the client's last id, then follow the run live."""
+    if request.method != "GET":
+        refused = _error("method_not_allowed", f'Method "{request.method}" not allowed.', 405)
+        refused["Allow"] = "GET"
+        return refused
     try:
         actor = await live.read(resolve_actor, request)
     except APIException as exc:
-        return _error("not_authenticated", str(exc.detail), 401)
+        refused = _error("not_authenticated", str(exc.detail), 401)
+        refused["WWW-Authenticate"] = authenticate_header(request)
+        return refused
     run = await live.read(live.find_visible_run, actor, run_id)
     if run is None:
         return _error("not_found", f"no run {run_id}", 404)

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.checks import CheckMessage, Error, Warning, register
+from django.apps import apps
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
+from django.db import DatabaseError
+from django.urls import NoReverseMatch, resolve, reverse
 from django.utils.module_loading import import_string
 
+from agent_core.api.errors import not_found
 from agent_core.conf import agent_settings
 
 from .conf import approvals_settings
-from .policy import ApprovalPolicy
+from .policy import REQUESTER, ApprovalPolicy
 from .rules import parse_rules
 
 
@@ -20,12 +24,14 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
     try:
         settings = approvals_settings()
         settings.remember_ttl  # noqa: B018  (validates it)
+        for tool_name in settings.MAX_EXTENSION:
+            settings.max_extension(tool_name)
     except (TypeError, ValueError) as exc:
         return [
             Error(
                 f"APPROVALS is invalid: {exc}",
                 id="approvals.E001",
-                hint="APPROVALS accepts RULES and REMEMBER_TTL; see approvals/conf.py.",
+                hint="APPROVALS accepts RULES, REMEMBER_TTL and MAX_EXTENSION (approvals/conf.py).",
             )
         ]
     try:
@@ -58,3 +64,48 @@ def check_policy_mirrors_its_rules(app_configs: Any = None, **kwargs: Any) -> li
             )
         ]
     return []
+
+
+@register(Tags.urls)
+def check_api_not_shadowed(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``agent_core.api.urls`` ends with a catch-all: included first, it hides this app's API."""
+    try:
+        url = reverse("approvals_api:approve")
+    except NoReverseMatch:
+        return []  # the project does not serve this app's API
+    if resolve(url).func is not_found:
+        return [
+            Error(
+                f"{url} is answered by agent_core's catch-all 404, not by approvals.api",
+                id="approvals.E003",
+                hint='Include "approvals.api.urls" before "agent_core.api.urls" in your urls.py.',
+            )
+        ]
+    return []
+
+
+@register()
+def check_requester_is_no_role(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``requester`` marks calls the thread's owner approves; a role of that name would blur it."""
+    errors: list[CheckMessage] = []
+    if agent_settings().OPERATOR_ROLE == REQUESTER:
+        errors.append(_requester_role_error("AGENT['OPERATOR_ROLE'] is"))
+    databases = kwargs.get("databases") or ()
+    if "default" in databases and apps.is_installed("django.contrib.auth"):
+        from django.contrib.auth.models import Group
+
+        try:
+            if Group.objects.filter(name=REQUESTER).exists():
+                errors.append(_requester_role_error("a Group is named"))
+        except DatabaseError:
+            pass  # not migrated yet: there is no group to refuse
+    return errors
+
+
+def _requester_role_error(what: str) -> Error:
+    return Error(
+        f"{what} {REQUESTER!r}, the marker of calls the thread's owner approves",
+        id="approvals.E004",
+        hint="Rename it: the approval policy matches the marker apart from role names, but a "
+        "policy asking actor.has_role(call.approver) would let its members decide owners' calls.",
+    )

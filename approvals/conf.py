@@ -23,10 +23,18 @@ class ApprovalsSettings:
     RULES: dict[str, Any] = field(default_factory=dict)
     # How long a remembered approval lasts (seconds or timedelta); None: until revoked.
     REMEMBER_TTL: float | timedelta | None = None
+    # tool name (or "*") -> how far past now an extension may move a deadline (seconds or
+    # timedelta); a tool without an entry: the ttl the policy gives the call.
+    MAX_EXTENSION: dict[str, float | timedelta] = field(default_factory=dict)
 
     @property
     def remember_ttl(self) -> timedelta | None:
         return to_timedelta(self.REMEMBER_TTL, key="REMEMBER_TTL")
+
+    def max_extension(self, tool_name: str) -> timedelta | None:
+        """The configured bound of ``tool_name``'s extensions (its own entry, else ``"*"``)."""
+        value = self.MAX_EXTENSION.get(tool_name, self.MAX_EXTENSION.get("*"))
+        return to_timedelta(value, key=f"MAX_EXTENSION[{tool_name!r}]")
 
 
 def to_timedelta(value: Any, *, key: str) -> timedelta | None:

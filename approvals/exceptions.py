@@ -21,3 +21,10 @@ class InvalidDecision(AgentCoreError):
     """The decision's arguments or answer do not fit the tool's schema."""
 
     code = "invalid"
+
+
+class EditNeedsApprover(AgentCoreError):
+    """The edited arguments need another approver's yes: approve the call as proposed, or
+    reject it and let the model ask again."""
+
+    code = "edit_needs_approver"

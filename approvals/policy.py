@@ -7,6 +7,7 @@ changing the policy while a run waits does not re-decide it.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.db.models import Q
@@ -17,6 +18,7 @@ from agent_core.conf import agent_settings
 from agent_core.models import CallStatus, Thread, ToolCall
 from agent_core.tools import ToolSpec
 
+from .conf import approvals_settings
 from .requirement import REQUESTER, Requirement
 from .rules import requirement_from_rules
 
@@ -47,6 +49,14 @@ class ApprovalPolicy:
         if call.approver in (REQUESTER, ""):
             return actor.ref == call.requester_ref
         return actor.has_role(call.approver)
+
+    def max_extension(
+        self, tool: ToolSpec, call: ToolCall, *, ttl: timedelta | None
+    ) -> timedelta | None:
+        """How far past now a decider may move ``call``'s deadline: ``APPROVALS["MAX_EXTENSION"]``
+        for the tool, else ``ttl`` (what ``requirement_for`` gives the call); ``None``: the
+        call's own window (deadline minus request time)."""
+        return approvals_settings().max_extension(tool.name) or ttl
 
     def can_answer(self, actor: Actor, call: ToolCall) -> bool:
         """A human tool's question is answered by the thread's owner."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-REQUESTER = "requester"
+from agent_core.models import REQUESTER
+
+__all__ = ["REQUESTER", "Requirement"]
 
 
 @dataclass(frozen=True)

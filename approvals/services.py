@@ -20,6 +20,7 @@ from django.utils import timezone
 from agent_core import services as core
 from agent_core.actors import SYSTEM, Actor
 from agent_core.agents import get_agent
+from agent_core.api.permissions import visible_threads
 from agent_core.exceptions import (
     AgentCoreError,
     AlreadyAnswered,
@@ -30,6 +31,7 @@ from agent_core.exceptions import (
 )
 from agent_core.models import CallStatus, Run, ToolCall
 
+from . import guards
 from .conf import approvals_settings
 from .exceptions import ApprovalExpired, InvalidDecision, NotApprover
 from .models import Action, DecisionAttempt, RememberedApproval
@@ -105,12 +107,14 @@ def extend(
 ) -> datetime:
     """Give a pending request a later deadline (``ttl`` from now, or ``expires_at``); audited.
 
-    Only someone who may decide the call may extend it; a request already past its deadline
+    Only someone who may decide the call may extend it, at most the policy's ``max_extension``
+    past now (default: the ttl the policy gives the call); a request already past its deadline
     expires instead (410).
     """
     if (ttl is None) == (expires_at is None):
         raise InvalidDecision("give either ttl or expires_at")
     result: list[datetime] = []
+    previous: list[datetime] = []
 
     def apply(run: Run, call: ToolCall) -> Outcome:
         if not get_policy().can_decide(actor, call):
@@ -120,14 +124,22 @@ def extend(
         _check_deadline(run, call)
         if call.expires_at is None:
             raise InvalidDecision("this request has no deadline to extend")
-        deadline = expires_at if expires_at is not None else timezone.now() + (ttl or timedelta())
+        now = timezone.now()
+        deadline = expires_at if expires_at is not None else now + (ttl or timedelta())
         if deadline <= call.expires_at:
             raise InvalidDecision(f"the new deadline must be after {call.expires_at.isoformat()}")
+        limit = guards.extension_limit(run, call)
+        if deadline > now + limit:
+            raise InvalidDecision(f"a deadline may be moved at most {limit} past now")
+        previous.append(call.expires_at)
         core.extend_approval(run, call, expires_at=deadline)
         result.append(deadline)
         return Outcome.APPLIED
 
-    _attempt(tool_call_id, Action.EXTEND, actor, via, apply, detail=lambda: _iso(result))
+    def audit_detail() -> str:
+        return f"expires_at {previous[0].isoformat()} -> {result[0].isoformat()}" if result else ""
+
+    _attempt(tool_call_id, Action.EXTEND, actor, via, apply, detail=audit_detail)
     return result[0]
 
 
@@ -136,6 +148,7 @@ def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
 
     The thread's owner and the grant's granter may revoke it.
     """
+    guards.check_via(via)
     with transaction.atomic():
         grant = (
             RememberedApproval.objects.select_for_update()
@@ -148,7 +161,12 @@ def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
         if grant is None:
             refusal = NotFound(f"no remembered approval {remembered_id}")
         elif actor.ref not in (grant.granted_by_ref, grant.thread.owner_ref):
-            refusal = NotApprover("only the thread's owner or the granter may revoke this")
+            # 403 for whoever sees the thread; to anyone else the grant is unknown (SPEC §7).
+            refusal = (
+                NotApprover("only the thread's owner or the granter may revoke this")
+                if visible_threads(actor).filter(pk=grant.thread_id).exists()
+                else NotFound(f"no remembered approval {remembered_id}")
+            )
         elif grant.revoked_at is not None:
             outcome = Outcome.UNCHANGED
         else:
@@ -226,12 +244,14 @@ def _attempt(
     detail: Callable[[], str] | None = None,
 ) -> Outcome:
     """Run ``apply`` under the run's row lock and audit the attempt, whatever came of it."""
+    guards.check_via(via)
     with transaction.atomic():
         found = core.lock_call(tool_call_id)
         call = found[1] if found else None
         refusal: AgentCoreError | None = None
         outcome: Outcome | None = None
-        if found is None:
+        if found is None or not guards.may_see(actor, found[1]):
+            # Unseen is unknown (SPEC §7): a 403 would confirm that the id exists.
             refusal = NotFound(f"no tool call {tool_call_id}")
         else:
             try:
@@ -271,6 +291,7 @@ def _settle(
         raise InvalidDecision(f"{call.tool_name} approvals cannot be remembered")
     if args is not None:
         args = _validated(tool.validate_args, args, "the edited arguments")
+        guards.check_edit(run, call, tool, args)
     core.settle_approval(
         run,
         call,
@@ -358,10 +379,6 @@ def _expire(run: Run, call: ToolCall) -> bool:
     return core.settle_approval(
         run, call, status=CallStatus.EXPIRED, decided_by_ref=SYSTEM.ref, decided_via="expiry"
     )
-
-
-def _iso(result: list[datetime]) -> str:
-    return f"expires_at {result[0].isoformat()}" if result else ""
 
 
 def _audit(

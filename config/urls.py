@@ -9,7 +9,7 @@ from django.views.generic import TemplateView
 urlpatterns = [
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
     path("admin/", admin.site.urls),
-    path("agent/", include("agent_core.api.urls")),
     path("agent/", include("approvals.api.urls")),
+    path("agent/", include("agent_core.api.urls")),  # last: its catch-all answers JSON 404s
     path("console/", include("console.urls")),
 ]

@@ -10,11 +10,17 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from agent_core.actors import actor_for_user
+from agent_core.api.permissions import may_see_run
 from agent_core.streams import group_name
 
 from .access import has_console_access
 
 CONSOLE_GROUP = "airlock.console"
+
+
+def _may_follow(user: Any, run_id: str) -> bool:
+    return may_see_run(actor_for_user(user), run_id)
 
 
 class ConsoleConsumer(AsyncJsonWebsocketConsumer):
@@ -30,6 +36,9 @@ class ConsoleConsumer(AsyncJsonWebsocketConsumer):
         self.groups = [CONSOLE_GROUP]
         run_id = self.scope["url_route"]["kwargs"].get("run_id")
         if run_id:
+            if not await database_sync_to_async(_may_follow)(user, run_id):
+                await self.close(code=4404)  # a run the user may not see is unknown
+                return
             self.groups.append(group_name(run_id))
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)

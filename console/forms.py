@@ -8,8 +8,23 @@ from typing import Any
 
 from django import forms
 
+from agent_core import jsonsafe
 from agent_core.models import RunStatus
 from approvals.models import Action
+
+
+def parse_json(text: str) -> Any:
+    """JSON typed into a form, refused like an API body when it cannot be stored."""
+    try:
+        parsed = json.loads(text)
+    except ValueError as exc:
+        raise forms.ValidationError(f"This is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise forms.ValidationError("This JSON is nested too deeply.") from exc
+    unstorable = jsonsafe.problem(parsed)
+    if unstorable is not None:
+        raise forms.ValidationError(f"This JSON cannot be stored: {unstorable}.")
+    return parsed
 
 
 class JSONObjectField(forms.CharField):
@@ -18,11 +33,7 @@ class JSONObjectField(forms.CharField):
     widget = forms.Textarea(attrs={"rows": 6, "spellcheck": "false"})
 
     def to_python(self, value: Any) -> Any:
-        text = super().to_python(value) or ""
-        try:
-            parsed = json.loads(text)
-        except ValueError as exc:
-            raise forms.ValidationError(f"This is not valid JSON: {exc}") from exc
+        parsed = parse_json(super().to_python(value) or "")
         if not isinstance(parsed, dict):
             raise forms.ValidationError('Give a JSON object: {"name": value, …}.')
         return parsed
@@ -69,10 +80,7 @@ class JSONResultField(forms.CharField):
         text = super().to_python(value)
         if not text:
             return None
-        try:
-            return json.loads(text)
-        except ValueError as exc:
-            raise forms.ValidationError(f"This is not valid JSON: {exc}") from exc
+        return parse_json(text)
 
 
 class MarkDoneForm(forms.Form):

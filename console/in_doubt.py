@@ -12,16 +12,20 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.timesince import timesince
 
+from agent_core.actors import Actor
+from agent_core.api.permissions import visible_calls
 from agent_core.models import CallStatus, ToolCall
 from approvals.models import Action, DecisionAttempt
 
 from .people import name_of
 
 
-def in_doubt_calls() -> QuerySet[ToolCall]:
-    """Every call waiting on a person to say whether its side effect happened, oldest first."""
+def in_doubt_calls(actor: Actor) -> QuerySet[ToolCall]:
+    """Every call the actor may see waiting on a person to say whether its side effect
+    happened, oldest first."""
     return (
-        ToolCall.objects.filter(status=CallStatus.IN_DOUBT)
+        visible_calls(actor)
+        .filter(status=CallStatus.IN_DOUBT)
         .select_related("run", "thread")
         .order_by("requested_at")
     )

@@ -7,10 +7,11 @@ approval port: this form only makes it easy to type.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import forms
+
+from .forms import parse_json
 
 
 def form_class_for(schema: dict[str, Any]) -> type[forms.Form]:
@@ -79,7 +80,4 @@ class JSONValueField(forms.CharField):
         text = super().to_python(value)
         if text in ("", None):
             return None
-        try:
-            return json.loads(text)
-        except ValueError as exc:
-            raise forms.ValidationError(f"This is not valid JSON: {exc}") from exc
+        return parse_json(text)

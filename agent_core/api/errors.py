@@ -6,7 +6,9 @@ import logging
 import math
 from typing import Any
 
-from django.http import Http404
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
+from django.http import Http404, HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -22,6 +24,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "tool_not_found": status.HTTP_404_NOT_FOUND,
     "invalid": status.HTTP_400_BAD_REQUEST,
     "not_approver": status.HTTP_403_FORBIDDEN,
+    "edit_needs_approver": status.HTTP_403_FORBIDDEN,
     "forbidden": status.HTTP_403_FORBIDDEN,
     "body_too_large": status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
     "run_active": status.HTTP_409_CONFLICT,
@@ -36,8 +39,34 @@ STATUS_BY_CODE: dict[str, int] = {
 }
 
 
+# The scheme a 401 names when no authenticator of the view names one (session login has none).
+DEFAULT_AUTHENTICATE_HEADER = "Token"
+
+
 def error_response(code: str, detail: Any, http_status: int, **extra: Any) -> Response:
     return Response({"code": code, "detail": detail, **extra}, status=http_status)
+
+
+def authenticate_header(request: Any) -> str:
+    """The ``WWW-Authenticate`` value of a 401: the first the request's authenticators give."""
+    for authenticator in getattr(request, "authenticators", None) or ():
+        header = authenticator.authenticate_header(request)
+        if header:
+            return str(header)
+    return DEFAULT_AUTHENTICATE_HEADER
+
+
+def not_authenticated(request: Any, detail: str) -> Response:
+    """401 ``not_authenticated`` with its ``WWW-Authenticate`` header (RFC 9110 §15.5.2)."""
+    response = error_response("not_authenticated", detail, status.HTTP_401_UNAUTHORIZED)
+    response["WWW-Authenticate"] = authenticate_header(request)
+    return response
+
+
+@csrf_exempt
+def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Every path under the API's prefix that no view claims, whatever the method: JSON 404."""
+    return JsonResponse({"code": "not_found", "detail": "No such endpoint."}, status=404)
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -51,6 +80,16 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return response
     if isinstance(exc, Http404):
         return error_response("not_found", "Not found.", status.HTTP_404_NOT_FOUND)
+    if isinstance(exc, RequestDataTooBig):  # over Django's DATA_UPLOAD_MAX_MEMORY_SIZE
+        return error_response(
+            "body_too_large",
+            "The request body is too large.",
+            status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
+    if isinstance(exc, SuspiciousOperation):
+        return error_response("invalid", "The request is malformed.", status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, PermissionDenied):
+        return error_response("forbidden", "You may not do this.", status.HTTP_403_FORBIDDEN)
     if isinstance(exc, exceptions.ValidationError):
         return error_response(
             "invalid", "The request body is invalid.", exc.status_code, errors=exc.detail
@@ -58,9 +97,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, exceptions.APIException):
         code = exc.default_code if isinstance(exc.default_code, str) else "error"
         if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
-            code, exc.status_code = "not_authenticated", status.HTTP_401_UNAUTHORIZED
+            return not_authenticated(context.get("request"), str(exc.detail))
         response = error_response(code, str(exc.detail), exc.status_code)
-        wait = getattr(exc, "wait", None)  # Throttled: seconds until the next request may pass
+        wait = getattr(exc, "wait", None)  # Throttled's (missing from the stubs)
         if isinstance(exc, exceptions.Throttled) and wait is not None:
             response["Retry-After"] = str(math.ceil(wait))
         return response

@@ -1,4 +1,5 @@
-"""A JSON parser that refuses oversized bodies before reading them whole."""
+"""The one JSON parser of the API: refuses oversized bodies before reading them whole, and
+documents PostgreSQL could not store (a NUL character) or Python could not walk (deep nesting)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from rest_framework import status
-from rest_framework.exceptions import APIException
+from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import JSONParser
 
+from .. import jsonsafe
 from ..conf import agent_settings
 
 
@@ -20,7 +22,8 @@ class BodyTooLarge(APIException):
 
 
 class LimitedJSONParser(JSONParser):
-    """``JSONParser`` that answers 413 above ``AGENT["MAX_BODY_BYTES"]``."""
+    """``JSONParser`` that answers 413 above ``AGENT["MAX_BODY_BYTES"]`` and 400 for a body
+    holding a NUL character or nested deeper than ``jsonsafe.MAX_DEPTH``."""
 
     def parse(
         self,
@@ -32,4 +35,11 @@ class LimitedJSONParser(JSONParser):
         body = stream.read(limit + 1) if stream is not None else b""
         if len(body) > limit:
             raise BodyTooLarge(f"The request body is larger than {limit} bytes.")
-        return super().parse(io.BytesIO(body), media_type, parser_context)
+        try:
+            data = super().parse(io.BytesIO(body), media_type, parser_context)
+        except RecursionError as exc:
+            raise ParseError("JSON parse error - nested too deeply") from exc
+        unstorable = jsonsafe.problem(data)
+        if unstorable is not None:
+            raise ParseError(f"JSON parse error - {unstorable}")
+        return data

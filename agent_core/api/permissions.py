@@ -2,9 +2,14 @@
 
 * The thread's owner (``owner_ref``) sees and manages its threads and runs.
 * ``AGENT["OPERATOR_ROLE"]`` (default ``operator``) sees and may cancel every run.
-* An approver sees the runs and threads holding a call it is the approver of (a role it has),
-  so it can follow what it decides; it may not cancel them or delete the thread (403).
+* An approver sees the runs and threads holding a call it is the approver of (a role it has;
+  the ``requester`` marker is matched only as the owner, never as a role name), so it can
+  follow what it decides; it may not cancel them or delete the thread (403).
 * Anyone else gets 404: the id might as well not exist.
+
+The console shows what these functions return, and the approval port answers 404 for a call
+outside them that the policy does not let the actor decide (``approvals.guards.may_see``): one
+rule for every surface.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from ..actors import Actor
 from ..conf import agent_settings
 from ..exceptions import AgentCoreError
-from ..models import Run, Thread, ToolCall
+from ..models import REQUESTER, Run, Thread, ToolCall
 
 
 class NotAllowed(AgentCoreError):
@@ -28,7 +33,8 @@ def is_operator(actor: Actor) -> bool:
 
 
 def _approves(actor: Actor, **on: OuterRef) -> Exists:
-    return Exists(ToolCall.objects.filter(approver__in=sorted(actor.roles), **on))
+    roles = sorted(actor.roles - {REQUESTER})
+    return Exists(ToolCall.objects.filter(approver__in=roles, **on))
 
 
 def visible_threads(actor: Actor) -> QuerySet[Thread]:
@@ -45,6 +51,19 @@ def visible_runs(actor: Actor) -> QuerySet[Run]:
     if is_operator(actor):
         return runs
     return runs.filter(Q(thread__owner_ref=actor.ref) | _approves(actor, run=OuterRef("pk")))
+
+
+def visible_calls(actor: Actor) -> QuerySet[ToolCall]:
+    """Calls the actor may read: those of the runs it may see."""
+    calls = ToolCall.objects.all()
+    if is_operator(actor):
+        return calls
+    return calls.filter(run__in=visible_runs(actor).values("pk"))
+
+
+def may_see_run(actor: Actor, run_id: str) -> bool:
+    """Whether the actor may see the run (and so its calls)."""
+    return is_operator(actor) or visible_runs(actor).filter(pk=run_id).exists()
 
 
 def check_may_cancel(actor: Actor, run: Run) -> None:

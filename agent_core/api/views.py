@@ -11,8 +11,13 @@ from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django.urls import reverse
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer
-from rest_framework import mixins, status, viewsets
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+)
+from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
@@ -20,6 +25,7 @@ from rest_framework.response import Response
 
 from .. import idempotency, services, turns
 from ..exceptions import InvalidHeader, NotFound, RunActive
+from ..ids import ID_REGEX
 from ..models import Message, Run, Thread, ToolCall
 from . import serializers
 from .actors import request_actor
@@ -42,6 +48,15 @@ class NewestFirst(CursorPagination):
     page_size_query_param = "page_size"
     max_page_size = 200
 
+    def decode_cursor(self, request: Request) -> Any:
+        # DRF answers a cursor it cannot read with 404; it is a malformed parameter: 400.
+        try:
+            return super().decode_cursor(request)
+        except exceptions.NotFound as exc:
+            raise exceptions.ValidationError(
+                {"cursor": ["Not a cursor this API gave out."]}
+            ) from exc
+
 
 class ChatView(AirlockAPIView):
     """Start a turn: a new thread, or the next turn of one of your threads."""
@@ -49,6 +64,13 @@ class ChatView(AirlockAPIView):
     throttle_classes = [ChatThrottle]
 
     @extend_schema(
+        examples=[
+            OpenApiExample(
+                "a new thread",
+                value={"agent": "support", "message": "Where is order A-1001?"},
+                request_only=True,
+            )
+        ],
         request=serializers.ChatStartSerializer,
         parameters=[
             OpenApiParameter(
@@ -160,7 +182,7 @@ class ThreadViewSet(
     pagination_class = NewestFirst
     filter_backends = [DjangoFilterBackend]
     filterset_class = ThreadFilter
-    lookup_value_regex = "[^/]+"
+    lookup_value_regex = ID_REGEX
 
     def get_queryset(self) -> QuerySet[Thread]:
         if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the shape
@@ -235,7 +257,7 @@ class RunViewSet(AirlockAPIView, viewsets.ReadOnlyModelViewSet[Run]):
     pagination_class = NewestFirst
     filter_backends = [DjangoFilterBackend]
     filterset_class = RunFilter
-    lookup_value_regex = "[^/]+"
+    lookup_value_regex = ID_REGEX
 
     def get_queryset(self) -> QuerySet[Run]:
         if getattr(self, "swagger_fake_view", False):

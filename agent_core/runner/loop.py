@@ -22,7 +22,7 @@ from typing import Any, TypeAlias
 import pydantic
 from django.db import transaction
 
-from .. import ids, quotas, services, transcript
+from .. import ids, jsonsafe, quotas, services, transcript
 from ..actors import Actor
 from ..agents import Agent, get_agent
 from ..conf import agent_settings
@@ -370,6 +370,13 @@ def _propose(
     become errors, never executions."""
     call_id = ids.tool_call_id()
     raw_args = part.args if isinstance(part.args, dict) else {"_raw": part.args}
+    unstorable = jsonsafe.problem([part.name, part.provider_call_id, raw_args])
+    if unstorable is not None:
+        # PostgreSQL cannot store it: the model is told why, and the row keeps no arguments.
+        raw_args = {}
+        part = ToolCallPart(
+            part.provider_call_id.replace(jsonsafe.NUL, ""), part.name.replace(jsonsafe.NUL, ""), {}
+        )
 
     def failed(kind: str, error: str) -> ProposedCall:
         return ProposedCall(
@@ -382,6 +389,8 @@ def _propose(
             error=error,
         )
 
+    if unstorable is not None:
+        return failed("action", f"invalid arguments: {unstorable}")
     try:
         tool = agent.get_tool(part.name)
     except ToolNotFound as exc:

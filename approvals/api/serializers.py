@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from agent_core.agents import get_agent
 from agent_core.exceptions import AgentCoreError
-from agent_core.models import ToolCall
+from agent_core.models import SYSTEM_VIAS, ToolCall
 
 from ..models import RememberedApproval
 
@@ -26,7 +26,17 @@ class StrictBooleanField(serializers.BooleanField):
 
 class _Decision(serializers.Serializer[Any]):
     tool_call_id = serializers.CharField(max_length=40)
-    via = serializers.CharField(min_length=1, max_length=64, default="web")
+    via = serializers.CharField(
+        min_length=1,
+        max_length=64,
+        default="web",
+        help_text=f"the surface deciding; reserved: {', '.join(sorted(SYSTEM_VIAS))}",
+    )
+
+    def validate_via(self, value: str) -> str:
+        if value in SYSTEM_VIAS:
+            raise serializers.ValidationError(f"{value!r} is reserved for the system.")
+        return value
 
 
 class ApproveSerializer(_Decision):
@@ -104,6 +114,14 @@ class PendingCallSerializer(serializers.ModelSerializer[ToolCall]):
             return get_agent(call.run.agent).get_tool(call.tool_name).answer_schema
         except AgentCoreError:
             return None
+
+
+class PendingPageSerializer(serializers.Serializer[Any]):
+    """One page of the pending inbox; ``next`` (and ``next_cursor``) lead to the next page."""
+
+    results = PendingCallSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+    next = serializers.URLField(allow_null=True)
 
 
 class RememberedApprovalSerializer(serializers.ModelSerializer[RememberedApproval]):

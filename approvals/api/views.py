@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,13 +18,14 @@ from agent_core.models import ToolCall
 
 from .. import selectors, services
 from ..models import RememberedApproval
-from .filters import PendingFilter, keyset_page, page_limit
+from .filters import MAX_LIMIT, PendingFilter, keyset_page, page_limit
 from .serializers import (
     AnswerSerializer,
     ApproveSerializer,
     DecisionResultSerializer,
     ExtendSerializer,
     PendingCallSerializer,
+    PendingPageSerializer,
     RejectSerializer,
     RememberedApprovalSerializer,
 )
@@ -51,7 +52,17 @@ class _DecisionView(AirlockAPIView):
 class ApproveView(_DecisionView):
     """``POST /agent/tool-call/approve``."""
 
-    @extend_schema(request=ApproveSerializer, responses=DecisionResultSerializer)
+    @extend_schema(
+        request=ApproveSerializer,
+        responses=DecisionResultSerializer,
+        examples=[
+            OpenApiExample(
+                "approve",
+                value={"tool_call_id": "tc_01JD3Z8Q6W1K9V4X2M7N5P0R8S", "via": "slack"},
+                request_only=True,
+            )
+        ],
+    )
     def post(self, request: Request) -> Response:
         body = _body(ApproveSerializer, request)
         outcome = services.approve(
@@ -121,9 +132,13 @@ class PendingApprovalsView(AirlockAPIView):
             OpenApiParameter("approver", str, description="a role name, or 'requester'"),
             OpenApiParameter("thread", str),
             OpenApiParameter("cursor", str),
-            OpenApiParameter("limit", int, description="1 to 200, default 50"),
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                description=f"1 to {MAX_LIMIT}, default 50",
+            ),
         ],
-        responses=PendingCallSerializer(many=True),
+        responses=PendingPageSerializer,
     )
     def get(self, request: Request) -> Response:
         params = request.query_params

@@ -18,6 +18,10 @@ AGENT = {
     "ACTOR_RESOLVER": "agent_core.actors.DevelopmentResolver",
 }
 
+# An approver may push a refund's 15-minute deadline at most an hour past now (default: the
+# policy's ttl again).
+APPROVALS = {"MAX_EXTENSION": {"issue_refund": 3600}}
+
 # With an OpenAI-compatible endpoint configured, the demo agent talks to a real model.
 if os.environ.get("OPENAI_BASE_URL"):
     AGENT["MODEL"] = "openai:" + os.environ.get("AIRLOCK_DEMO_MODEL", "gpt-4o-mini")

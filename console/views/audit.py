@@ -7,16 +7,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 
+from agent_core.api.permissions import is_operator, visible_runs
 from approvals.models import DecisionAttempt
 
 from ..access import console_view
 from ..conf import console_settings
 from ..forms import AuditFilterForm
 from ..people import name_of, ref_of
-from .common import page
+from .common import actor_of, page
 
 CSV_COLUMNS = (
     "created_at",
@@ -37,6 +38,11 @@ def _attempts(request: HttpRequest) -> tuple[AuditFilterForm, QuerySet[DecisionA
     form = AuditFilterForm(request.GET)
     filters = form.cleaned_data if form.is_valid() else {}
     qs = DecisionAttempt.objects.order_by("-created_at", "-id")
+    actor = actor_of(request)
+    if not is_operator(actor):
+        # The API's rule: attempts on the runs the user sees, and the user's own.
+        runs = visible_runs(actor).values("pk")
+        qs = qs.filter(Q(run_id__in=runs) | Q(actor_ref=actor.ref))
     if filters.get("actor"):
         qs = qs.filter(actor_ref=ref_of(filters["actor"]))
     for field, column in (

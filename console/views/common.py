@@ -8,7 +8,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from agent_core.actors import Actor, actor_for_user
+from agent_core.api.permissions import visible_calls
 from agent_core.models import CallStatus, ToolCall
+from approvals.guards import may_see
 from approvals.selectors import pending_for
 
 FRAGMENT_HEADER = "X-Console-Fragment"
@@ -28,7 +30,7 @@ def nav_counts(actor: Actor) -> dict[str, int]:
     """The numbers in the navigation: what waits on this actor, what waits in doubt."""
     return {
         "waiting_on_you": pending_for(actor).count(),
-        "in_doubt": ToolCall.objects.filter(status=CallStatus.IN_DOUBT).count(),
+        "in_doubt": visible_calls(actor).filter(status=CallStatus.IN_DOUBT).count(),
     }
 
 
@@ -48,9 +50,10 @@ def fragment(request: HttpRequest, template: str, context: dict[str, Any]) -> Ht
     return response
 
 
-def tool_call_or_404(call_id: str) -> ToolCall:
-    """The call a form posted to, with its run and thread; 404 for an unknown id."""
+def tool_call_or_404(request: HttpRequest, call_id: str) -> ToolCall:
+    """The call a form posted to, with its run and thread; 404 for an unknown id and for one
+    the user may not see (the approval port's rule, ``approvals.guards.may_see``)."""
     call = ToolCall.objects.select_related("run", "thread").filter(pk=call_id).first()
-    if call is None:
+    if call is None or not may_see(actor_of(request), call):
         raise Http404("no such tool call")
     return call

@@ -51,7 +51,7 @@ def _page(
     actor = actor_of(request)
     items = [
         _item(actor, c, form if call is not None and c.pk == call.pk else None)
-        for c in in_doubt_calls()
+        for c in in_doubt_calls(actor)
     ]
     if call is not None:
         mine = next((i for i in items if i["call"].pk == call.pk), None)
@@ -72,7 +72,7 @@ def in_doubt_list(request: HttpRequest) -> HttpResponse:
 @console_view
 def mark_done(request: HttpRequest, call_id: str) -> HttpResponse:
     """It happened: record the result the person gives; the tool does not run again."""
-    call = tool_call_or_404(call_id)
+    call = tool_call_or_404(request, call_id)
     form = MarkDoneForm(request.POST, prefix=call_id)
     if not form.is_valid():
         return _page(request, call=call, form=form, status=400)
@@ -91,7 +91,7 @@ def mark_done(request: HttpRequest, call_id: str) -> HttpResponse:
 @console_view
 def mark_not_done(request: HttpRequest, call_id: str) -> HttpResponse:
     """It did not happen: the call runs again (after a fresh approval, if its tool says so)."""
-    call = tool_call_or_404(call_id)
+    call = tool_call_or_404(request, call_id)
     return _resolve(
         request,
         call,

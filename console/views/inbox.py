@@ -21,7 +21,7 @@ from django.views.decorators.http import require_POST
 from agent_core.exceptions import AgentCoreError, AlreadyAnswered, AlreadyDecided, RunNotActive
 from agent_core.models import CALL_PENDING, ToolCall
 from approvals import services as port
-from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
+from approvals.exceptions import ApprovalExpired, EditNeedsApprover, InvalidDecision, NotApprover
 
 from ..access import console_view
 from ..cards import Card, answer_form_for, card_for, explain
@@ -33,6 +33,7 @@ VIA = "console"
 # The status each refusal of the port stands for (SPEC §8).
 STATUS_OF = {
     NotApprover: 403,
+    EditNeedsApprover: 403,
     AlreadyDecided: 409,
     AlreadyAnswered: 409,
     RunNotActive: 409,
@@ -137,7 +138,7 @@ def edit(request: HttpRequest, call_id: str) -> HttpResponse:
 @console_view
 def answer(request: HttpRequest, call_id: str) -> HttpResponse:
     """Answer a human question with the form generated from its answer schema."""
-    call = tool_call_or_404(call_id)
+    call = tool_call_or_404(request, call_id)
     form = answer_form_for(call, request.POST)
     return _decide(
         request,
@@ -189,7 +190,7 @@ def _decide(
     form: Any = None,
 ) -> HttpResponse:
     actor = actor_of(request)
-    call = tool_call_or_404(call_id)
+    call = tool_call_or_404(request, call_id)
     if form is not None and not form.is_valid():
         card = card_for(actor, call, data=request.POST, form=form_name)
         card.error = "Check the form: nothing was decided."

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 
 from agent_core import services
 from agent_core.actors import Actor
-from agent_core.api.permissions import NotAllowed, check_may_cancel
+from agent_core.api.permissions import NotAllowed, check_may_cancel, visible_runs
 from agent_core.models import Run, RunStatus, Step, StreamFrame, ToolCall
 from approvals.models import DecisionAttempt
 
@@ -44,12 +44,13 @@ def _filtered(runs: QuerySet[Run], filters: dict[str, Any]) -> QuerySet[Run]:
 
 @console_view
 def runs(request: HttpRequest) -> HttpResponse:
-    """Every run, newest first, filterable by status, agent, actor and thread."""
+    """Every run the user may see (the API's rule), newest first, filterable by status, agent,
+    actor and thread."""
     form = RunFilterForm(request.GET)
     filters = form.cleaned_data if form.is_valid() else {}
-    qs = _filtered(Run.objects.select_related("thread").order_by("-created_at"), filters)
-    page_obj = Paginator(qs, console_settings().PAGE_SIZE).get_page(request.GET.get("page"))
     actor = actor_of(request)
+    qs = _filtered(visible_runs(actor).select_related("thread").order_by("-created_at"), filters)
+    page_obj = Paginator(qs, console_settings().PAGE_SIZE).get_page(request.GET.get("page"))
     return page(
         request,
         "console/runs.html",
@@ -82,8 +83,13 @@ def _may_cancel(actor: Actor, run: Run) -> bool:
     return not run.is_terminal and run.status != RunStatus.CANCELLING and may_cancel(actor, run)
 
 
+def _visible_run(request: HttpRequest, run_id: str) -> Run:
+    # A run the user may not see is unknown, as in the API.
+    return get_object_or_404(visible_runs(actor_of(request)).select_related("thread"), pk=run_id)
+
+
 def _run_context(request: HttpRequest, run_id: str) -> dict[str, Any]:
-    run = get_object_or_404(Run.objects.select_related("thread"), pk=run_id)
+    run = _visible_run(request, run_id)
     steps = list(run.steps.order_by("started_at"))
     calls = list(run.tool_calls.order_by("requested_at", "position"))
     attempts = DecisionAttempt.objects.filter(run_id=run.pk).order_by("created_at")
@@ -129,7 +135,7 @@ def run_fragment(request: HttpRequest, run_id: str) -> HttpResponse:
 def cancel(request: HttpRequest, run_id: str) -> HttpResponse:
     """Cancel a run (and its children): settled at once when it is parked, else ``cancelling``
     until its driver reaches a safe point. A refusal is shown on the run's page."""
-    run = get_object_or_404(Run.objects.select_related("thread"), pk=run_id)
+    run = _visible_run(request, run_id)
     actor = actor_of(request)
     try:
         check_may_cancel(actor, run)

@@ -19,12 +19,30 @@ from agent_core.models import Thread
 HEADER = {"ACTOR_RESOLVER": "agent_core.actors.HeaderResolver", "AGENTS": []}
 
 
+@override_settings(DEBUG=True)
 def test_the_header_resolver_reads_id_and_roles():
     request = RequestFactory().get(
         "/", HTTP_X_ACTOR_ID="user:fran", HTTP_X_ACTOR_ROLE="finance, ops,"
     )
     assert HeaderResolver().resolve(request) == Actor("user:fran", frozenset({"finance", "ops"}))
     assert HeaderResolver().resolve(RequestFactory().get("/")) is None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("debug", "allowed", "status"), [(False, False, 401), (False, True, 200), (True, False, 200)]
+)
+def test_the_header_resolver_itself_refuses_with_debug_off(debug, allowed, status):
+    """Whatever process serves the request (not only ``manage.py check``): no header actor
+    with DEBUG off unless explicitly allowed."""
+    agent = {**HEADER, "ALLOW_HEADER_ACTOR": allowed}
+    dev = {**agent, "ACTOR_RESOLVER": "agent_core.actors.DevelopmentResolver"}
+    for resolver in (agent, dev):
+        with override_settings(DEBUG=debug, AGENT=resolver):
+            response = APIClient().get(
+                "/agent/threads", HTTP_X_ACTOR_ID="user:fran", HTTP_X_ACTOR_ROLE="finance"
+            )
+        assert response.status_code == status
 
 
 @pytest.mark.parametrize(
@@ -79,7 +97,8 @@ def test_the_development_resolver_prefers_the_signed_in_user_then_headers():
     assert DevelopmentResolver().resolve(signed_in) == Actor(f"user:{fran.pk}")
     anonymous = RequestFactory().get("/", HTTP_X_ACTOR_ID="user:alice")
     anonymous.user = AnonymousUser()
-    assert DevelopmentResolver().resolve(anonymous) == Actor("user:alice")
+    with override_settings(DEBUG=True):
+        assert DevelopmentResolver().resolve(anonymous) == Actor("user:alice")
     dev = {"ACTOR_RESOLVER": "agent_core.actors.DevelopmentResolver", "AGENTS": []}
     with override_settings(DEBUG=False, AGENT=dev):
         assert [e.id for e in check_header_actor()] == ["agent_core.E004"]

@@ -132,6 +132,15 @@ def test_unknown_tools_and_invalid_args_become_errors_the_model_sees(turn):
     assert all(p["is_error"] for p in results.content)
 
 
+def test_a_nul_in_proposed_args_is_a_tool_error_not_a_failed_run(turn):
+    # The message holds the six characters \u0000; the model's JSON decodes them to a NUL.
+    run = turn('/call lookup_order {"order_id": "A-1001\\u0000"}')
+    assert run.status == RunStatus.COMPLETED
+    [call] = calls_of(run)
+    assert call.status == CallStatus.FAILED and "NUL" in call.error and call.args == {}
+    assert "tool-output-error" in frames(run)
+
+
 def test_a_second_turn_on_a_busy_thread_is_refused(turn):
     run = turn('/call purge_cache {"path": "/"}')
     with pytest.raises(RunActive):

@@ -37,7 +37,7 @@ def test_reject_on_one_server_resumes_the_run_on_the_other(shop, a, b):
     run_id, call_id = _pending(a, REFUND)
     listed = b.get("/agent/approvals/pending", headers=ALICE).json()
     assert [c["tool_call_id"] for c in listed["results"]] == [call_id]
-    assert _post(b, "reject", {"tool_call_id": call_id}, BOB)[0] == 403
+    assert _post(b, "reject", {"tool_call_id": call_id}, BOB)[0] == 404  # not bob's to see
     status, body = _post(b, "reject", {"tool_call_id": call_id, "reason": "too much"})
     assert (status, body["outcome"]) == (200, "applied")
     assert _post(b, "reject", {"tool_call_id": call_id, "reason": "too much"})[1]["outcome"] == (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -13,7 +14,10 @@ from rest_framework.test import APIClient
 
 from agent_core import services
 from agent_core.actors import Actor, actor_for_user
-from agent_core.models import CallStatus, ToolCall
+from agent_core.models import SYSTEM_VIAS, CallStatus, ToolCall
+from approvals import services as port
+from approvals.checks import check_api_not_shadowed, check_requester_is_no_role
+from approvals.exceptions import InvalidDecision
 from approvals.models import DecisionAttempt, RememberedApproval
 from approvals.policy import DefaultPolicy
 from demo.models import Refund
@@ -88,7 +92,8 @@ def test_refusals_have_their_status_and_code_and_are_audited(turn, people, post)
     url = "/agent/tool-call/approve"
     assert post(None, url, {"tool_call_id": call.pk})[0] == 401
     assert post(people["alice"], url, {"tool_call_id": call.pk})[1]["code"] == "not_approver"
-    assert post(people["bob"], url, {"tool_call_id": call.pk})[0] == 403
+    # bob cannot even see the call: unknown, like an id that does not exist (SPEC §7)
+    assert post(people["bob"], url, {"tool_call_id": call.pk})[1]["code"] == "not_found"
     assert post(people["fran"], url, {"tool_call_id": "tc_nope"})[0] == 404
     ToolCall.objects.filter(pk=call.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     status, data = post(people["fran"], url, {"tool_call_id": call.pk})
@@ -96,7 +101,7 @@ def test_refusals_have_their_status_and_code_and_are_audited(turn, people, post)
     outcomes = list(DecisionAttempt.objects.order_by("id").values_list("action", "outcome"))
     assert outcomes == [
         ("approve", "not_approver"),
-        ("approve", "not_approver"),
+        ("approve", "not_found"),
         ("approve", "not_found"),
         ("expire", "applied"),
         ("approve", "approval_expired"),
@@ -109,6 +114,14 @@ def test_a_dead_runs_card_answers_run_not_active(turn, people, post):
     services.fail_run(run.pk, code="run_failed", message="gone")
     status, data = post(people["alice"], "/agent/tool-call/approve", {"tool_call_id": call.pk})
     assert (status, data["code"]) == (409, "run_not_active")
+
+
+_REQUIRED: dict[str, dict[str, Any]] = {
+    "approve": {},
+    "reject": {},
+    "answer": {"answer": "x"},
+    "extend": {"ttl": 60},
+}
 
 
 @pytest.mark.parametrize(
@@ -125,6 +138,11 @@ def test_a_dead_runs_card_answers_run_not_active(turn, people, post):
         ("/agent/tool-call/extend", {}, "non_field_errors"),
         ("/agent/tool-call/extend", {"ttl": 0}, "ttl"),
         ("/agent/tool-call/extend", {"ttl": 60, "expires_at": "2030-01-01T00:00:00Z"}, None),
+        *[
+            (f"/agent/tool-call/{action}", {"via": via, **extra}, "via")
+            for via in sorted(SYSTEM_VIAS)
+            for action, extra in _REQUIRED.items()
+        ],
     ],
 )
 def test_invalid_bodies_are_400_and_change_nothing(turn, people, post, url, body, field):
@@ -134,6 +152,16 @@ def test_invalid_bodies_are_400_and_change_nothing(turn, people, post, url, body
     status, data = post(people["alice"], url, full)
     assert (status, data["code"]) == (400, "invalid")
     assert field is None or field in data["errors"]
+    call.refresh_from_db()
+    assert call.status == CallStatus.PENDING_APPROVAL and DecisionAttempt.objects.count() == 0
+
+
+@pytest.mark.parametrize("via", sorted(SYSTEM_VIAS))
+def test_the_port_refuses_the_systems_own_vias_before_auditing(turn, people, via):
+    run = turn(refund(10), actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    with pytest.raises(InvalidDecision):
+        port.approve(call.pk, actor=actor(people["alice"]), via=via)
     call.refresh_from_db()
     assert call.status == CallStatus.PENDING_APPROVAL and DecisionAttempt.objects.count() == 0
 
@@ -151,27 +179,78 @@ def test_edited_args_over_rest(turn, people, post):
     assert Refund.objects.get().amount == 20
 
 
+# The README's refund rules: small ones run, large ones need finance, the rest the requester.
+REFUND_TIERS = {
+    "RULES": {
+        "issue_refund": [
+            {"when": {"amount__lte": 20}, "required": False},
+            {"when": {"amount__gt": 100}, "approver": "finance"},
+            {"approver": "requester"},
+        ]
+    }
+}
+
+
+@override_settings(APPROVALS=REFUND_TIERS)
+def test_edited_args_that_need_another_approver_are_refused_and_audited(turn, people, post):
+    """Issue #12: alice may approve her own refund of 50, not turn it into one of 15,000."""
+    run = turn(refund(50), actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    url, me = "/agent/tool-call/approve", people["alice"]
+    bigger = {"tool_call_id": call.pk, "args": {"order_id": "A-1001", "amount": 15000}}
+    status, data = post(me, url, bigger)
+    assert (status, data["code"]) == (403, "edit_needs_approver")
+    assert "finance" in data["detail"]
+    call.refresh_from_db()
+    assert call.status == CallStatus.PENDING_APPROVAL and call.original_args is None
+    assert DecisionAttempt.objects.get().outcome == "edit_needs_approver"
+    smaller = {"tool_call_id": call.pk, "args": {"order_id": "A-1001", "amount": 30}}
+    assert post(me, url, smaller)[1]["status"] == "approved"
+    assert Refund.objects.get().amount == 30
+
+
+def test_under_the_demo_policy_finance_may_edit_a_refund_within_its_rule(
+    turn, people, post, settings
+):
+    """The demo's refund rule (under 20: nobody; else finance): finance edits within it; the
+    requester, who may not approve refunds at all, gets 403 whatever the edit."""
+    settings.AGENT = {**settings.AGENT, "APPROVAL_POLICY": "demo.policy.DemoPolicy"}
+    run = turn(refund(120), actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    assert call.approver == "finance"
+    url = "/agent/tool-call/approve"
+    edited = {"tool_call_id": call.pk, "args": {"order_id": "A-1001", "amount": 15}}
+    assert post(people["alice"], url, edited)[:1] == (403,)
+    assert post(people["fran"], url, edited)[1]["status"] == "approved"
+    assert Refund.objects.get().amount == 15
+
+
 def test_answer_over_rest(turn, people, post):
     run = turn('/call ask_user {"question": "Which order?"}', actor=actor(people["alice"]))
     [call] = calls_of(run)
     url, me = "/agent/tool-call/answer", people["alice"]
     status, data = post(me, url, {"tool_call_id": call.pk, "answer": {"answer": ""}})
     assert (status, data["code"]) == (400, "invalid") and data["errors"]
-    assert post(people["bob"], url, {"tool_call_id": call.pk, "answer": {"answer": "x"}})[0] == 403
+    assert post(people["bob"], url, {"tool_call_id": call.pk, "answer": {"answer": "x"}})[0] == 404
     status, data = post(me, url, {"tool_call_id": call.pk, "answer": {"answer": "A-1001"}})
     assert (status, data["status"], data["outcome"]) == (200, "succeeded", "applied")
     status, data = post(me, url, {"tool_call_id": call.pk, "answer": {"answer": "A-1002"}})
     assert (status, data["code"]) == (409, "already_answered")
 
 
-@override_settings(APPROVALS={"RULES": {"*": {"ttl": 60}}})
+@override_settings(APPROVALS={"RULES": {"*": {"ttl": 60}}, "MAX_EXTENSION": {"*": 7200}})
 def test_extend_over_rest(turn, people, post):
     run = turn(refund(10), actor=actor(people["alice"]))
     [call] = calls_of(run)
+    for body in ({"ttl": 7300}, {"expires_at": "9999-12-31T00:00:00Z"}):
+        status, data = post(
+            people["alice"], "/agent/tool-call/extend", {"tool_call_id": call.pk, **body}
+        )
+        assert (status, data["code"]) == (400, "invalid"), data
     status, data = post(
         people["bob"], "/agent/tool-call/extend", {"tool_call_id": call.pk, "ttl": 3600}
     )
-    assert status == 403
+    assert (status, data["code"]) == (404, "not_found")  # bob cannot see the call
     status, data = post(
         people["alice"], "/agent/tool-call/extend", {"tool_call_id": call.pk, "ttl": 3600}
     )
@@ -330,3 +409,29 @@ def test_decisions_accept_json_only(people):
     )
     assert response.status_code == 415
     assert response.json()["code"] == "unsupported_media_type"
+
+
+# --- the requester marker is no role (issue #12, defect 6) ---------------------------------------
+
+
+def test_a_group_named_requester_sees_nobody_elses_runs_and_the_check_refuses_it(turn, people):
+    run = turn('/call purge_cache {"path": "/"}', actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    assert call.approver == "requester"
+    mallory = user("mallory", "requester")
+    client = client_for(mallory)
+    assert client.get(f"/agent/runs/{run.pk}").status_code == 404
+    assert client.get(f"/agent/threads/{run.thread_id}").status_code == 404
+    assert client.get("/agent/runs").json()["results"] == []
+    status = client.post("/agent/tool-call/approve", {"tool_call_id": call.pk}, format="json")
+    assert status.status_code == 404
+    assert [e.id for e in check_requester_is_no_role(databases=["default"])] == ["approvals.E004"]
+    assert check_requester_is_no_role() == []  # without a database, groups are not read
+    with override_settings(AGENT={"AGENTS": [], "OPERATOR_ROLE": "requester"}):
+        assert [e.id for e in check_requester_is_no_role()] == ["approvals.E004"]
+
+
+def test_the_check_reports_the_approvals_api_hidden_behind_the_catch_all():
+    assert check_api_not_shadowed() == []
+    with override_settings(ROOT_URLCONF="tests.approvals.wrong_order_urls"):
+        assert [e.id for e in check_api_not_shadowed()] == ["approvals.E003"]

@@ -78,7 +78,7 @@ def test_a_role_approver_decides_and_nobody_else(turn, decide):
     assert call.expires_at is not None
     with pytest.raises(NotApprover):
         decide(port.approve, call.pk, actor=ALICE)  # the requester holds no finance role
-    with pytest.raises(NotApprover):
+    with pytest.raises(NotFound):  # BOB cannot even see the call
         decide(port.approve, call.pk, actor=BOB)
     with pytest.raises(NotFound):
         decide(port.approve, "tc_unknown", actor=FRAN)
@@ -91,7 +91,7 @@ def test_a_role_approver_decides_and_nobody_else(turn, decide):
     assert call.requester_ref == ALICE.ref
     assert audit() == [
         ("approve", ALICE.ref, "not_approver"),
-        ("approve", BOB.ref, "not_approver"),
+        ("approve", BOB.ref, "not_found"),
         ("approve", FRAN.ref, "not_found"),
         ("approve", FRAN.ref, "applied"),
     ]
@@ -193,13 +193,13 @@ def test_a_decision_inside_the_ttl_wins_and_the_expiry_never_fires(turn, decide)
     assert "expired" not in StreamFrame.objects.filter(run=run).values_list("data", flat=True)
 
 
-@override_settings(APPROVALS=TTL_60)
+@override_settings(APPROVALS={**TTL_60, "MAX_EXTENSION": {"issue_refund": 3 * 3600}})
 def test_an_approver_extends_the_deadline_and_it_is_audited(turn, decide):
     run = turn(refund(10))
     [call] = calls_of(run)
     before = call.expires_at
     assert before is not None
-    with pytest.raises(NotApprover):
+    with pytest.raises(NotFound):
         port.extend(call.pk, actor=BOB, ttl=timedelta(hours=2))
     with pytest.raises(InvalidDecision):
         port.extend(call.pk, actor=ALICE, expires_at=before - timedelta(seconds=5))
@@ -209,13 +209,32 @@ def test_an_approver_extends_the_deadline_and_it_is_audited(turn, decide):
     frame = StreamFrame.objects.get(run=run, kind="approval-extended").data
     assert frame == {"tool_call_id": call.pk, "expires_at": new.isoformat()}
     extend = list(DecisionAttempt.objects.filter(action=Action.EXTEND).order_by("id"))
-    assert [a.outcome for a in extend] == ["not_approver", "invalid", "applied"]
-    assert new.isoformat() in extend[-1].detail and extend[-1].via == "console"
+    assert [a.outcome for a in extend] == ["not_found", "invalid", "applied"]
+    assert extend[-1].detail == f"expires_at {before.isoformat()} -> {new.isoformat()}"
+    assert extend[-1].via == "console"
     pass_deadline(call)
     with pytest.raises(ApprovalExpired):
         port.extend(call.pk, actor=ALICE, ttl=timedelta(hours=2))
     call.refresh_from_db()
     assert call.status == CallStatus.EXPIRED
+
+
+@override_settings(APPROVALS=TTL_60)
+def test_an_extension_is_bounded_by_the_policys_ttl_and_the_refusal_audited(turn):
+    """Issue #12 defect 7: no deadline in year 9999 erasing a 60-second ttl."""
+    [call] = calls_of(turn(refund(10)))
+    before = call.expires_at
+    assert before is not None
+    far = timezone.now().replace(year=9999)
+    for kwargs in ({"expires_at": far}, {"ttl": timedelta(hours=2)}):
+        with pytest.raises(InvalidDecision, match="at most 0:01:00 past now"):
+            port.extend(call.pk, actor=ALICE, **kwargs)
+    ToolCall.objects.filter(pk=call.pk).update(expires_at=timezone.now() + timedelta(seconds=5))
+    new = port.extend(call.pk, actor=ALICE, ttl=timedelta(seconds=55))  # renewed within 60 s
+    call.refresh_from_db()
+    assert call.expires_at == new
+    outcomes = DecisionAttempt.objects.filter(action=Action.EXTEND).order_by("id")
+    assert [a.outcome for a in outcomes] == ["invalid", "invalid", "applied"]
 
 
 def test_a_request_without_a_deadline_cannot_be_extended(turn):
@@ -272,7 +291,7 @@ def test_a_revoked_grant_asks_again(turn, decide):
     first = turn(refund(10))
     decide(port.approve, calls_of(first)[0].pk, actor=ALICE, remember=True)
     grant = RememberedApproval.objects.get()
-    with pytest.raises(NotApprover):
+    with pytest.raises(NotFound):
         port.revoke(grant.pk, actor=BOB)
     assert port.revoke(grant.pk, actor=ALICE) == port.Outcome.APPLIED
     assert port.revoke(grant.pk, actor=ALICE) == port.Outcome.UNCHANGED
@@ -281,7 +300,7 @@ def test_a_revoked_grant_asks_again(turn, decide):
     second = turn(refund(11), thread_id=first.thread_id)
     assert calls_of(second)[0].status == CallStatus.PENDING_APPROVAL
     revokes = DecisionAttempt.objects.filter(action=Action.REVOKE).order_by("id")
-    assert [a.outcome for a in revokes] == ["not_approver", "applied", "unchanged", "not_found"]
+    assert [a.outcome for a in revokes] == ["not_found", "applied", "unchanged", "not_found"]
 
 
 @override_settings(APPROVALS={"REMEMBER_TTL": 600})

@@ -15,7 +15,7 @@ from agent_core.models import CallStatus, Run, RunStatus, ToolCall
 from agent_core.runner import set_runner
 from agent_core.runner.inline import InlineRunner
 from approvals import services as port
-from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
+from approvals.exceptions import ApprovalExpired, InvalidDecision
 from approvals.models import DecisionAttempt
 from demo.models import Refund
 from tests.conftest import ALICE, BOB, REFUND, calls_of
@@ -30,14 +30,14 @@ def test_a_decision_on_an_unknown_call_is_not_found_and_audited():
 
 
 @pytest.mark.django_db
-def test_a_stranger_may_not_decide(turn, decide):
+def test_a_stranger_may_not_decide_nor_learn_that_the_call_exists(turn, decide):
     run = turn(REFUND)
     [call] = calls_of(run)
-    with pytest.raises(NotApprover):
+    with pytest.raises(NotFound):
         decide(port.approve, call.pk, actor=BOB)
     call.refresh_from_db()
     assert call.status == CallStatus.PENDING_APPROVAL
-    assert DecisionAttempt.objects.get().outcome == "not_approver"
+    assert DecisionAttempt.objects.get().outcome == "not_found"
 
 
 @pytest.mark.django_db
@@ -106,7 +106,7 @@ def test_ask_the_user(turn, decide):
     assert call.status == CallStatus.PENDING_INPUT and run.status == RunStatus.WAITING
     with pytest.raises(InvalidDecision):
         decide(port.answer, call.pk, actor=ALICE, answer={"answer": ""})
-    with pytest.raises(NotApprover):
+    with pytest.raises(NotFound):
         decide(port.answer, call.pk, actor=BOB, answer={"answer": "A-1001"})
     decide(port.answer, call.pk, actor=ALICE, answer={"answer": "A-1001"})
     call.refresh_from_db()

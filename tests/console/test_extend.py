@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from django.urls import reverse
 from django.utils import timezone
 
@@ -12,6 +13,11 @@ from approvals.models import DecisionAttempt
 from tests.console.conftest import actor
 
 FRAGMENT = {"HTTP_X_CONSOLE_FRAGMENT": "1"}
+
+
+@pytest.fixture(autouse=True)
+def extensions_up_to_two_days(settings):
+    settings.APPROVALS = {"MAX_EXTENSION": {"*": 2 * 86400}}
 
 
 def _extend(client, call, by="1h", **extra):

@@ -1,0 +1,89 @@
+"""Issue #12: the console shows what the API shows (one visibility rule), and refuses ids and
+JSON the database cannot hold with a 4xx, never a 500."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from agent_core.models import CallStatus, ToolCall
+from approvals import services as port
+from approvals.models import DecisionAttempt
+from tests.console.conftest import actor
+
+pytestmark = pytest.mark.django_db
+
+PURGE = '/call purge_cache {"path": "/products"}'  # waits on the requester, alice
+
+
+@pytest.fixture
+def purge(turn, people, finance_policy):
+    """alice's pending purge: fran (staff, finance) has no business with it, otto (operator)
+    sees every run."""
+    run = turn(PURGE, actor=actor(people["alice"]))
+    call = ToolCall.objects.get(run=run)
+    port.reject(call.pk, actor=actor(people["alice"]), reason="not now", via="api")
+    return call
+
+
+def test_staff_without_the_operator_role_see_only_what_the_api_shows_them(login, purge, refund):
+    fran = login("fran")
+    listed = {r.pk for r in fran.get(reverse("console:runs")).context["page_obj"]}
+    assert listed == {refund.run_id}  # her refund to decide, not alice's purge
+    assert fran.get(reverse("console:run", args=[purge.run_id])).status_code == 404
+    fragment = reverse("console:run_fragment", args=[purge.run_id])
+    assert fran.get(fragment).status_code == 404
+    assert fran.post(reverse("console:cancel_run", args=[purge.run_id])).status_code == 404
+    audit = fran.get(reverse("console:audit")).context["page_obj"]
+    assert purge.pk not in {a.tool_call_id for a in audit}
+    otto = login("otto")
+    listed = {r.pk for r in otto.get(reverse("console:runs")).context["page_obj"]}
+    assert listed == {refund.run_id, purge.run_id}
+    assert otto.get(reverse("console:run", args=[purge.run_id])).status_code == 200
+
+
+def test_a_decision_on_a_call_the_user_cannot_see_is_404_and_audited_as_not_found(
+    login, people, turn, finance_policy
+):
+    run = turn(PURGE, actor=actor(people["alice"]))
+    call = ToolCall.objects.get(run=run)
+    response = login("fran").post(reverse("console:approve", args=[call.pk]))
+    assert response.status_code == 404
+    call.refresh_from_db()
+    assert call.status == CallStatus.PENDING_APPROVAL
+    assert not DecisionAttempt.objects.exists()  # refused before the port: nothing to audit
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/console/runs/%00/",
+        "/console/runs/%00/fragment/",
+        "/console/runs/%00/cancel/",
+        "/console/calls/%00/approve/",
+        "/console/calls/%00/edit/",
+        "/console/calls/%00/answer/",
+        "/console/calls/%00/mark-done/",
+    ],
+)
+def test_a_nul_in_an_id_is_404(login, path):
+    client = login("otto")
+    assert client.get(path).status_code == 404
+    assert client.post(path).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        json.dumps({"order_id": "A-1001\u0000", "amount": 5}),
+        '{"order_id": ' + "[" * 2000 + "]" * 2000 + "}",
+    ],
+)
+def test_edited_args_the_database_cannot_hold_are_400_and_change_nothing(login, refund, args):
+    response = login("fran").post(reverse("console:edit", args=[refund.pk]), {"args": args})
+    assert response.status_code == 400
+    refund.refresh_from_db()
+    assert refund.status == CallStatus.PENDING_APPROVAL and refund.original_args is None
+    assert not DecisionAttempt.objects.exists()
