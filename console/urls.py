@@ -30,6 +30,7 @@ urlpatterns = [
     path("calls/<str:call_id>/answer/", inbox.answer, name="answer"),
     path("calls/<str:call_id>/extend/", inbox.extend, name="extend"),
     path("in-doubt/", doubt.in_doubt_list, name="in_doubt"),
+    path("in-doubt/fragment/", doubt.in_doubt_fragment, name="in_doubt_fragment"),
     path("calls/<str:call_id>/mark-done/", doubt.mark_done, name="mark_done"),
     path("calls/<str:call_id>/mark-not-done/", doubt.mark_not_done, name="mark_not_done"),
     path("remembered/", remembered.remembered, name="remembered"),
