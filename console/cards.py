@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django import forms
@@ -105,9 +106,17 @@ def _json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
+def ago_text(when: datetime) -> str:
+    """ "3 s ago", "4 minutes ago": seconds count while a conflict is fresh."""
+    seconds = int((timezone.now() - when).total_seconds())
+    if seconds < 60:
+        return f"{max(seconds, 0)} s ago"
+    return f"{timesince(when, timezone.now())} ago"
+
+
 def explain(call: ToolCall) -> str:
     """Why a decision on ``call`` came too late, in the words an operator needs."""
-    ago = f"{timesince(call.decided_at, timezone.now())} ago" if call.decided_at else ""
+    ago = ago_text(call.decided_at) if call.decided_at else ""
     who = name_of(call.decided_by_ref)
     via = f" (via {call.decided_via})" if call.decided_via not in ("", "console") else ""
     match call.status:

@@ -24,6 +24,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(next_page="console:login"), name="logout"),
     path("inbox/", inbox.inbox, name="inbox"),
     path("inbox/fragment/", inbox.inbox_fragment, name="inbox_fragment"),
+    path("calls/<str:call_id>/state/", inbox.call_state, name="call_state"),
     path("calls/<str:call_id>/approve/", inbox.approve, name="approve"),
     path("calls/<str:call_id>/reject/", inbox.reject, name="reject"),
     path("calls/<str:call_id>/edit/", inbox.edit, name="edit"),

@@ -9,7 +9,10 @@ import pytest
 from playwright.sync_api import expect
 
 from agent_core.models import CallStatus, ToolCall
+from approvals import services as port
+from approvals.models import DecisionAttempt
 from tests.console.browser import call_of, card, in_thread, open_as, put_in_doubt, start, wait_live
+from tests.console.conftest import REFUND, actor
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -29,3 +32,44 @@ def test_a_call_that_goes_in_doubt_appears_on_the_open_in_doubt_page(
     expect(fran.locator('[data-count="in_doubt"]')).to_have_text("1")
     assert in_thread(lambda: ToolCall.objects.get(pk=purge.pk).status) == CallStatus.IN_DOUBT
     expect(fran.get_by_role("button", name=re.compile("Mark done"))).to_be_visible()
+
+
+def test_a_card_being_worked_on_stays_as_a_notice_with_the_typed_text(
+    server, browser, people, sync_runner
+):
+    refund = call_of(start(people, REFUND))
+    fran = open_as(browser, server, "fran")
+    wait_live(fran)
+    mine = card(fran, refund)
+    mine.get_by_text("Reject…").click()
+    mine.get_by_label("Reason (the agent is told)").fill("Looks like a duplicate")
+    in_thread(lambda: port.approve(refund.pk, actor=actor(people["felix"]), via="api"))
+    notice = mine.locator("[data-notice]")
+    expect(notice).to_contain_text(
+        re.compile(r"felix approved this \d+ s ago.* Your rejection was not sent\.")
+    )
+    expect(mine.get_by_label("Reason (the agent is told)")).to_have_value("Looks like a duplicate")
+    expect(mine.get_by_role("button", name="Reject")).to_be_disabled()
+    mine.get_by_role("button", name="Dismiss").click()
+    expect(mine).to_have_count(0)
+
+
+def test_a_stale_approve_says_who_decided_and_when(server, browser, people, sync_runner):
+    refund = call_of(start(people, REFUND))
+    felix = open_as(browser, server, "felix")
+    felix.route_web_socket(re.compile(r".*/console/ws/.*"), lambda ws: None)  # a stale tab
+    felix.reload()
+    in_thread(lambda: port.approve(refund.pk, actor=actor(people["fran"]), via="console"))
+    card(felix, refund).get_by_role("button", name="Approve", exact=True).click()
+    expect(felix.locator("[data-unchanged]")).to_contain_text(
+        re.compile(r"fran approved this \d+ s ago; .* Your approval changed nothing\.")
+    )
+    expect(felix.get_by_text(f"Approved: issue_refund ({refund.pk}).")).to_have_count(0)
+    attempts = in_thread(
+        lambda: list(
+            DecisionAttempt.objects.filter(tool_call_id=refund.pk).values_list(
+                "actor_ref", "outcome"
+            )
+        )
+    )
+    assert (in_thread(lambda: actor(people["felix"]).ref), "unchanged") in attempts

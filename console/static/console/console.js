@@ -61,15 +61,45 @@
         old.contains(document.activeElement) || old.querySelector("details.more[open]");
       if (!busy) return;
       var fresh = next.querySelector('[data-card="' + old.getAttribute("data-card") + '"]');
-      if (fresh) fresh.replaceWith(old);
-      else if (old.hasAttribute("data-keep")) {
-        var section = next.querySelector("section") || next;
-        var heading = section.querySelector("h2");
-        if (heading && heading.nextSibling) section.insertBefore(old, heading.nextSibling.nextSibling);
-        else section.prepend(old);
-      }
+      if (fresh) { fresh.replaceWith(old); return; }
+      if (!old.hasAttribute("data-keep")) keepAsNotice(old);
+      var section = next.querySelector("section") || next;
+      var heading = section.querySelector("h2");
+      if (heading && heading.nextSibling) section.insertBefore(old, heading.nextSibling.nextSibling);
+      else section.prepend(old);
     });
     target.replaceChildren.apply(target, Array.prototype.slice.call(next.childNodes));
+  }
+
+  // A card someone was working on left the list (decided elsewhere): keep it, with what they
+  // typed, and say what happened instead of letting it vanish.
+  function keepAsNotice(card) {
+    var busy = card.querySelector("details.more[open] form[data-attempt]") ||
+      card.querySelector("form[data-attempt]");
+    var what = card.getAttribute("data-working-on") ||
+      (busy && busy.getAttribute("data-attempt")) || "decision";
+    card.setAttribute("data-keep", "");
+    card.classList.add("refused");
+    card.querySelectorAll("form button").forEach(function (b) { b.disabled = true; });
+    var note = document.createElement("div");
+    note.className = "flash error"; note.setAttribute("role", "alert");
+    note.setAttribute("data-refusal", ""); note.setAttribute("data-notice", "");
+    var text = document.createElement("span");
+    text.textContent = "This was decided elsewhere — your " + what + " was not sent.";
+    var dismiss = document.createElement("button");
+    dismiss.type = "button"; dismiss.className = "link"; dismiss.textContent = "Dismiss";
+    dismiss.setAttribute("data-dismiss", "");
+    note.append(text, dismiss);
+    var head = card.querySelector(".card-head");
+    if (head) head.after(note); else card.prepend(note);
+    var src = card.getAttribute("data-state-src");
+    if (!src) return;
+    fetch(src, { headers: FRAGMENT, credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (said) {
+        if (said) text.textContent = said + " Your " + what + " was not sent.";
+      })
+      .catch(function () { /* the generic notice stays */ });
   }
 
   // One refresh at a time: a response that arrives late must never overwrite a newer one.
@@ -166,7 +196,10 @@
 
   document.addEventListener("input", function (e) {
     var card = e.target.closest && e.target.closest("[data-card]");
-    if (card) card.setAttribute("data-dirty", "");
+    if (!card) return;
+    card.setAttribute("data-dirty", "");
+    var form = e.target.closest("form[data-attempt]");
+    if (form) card.setAttribute("data-working-on", form.getAttribute("data-attempt"));
   });
 
   document.addEventListener("click", function (e) {
