@@ -20,6 +20,7 @@ from django.utils import timezone
 from agent_core import services as core
 from agent_core.actors import SYSTEM, Actor
 from agent_core.agents import get_agent
+from agent_core.conf import agent_settings
 from agent_core.exceptions import (
     AgentCoreError,
     AlreadyAnswered,
@@ -177,7 +178,7 @@ def mark_done(
     tool_call_id: str, *, actor: Actor, result: Any = None, via: str = "console"
 ) -> Outcome:
     """A person says an in-doubt call did happen: ``result`` is recorded, nothing runs again,
-    and the run resumes. Whoever may decide the call may resolve it; audited."""
+    and the run resumes. Whoever ``may_resolve`` it may; audited."""
 
     def apply(run: Run, call: ToolCall) -> Outcome:
         return _resolve(run, call, done=True, actor=actor, result=result)
@@ -195,8 +196,14 @@ def mark_not_done(tool_call_id: str, *, actor: Actor, via: str = "console") -> O
     return _attempt(tool_call_id, Action.MARK_NOT_DONE, actor, via, apply)
 
 
+def may_resolve(actor: Actor, call: ToolCall) -> bool:
+    """Who may mark an in-doubt call done / not done: whoever may decide it, and any operator
+    (``AGENT["OPERATOR_ROLE"]``), so a call whose approver is gone never blocks its run."""
+    return actor.has_role(agent_settings().OPERATOR_ROLE) or get_policy().can_decide(actor, call)
+
+
 def _resolve(run: Run, call: ToolCall, *, done: bool, actor: Actor, result: Any = None) -> Outcome:
-    if not get_policy().can_decide(actor, call):
+    if not may_resolve(actor, call):
         raise NotApprover()
     if call.status != CallStatus.IN_DOUBT:
         if run.is_terminal:

@@ -19,7 +19,6 @@ from agent_core.exceptions import AgentCoreError, AlreadyDecided, RunNotActive
 from agent_core.models import ToolCall
 from approvals import services as port
 from approvals.exceptions import NotApprover
-from approvals.policy import get_policy
 
 from ..access import console_view
 from ..forms import MarkDoneForm
@@ -34,7 +33,7 @@ def _item(actor: Actor, call: ToolCall, form: MarkDoneForm | None = None) -> dic
     return {
         "call": call,
         "form": form or MarkDoneForm(prefix=call.pk),
-        "may_decide": get_policy().can_decide(actor, call),
+        "may_decide": port.may_resolve(actor, call),
         "error": "",
     }
 

@@ -19,8 +19,7 @@ from playwright.sync_api import Browser, Page, ViewportSize, expect
 from agent_core import services
 from agent_core.actors import actor_for_user
 from agent_core.models import Run, ToolCall
-from agent_core.runner import set_runner
-from approvals import services as port
+from tests.conftest import leave_in_doubt
 from tests.live.server import Server, start_server
 
 CHROMIUM = "/usr/bin/chromium"
@@ -112,27 +111,6 @@ def card(page: Page, call: ToolCall) -> Any:
     return page.locator(f'[data-card="{call.pk}"]')
 
 
-class _DeadWorker:
-    """A runner whose worker is gone: what it is handed is never driven."""
-
-    def dispatch(self, run_id: str, kind: Any = None) -> None:
-        return None
-
-
 def put_in_doubt(call: ToolCall, approver: Any) -> None:
-    """Approve ``call`` while no worker drives it, then let the loop's own services put it in
-    doubt, as a worker that claimed it and died would have left it."""
-
-    def go() -> None:
-        set_runner(_DeadWorker())
-        try:
-            port.approve(call.pk, actor=actor_for_user(approver))
-        finally:
-            set_runner(None)
-        lease = services.acquire_lease(call.run_id, "worker-that-dies")
-        assert lease is not None
-        services.claim_call(lease, call.pk)
-        services.mark_in_doubt(lease, call.pk)
-        services.block_on_doubt(lease, call.pk)
-
-    in_thread(go)
+    """Leave ``call`` in doubt, approved by the user ``approver`` (outside the browser's loop)."""
+    in_thread(lambda: leave_in_doubt(call.pk, actor_for_user(approver)))

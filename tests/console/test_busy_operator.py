@@ -73,3 +73,20 @@ def test_a_stale_approve_says_who_decided_and_when(server, browser, people, sync
         )
     )
     assert (in_thread(lambda: actor(people["felix"]).ref), "unchanged") in attempts
+
+
+def test_an_operator_resolves_an_in_doubt_call_of_someone_elses(
+    server, browser, people, sync_runner
+):
+    purge = call_of(start(people, PURGE))  # alice's own purge: she approves it herself
+    put_in_doubt(purge, people["alice"])
+    otto = open_as(browser, server, "otto")
+    otto.goto("/console/in-doubt/")
+    mine = card(otto, purge)
+    mine.get_by_label(re.compile("Result")).fill('{"purged": "/sale"}')
+    mine.get_by_role("button", name="Mark done").click()
+    expect(otto.get_by_text(f"Marked done: purge_cache ({purge.pk}).")).to_be_visible()
+    resolved = in_thread(lambda: ToolCall.objects.get(pk=purge.pk))
+    assert resolved.status == CallStatus.SUCCEEDED and resolved.result == {"purged": "/sale"}
+    attempt = in_thread(lambda: DecisionAttempt.objects.get(action="mark_done"))
+    assert attempt.outcome == "applied" and attempt.actor_ref == f"user:{people['otto'].pk}"
