@@ -11,7 +11,16 @@ from playwright.sync_api import expect
 from agent_core.models import CallStatus, ToolCall
 from approvals import services as port
 from approvals.models import DecisionAttempt
-from tests.console.browser import call_of, card, in_thread, open_as, put_in_doubt, start, wait_live
+from tests.console.browser import (
+    PHONE,
+    call_of,
+    card,
+    in_thread,
+    open_as,
+    put_in_doubt,
+    start,
+    wait_live,
+)
 from tests.console.conftest import REFUND, actor
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -90,3 +99,26 @@ def test_an_operator_resolves_an_in_doubt_call_of_someone_elses(
     assert resolved.status == CallStatus.SUCCEEDED and resolved.result == {"purged": "/sale"}
     attempt = in_thread(lambda: DecisionAttempt.objects.get(action="mark_done"))
     assert attempt.outcome == "applied" and attempt.actor_ref == f"user:{people['otto'].pk}"
+
+
+def test_no_page_scrolls_sideways_on_a_phone(server, browser, people, sync_runner):
+    refund = call_of(start(people, REFUND))
+    purge = call_of(start(people, PURGE, username="fran"))
+    in_thread(
+        lambda: port.approve(purge.pk, actor=actor(people["fran"]), remember=True, via="console")
+    )
+    in_thread(lambda: port.reject(refund.pk, actor=actor(people["fran"]), reason="x" * 300))
+    phone = open_as(browser, server, "fran", PHONE)
+    pages = [
+        "/console/inbox/",
+        "/console/in-doubt/",
+        "/console/remembered/",
+        "/console/runs/",
+        f"/console/runs/{refund.run_id}/",
+        "/console/audit/",
+        "/console/metrics/",
+    ]
+    for path in pages:
+        phone.goto(path)
+        width = phone.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], f"{path} is {width} px wide at {PHONE['width']} px"
