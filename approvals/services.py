@@ -84,7 +84,7 @@ def reject(tool_call_id: str, *, actor: Actor, reason: str = "", via: str = "web
     def apply(run: Run, call: ToolCall) -> Outcome:
         return _settle(run, call, CallStatus.REJECTED, actor, via, reason=reason)
 
-    return _attempt(tool_call_id, Action.REJECT, actor, via, apply)
+    return _attempt(tool_call_id, Action.REJECT, actor, via, apply, detail=lambda: reason)
 
 
 def answer(tool_call_id: str, *, actor: Actor, answer: Any, via: str = "web") -> Outcome:
@@ -93,7 +93,11 @@ def answer(tool_call_id: str, *, actor: Actor, answer: Any, via: str = "web") ->
     def apply(run: Run, call: ToolCall) -> Outcome:
         return _answer(run, call, actor=actor, via=via, answer=answer)
 
-    return _attempt(tool_call_id, Action.ANSWER, actor, via, apply)
+    # The audit keeps what was answered, as the call's result keeps it.
+    def answered() -> str:
+        return json.dumps(answer, ensure_ascii=False, default=str)
+
+    return _attempt(tool_call_id, Action.ANSWER, actor, via, apply, detail=answered)
 
 
 def extend(

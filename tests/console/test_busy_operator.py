@@ -122,3 +122,23 @@ def test_no_page_scrolls_sideways_on_a_phone(server, browser, people, sync_runne
         phone.goto(path)
         width = phone.evaluate("document.documentElement.scrollWidth")
         assert width <= PHONE["width"], f"{path} is {width} px wide at {PHONE['width']} px"
+
+
+def test_focus_moves_to_the_next_card_and_the_audit_fits_a_laptop(
+    server, browser, people, sync_runner
+):
+    first = call_of(start(people, REFUND))
+    second = call_of(start(people, REFUND))
+    fran = open_as(browser, server, "fran", {"width": 1366, "height": 768})
+    wait_live(fran)
+    card(fran, first).get_by_role("button", name="Approve", exact=True).click()
+    expect(card(fran, second).get_by_role("button", name="Approve", exact=True)).to_be_focused()
+    fran.keyboard.press("Enter")  # the focused Approve of the next card
+    expect(card(fran, second)).to_have_count(0)
+    expect(fran.locator("#flash-area .flash").first).to_be_focused()  # the last: its message
+    fran.goto("/console/audit/")
+    overflow = fran.evaluate(
+        "(() => { const w = document.querySelector('.table-wrap');"
+        " return w.scrollWidth - w.clientWidth; })()"
+    )
+    assert overflow <= 0

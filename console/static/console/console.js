@@ -58,11 +58,13 @@
     next.innerHTML = html;
     target.querySelectorAll("[data-card]").forEach(function (old) {
       var busy = old.hasAttribute("data-keep") || old.hasAttribute("data-dirty") ||
+        old.hasAttribute("data-submitting") ||
         old.contains(document.activeElement) || old.querySelector("details.more[open]");
       if (!busy) return;
       var fresh = next.querySelector('[data-card="' + old.getAttribute("data-card") + '"]');
       if (fresh) { fresh.replaceWith(old); return; }
-      if (!old.hasAttribute("data-keep")) keepAsNotice(old);
+      // Our own decision in flight: its answer removes the card or shows the refusal on it.
+      if (!old.hasAttribute("data-keep") && !old.hasAttribute("data-submitting")) keepAsNotice(old);
       var section = next.querySelector("section") || next;
       var heading = section.querySelector("h2");
       if (heading && heading.nextSibling) section.insertBefore(old, heading.nextSibling.nextSibling);
@@ -74,8 +76,7 @@
   // A card someone was working on left the list (decided elsewhere): keep it, with what they
   // typed, and say what happened instead of letting it vanish.
   function keepAsNotice(card) {
-    var busy = card.querySelector("details.more[open] form[data-attempt]") ||
-      card.querySelector("form[data-attempt]");
+    var busy = card.querySelector("details.more[open] form[data-attempt]");
     var what = card.getAttribute("data-working-on") ||
       (busy && busy.getAttribute("data-attempt")) || "decision";
     card.setAttribute("data-keep", "");
@@ -100,6 +101,24 @@
         if (said) text.textContent = said + " Your " + what + " was not sent.";
       })
       .catch(function () { /* the generic notice stays */ });
+  }
+
+  // The card to work on once this one is decided: the next one, else the one before.
+  function neighbour(card) {
+    var all = Array.prototype.slice.call(document.querySelectorAll("[data-card]:not([data-keep])"));
+    var i = all.indexOf(card);
+    return all[i + 1] || all[i - 1] || null;
+  }
+
+  // Keyboard focus must not fall to <body> when the focused card leaves the page.
+  function focusAfterDecision(next, area) {
+    var target = next && (next.querySelector("button.primary:not([disabled])") ||
+      next.querySelector("button:not([disabled]), summary"));
+    if (!target && area && area.firstElementChild) {
+      target = area.firstElementChild;
+      target.setAttribute("tabindex", "-1");
+    }
+    if (target) target.focus();
   }
 
   // One refresh at a time: a response that arrives late must never overwrite a newer one.
@@ -177,6 +196,7 @@
     if (!form.hasAttribute("data-fragment")) return;
     e.preventDefault();
     var card = form.closest("[data-card]");
+    if (card) card.setAttribute("data-submitting", "");
     form.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
     fetch(form.action, { method: "POST", body: new FormData(form), headers: FRAGMENT, credentials: "same-origin" })
       .then(function (r) { return r.text().then(function (html) { return { ok: r.ok, html: html }; }); })
@@ -184,7 +204,9 @@
         if (res.ok) {
           var area = document.getElementById("flash-area");
           if (area) area.insertAdjacentHTML("afterbegin", res.html);
+          var next = card && neighbour(card);
           if (card) card.remove();
+          focusAfterDecision(next, area);
           scheduleRefresh(0);
         } else if (card) {
           card.outerHTML = res.html;
