@@ -20,12 +20,15 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
     try:
         settings = approvals_settings()
         settings.remember_ttl  # noqa: B018  (validates it)
+        for tool_name in settings.REMEMBER_TTL_BY_TOOL:
+            settings.remember_ttl_for(tool_name)
     except (TypeError, ValueError) as exc:
         return [
             Error(
                 f"APPROVALS is invalid: {exc}",
                 id="approvals.E001",
-                hint="APPROVALS accepts RULES and REMEMBER_TTL; see approvals/conf.py.",
+                hint="APPROVALS accepts RULES, REMEMBER_TTL and REMEMBER_TTL_BY_TOOL "
+                "(approvals/conf.py).",
             )
         ]
     try:

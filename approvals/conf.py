@@ -22,11 +22,20 @@ class ApprovalsSettings:
     # tool name (or "*") -> one rule or a list of rules; see approvals/rules.py.
     RULES: dict[str, Any] = field(default_factory=dict)
     # How long a remembered approval lasts (seconds or timedelta); None: until revoked.
-    REMEMBER_TTL: float | timedelta | None = None
+    REMEMBER_TTL: float | timedelta | None = timedelta(hours=8)
+    # The same per tool name, for tools whose grants should last longer or shorter.
+    REMEMBER_TTL_BY_TOOL: dict[str, float | timedelta | None] = field(default_factory=dict)
 
     @property
     def remember_ttl(self) -> timedelta | None:
         return to_timedelta(self.REMEMBER_TTL, key="REMEMBER_TTL")
+
+    def remember_ttl_for(self, tool_name: str) -> timedelta | None:
+        """How long a grant of ``tool_name`` lasts: its own entry, else ``REMEMBER_TTL``."""
+        if tool_name in self.REMEMBER_TTL_BY_TOOL:
+            value = self.REMEMBER_TTL_BY_TOOL[tool_name]
+            return to_timedelta(value, key=f"REMEMBER_TTL_BY_TOOL[{tool_name!r}]")
+        return self.remember_ttl
 
 
 def to_timedelta(value: Any, *, key: str) -> timedelta | None:

@@ -139,7 +139,7 @@ def extend(
 def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
     """Revoke a remembered approval: later calls of its tool in its thread ask again; audited.
 
-    The thread's owner and the grant's granter may revoke it.
+    The thread's owner, the grant's granter and operators (``AGENT["OPERATOR_ROLE"]``) may.
     """
     with transaction.atomic():
         grant = (
@@ -152,8 +152,10 @@ def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
         outcome: Outcome | None = None
         if grant is None:
             refusal = NotFound(f"no remembered approval {remembered_id}")
-        elif actor.ref not in (grant.granted_by_ref, grant.thread.owner_ref):
-            refusal = NotApprover("only the thread's owner or the granter may revoke this")
+        elif actor.ref not in (grant.granted_by_ref, grant.thread.owner_ref) and not actor.has_role(
+            agent_settings().OPERATOR_ROLE
+        ):
+            refusal = NotApprover("only the thread's owner, the granter or an operator may revoke")
         elif grant.revoked_at is not None:
             outcome = Outcome.UNCHANGED
         else:
@@ -278,7 +280,7 @@ def _settle(
         raise _conflict(run, call)
     _check_deadline(run, call)
     tool = get_agent(run.agent).get_tool(call.tool_name)
-    if remember and not tool.rememberable:
+    if remember and not get_policy().may_remember(tool, call):
         raise InvalidDecision(f"{call.tool_name} approvals cannot be remembered")
     if args is not None:
         args = _validated(tool.validate_args, args, "the edited arguments")
@@ -355,7 +357,7 @@ def _validated(validate: Callable[[Any], Any], value: Any, what: str) -> Any:
 
 
 def _remember(call: ToolCall, actor: Actor) -> None:
-    ttl = approvals_settings().remember_ttl
+    ttl = approvals_settings().remember_ttl_for(call.tool_name)
     RememberedApproval.objects.create(
         thread_id=call.thread_id,
         tool_name=call.tool_name,

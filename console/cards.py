@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django import forms
@@ -16,6 +16,7 @@ from agent_core.agents import get_agent
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import CallStatus, ToolCall
 from agent_core.tools import ToolSpec
+from approvals.conf import approvals_settings
 from approvals.policy import get_policy
 
 from .forms import EditArgsForm, ExtendForm, RejectForm
@@ -47,7 +48,12 @@ class Card:
 
     @property
     def rememberable(self) -> bool:
-        return self.tool is not None and self.tool.rememberable
+        return self.tool is not None and get_policy().may_remember(self.tool, self.call)
+
+    @property
+    def remember_ttl(self) -> timedelta | None:
+        """How long a grant made from this card would last (None: until revoked)."""
+        return approvals_settings().remember_ttl_for(self.call.tool_name)
 
     @property
     def prompt(self) -> str:
