@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 from django import forms
@@ -14,7 +15,7 @@ from django.utils.timesince import timesince
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
 from agent_core.exceptions import AgentCoreError
-from agent_core.models import CallStatus, ToolCall
+from agent_core.models import CallStatus, Message, Role, ToolCall
 from agent_core.tools import ToolSpec
 from approvals.conf import approvals_settings
 from approvals.policy import get_policy
@@ -22,6 +23,14 @@ from approvals.policy import get_policy
 from .forms import EditArgsForm, ExtendForm, RejectForm
 from .people import name_of
 from .schema_forms import form_class_for
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """The conversation around a call, for deciding it without opening the run."""
+
+    user_text: str
+    model_text: str
 
 
 @dataclass
@@ -54,6 +63,17 @@ class Card:
     def remember_ttl(self) -> timedelta | None:
         """How long a grant made from this card would last (None: until revoked)."""
         return approvals_settings().remember_ttl_for(self.call.tool_name)
+
+    @cached_property
+    def context(self) -> CallContext:
+        """What led to the call: the user's last message, the model's text just before it."""
+        said = self.call.message
+        asked = (
+            Message.objects.filter(thread_id=self.call.thread_id, role=Role.USER, seq__lt=said.seq)
+            .order_by("-seq")
+            .first()
+        )
+        return CallContext(user_text=asked.text if asked else "", model_text=said.text)
 
     @property
     def prompt(self) -> str:

@@ -63,7 +63,9 @@ def _inbox_context(request: HttpRequest) -> dict[str, Any]:
     filters = form.cleaned_data if form.is_valid() else {}
     # One snapshot of every pending call, split by the configured policy's ``can_decide``:
     # two queries could place a call that arrived in between on the wrong side.
-    pending = ToolCall.objects.filter(status__in=CALL_PENDING).select_related("run", "thread")
+    pending = ToolCall.objects.filter(status__in=CALL_PENDING).select_related(
+        "run", "thread", "message"
+    )
     cards = [card_for(actor, call) for call in _filtered(pending, filters)]
     return {
         "filter_form": form,

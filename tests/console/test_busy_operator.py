@@ -142,3 +142,33 @@ def test_focus_moves_to_the_next_card_and_the_audit_fits_a_laptop(
         " return w.scrollWidth - w.clientWidth; })()"
     )
     assert overflow <= 0
+
+
+def test_keyboard_shortcuts_and_the_context_of_a_call(server, browser, people, sync_runner):
+    first = call_of(start(people, REFUND))
+    second = call_of(start(people, REFUND))
+    fran = open_as(browser, server, "fran")
+    wait_live(fran)
+    expect(card(fran, first).locator("[data-context]")).to_contain_text("alice asked")
+    expect(card(fran, first).get_by_role("link", name="Transcript")).to_have_attribute(
+        "href", f"/console/runs/{first.run_id}/#transcript-h"
+    )
+    fran.keyboard.press("?")
+    expect(fran.get_by_role("dialog", name="Keyboard shortcuts")).to_be_visible()
+    fran.keyboard.press("Escape")
+    fran.keyboard.press("j")
+    expect(card(fran, first)).to_be_focused()
+    fran.keyboard.press("j")
+    expect(card(fran, second)).to_be_focused()
+    fran.keyboard.press("k")
+    fran.keyboard.press("a")
+    expect(fran.get_by_text(f"Approved: issue_refund ({first.pk}).")).to_be_visible()
+    expect(card(fran, first)).to_have_count(0)
+    fran.keyboard.press("r")  # focus moved to the next card's Approve: r is about that card
+    reason = card(fran, second).get_by_label("Reason (the agent is told)")
+    expect(reason).to_be_focused()
+    fran.keyboard.type("Not this one")
+    card(fran, second).get_by_role("button", name="Reject").click()
+    expect(fran.get_by_text(f"Rejected: issue_refund ({second.pk}).")).to_be_visible()
+    statuses = in_thread(lambda: [ToolCall.objects.get(pk=c.pk).status for c in (first, second)])
+    assert statuses[1] == CallStatus.REJECTED and statuses[0] != CallStatus.PENDING_APPROVAL

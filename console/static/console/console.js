@@ -230,6 +230,43 @@
     if (card) { card.remove(); scheduleRefresh(0); }
   });
 
+  // Keyboard shortcuts on the inbox: j / k move between cards, a approves, r opens the
+  // rejection, ? shows the list. Never while typing, never with a modifier key.
+  function currentCard() {
+    return document.activeElement && document.activeElement.closest &&
+      document.activeElement.closest("[data-card]");
+  }
+
+  function moveTo(step) {
+    var all = Array.prototype.slice.call(document.querySelectorAll("#inbox [data-card]"));
+    if (!all.length) return;
+    var i = all.indexOf(currentCard());
+    var next = all[i < 0 ? 0 : Math.max(0, Math.min(all.length - 1, i + step))];
+    next.focus();
+    next.scrollIntoView({ block: "nearest" });
+  }
+
+  document.addEventListener("keydown", function (e) {
+    if (e.ctrlKey || e.metaKey || e.altKey || !document.getElementById("inbox")) return;
+    var t = e.target;
+    if (t.closest && t.closest("input, textarea, select, [contenteditable]")) return;
+    var help = document.getElementById("shortcuts"), card = currentCard();
+    if (e.key === "?") {
+      if (help && !help.open) help.showModal(); else if (help) help.close();
+    } else if (e.key === "j") moveTo(1);
+    else if (e.key === "k") moveTo(-1);
+    else if (e.key === "a" && card) {
+      var approve = card.querySelector('form[action$="/approve/"] button');  // plain Approve comes first
+      if (approve) approve.click(); else return;
+    } else if (e.key === "r" && card) {
+      var reject = card.querySelector("details.more form[data-attempt=rejection]");
+      if (!reject) return;
+      reject.closest("details").open = true;
+      reject.querySelector("textarea, input[type=text]").focus();
+    } else return;
+    e.preventDefault();
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     tick();
     setInterval(tick, 1000);
