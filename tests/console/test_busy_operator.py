@@ -6,12 +6,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import expect
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Page, expect
 
 from agent_core.models import CallStatus, ToolCall
 from approvals import services as port
 from approvals.models import DecisionAttempt
 from tests.console.browser import (
+    LAPTOP,
     PHONE,
     call_of,
     card,
@@ -172,3 +174,40 @@ def test_keyboard_shortcuts_and_the_context_of_a_call(server, browser, people, s
     expect(fran.get_by_text(f"Rejected: issue_refund ({second.pk}).")).to_be_visible()
     statuses = in_thread(lambda: [ToolCall.objects.get(pk=c.pk).status for c in (first, second)])
     assert statuses[1] == CallStatus.REJECTED and statuses[0] != CallStatus.PENDING_APPROVAL
+
+
+def test_axe_finds_no_serious_or_critical_violation_on_any_page(
+    server, browser, people, sync_runner
+):
+    refund = call_of(start(people, REFUND))
+    purge = call_of(start(people, PURGE, username="fran"))
+    put_in_doubt(purge, people["fran"])
+    grant = call_of(start(people, PURGE.replace("/sale", "/home"), username="fran"))
+    in_thread(lambda: port.approve(grant.pk, actor=actor(people["fran"]), remember=True))
+    axe = Axe()
+    login = browser.new_context(base_url=server.url).new_page()
+    login.goto("/console/login/")
+    found = {"/console/login/": _serious(axe, login)}
+    for viewport in (LAPTOP, PHONE):
+        fran = open_as(browser, server, "fran", viewport)
+        for path in (
+            "/console/inbox/",
+            "/console/in-doubt/",
+            "/console/remembered/",
+            "/console/runs/",
+            f"/console/runs/{refund.run_id}/",
+            "/console/audit/",
+            "/console/metrics/",
+        ):
+            fran.goto(path)
+            found[f"{path} {viewport['width']}px"] = _serious(axe, fran)
+    assert not any(found.values()), {k: v for k, v in found.items() if v}
+
+
+def _serious(axe: Axe, page: Page) -> list[str]:
+    violations = axe.run(page).response["violations"]
+    return [
+        f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:3]}"
+        for v in violations
+        if v["impact"] in ("serious", "critical")
+    ]
