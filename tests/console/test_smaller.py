@@ -74,4 +74,5 @@ def test_the_demo_never_remembers_refunds_and_cards_say_how_long_a_grant_lasts(
     assert ToolCall.objects.get(pk=refund.pk).status == CallStatus.PENDING_APPROVAL
     port.approve(purge.pk, actor=actor(people["fran"]), remember=True)
     grant = RememberedApproval.objects.get()
+    assert grant.expires_at is not None
     assert timedelta(minutes=59) < grant.expires_at - timezone.now() <= timedelta(hours=1)
