@@ -73,12 +73,14 @@ def _hold_open(people: Any, refund: ToolCall, tmp_path: Path, seconds: float) ->
                 except ConnectionClosed as closed:
                     pytest.fail(f"the console socket dropped after an idle wait: {closed}")
             socket.ping().wait(10)
-        assert not stream.ended.is_set(), "the SSE stream ended while the run waited"
+            assert not stream.ended.is_set(), "the SSE stream ended while the run waited"
+            # What the server said while both were idle (closing them and stopping the server
+            # may log the aborted requests: not the concern here).
+            log = server.log.read_text()
         stream.client.close()
         stream.join(10)
     finally:
         server.stop()
-    log = server.log.read_text()
     assert "Traceback" not in log and "Timeout" not in log and "failed" not in log, log[-3000:]
 
 
@@ -87,5 +89,6 @@ def test_an_idle_console_socket_and_stream_stay_up(people, refund, tmp_path):
 
 
 @pytest.mark.long
+@pytest.mark.timeout(900)
 def test_an_idle_console_socket_and_stream_stay_up_for_ten_minutes(people, refund, tmp_path):
     _hold_open(people, refund, tmp_path, seconds=600)
