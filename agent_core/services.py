@@ -700,6 +700,8 @@ def mark_in_doubt(lease: Lease, call_id: str) -> None:
         )
         if won:
             streams.emit(run.pk, [("tool-in-doubt", {"tool_call_id": call_id})])
+            call = ToolCall.objects.get(pk=call_id)
+            _after_commit(lambda: signals.call_in_doubt.send(ToolCall, call=call))
 
 
 def resolve_in_doubt(

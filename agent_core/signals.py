@@ -14,6 +14,8 @@ tool_call = Signal()
 approval_requested = Signal()
 # approval_settled(sender, call) — approved, rejected, expired or cancelled
 approval_settled = Signal()
+# call_in_doubt(sender, call) — an attempt died mid-effect; a person may have to say what happened
+call_in_doubt = Signal()
 # delegated(sender, call, child_run)
 delegated = Signal()
 # quota_exceeded(sender, run, actor_ref, reason) — reason names the limit; run is None when a

@@ -26,12 +26,15 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
         settings.remember_ttl  # noqa: B018  (validates it)
         for tool_name in settings.MAX_EXTENSION:
             settings.max_extension(tool_name)
+        for tool_name in settings.REMEMBER_TTL_BY_TOOL:
+            settings.remember_ttl_for(tool_name)
     except (TypeError, ValueError) as exc:
         return [
             Error(
                 f"APPROVALS is invalid: {exc}",
                 id="approvals.E001",
-                hint="APPROVALS accepts RULES, REMEMBER_TTL and MAX_EXTENSION (approvals/conf.py).",
+                hint="APPROVALS accepts RULES, REMEMBER_TTL, REMEMBER_TTL_BY_TOOL and "
+                "MAX_EXTENSION (approvals/conf.py).",
             )
         ]
     try:

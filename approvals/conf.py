@@ -22,7 +22,9 @@ class ApprovalsSettings:
     # tool name (or "*") -> one rule or a list of rules; see approvals/rules.py.
     RULES: dict[str, Any] = field(default_factory=dict)
     # How long a remembered approval lasts (seconds or timedelta); None: until revoked.
-    REMEMBER_TTL: float | timedelta | None = None
+    REMEMBER_TTL: float | timedelta | None = timedelta(hours=8)
+    # The same per tool name, for tools whose grants should last longer or shorter.
+    REMEMBER_TTL_BY_TOOL: dict[str, float | timedelta | None] = field(default_factory=dict)
     # tool name (or "*") -> how far past now an extension may move a deadline (seconds or
     # timedelta); a tool without an entry: the ttl the policy gives the call.
     MAX_EXTENSION: dict[str, float | timedelta] = field(default_factory=dict)
@@ -35,6 +37,13 @@ class ApprovalsSettings:
         """The configured bound of ``tool_name``'s extensions (its own entry, else ``"*"``)."""
         value = self.MAX_EXTENSION.get(tool_name, self.MAX_EXTENSION.get("*"))
         return to_timedelta(value, key=f"MAX_EXTENSION[{tool_name!r}]")
+
+    def remember_ttl_for(self, tool_name: str) -> timedelta | None:
+        """How long a grant of ``tool_name`` lasts: its own entry, else ``REMEMBER_TTL``."""
+        if tool_name in self.REMEMBER_TTL_BY_TOOL:
+            value = self.REMEMBER_TTL_BY_TOOL[tool_name]
+            return to_timedelta(value, key=f"REMEMBER_TTL_BY_TOOL[{tool_name!r}]")
+        return self.remember_ttl
 
 
 def to_timedelta(value: Any, *, key: str) -> timedelta | None:

@@ -62,6 +62,10 @@ class ApprovalPolicy:
         """A human tool's question is answered by the thread's owner."""
         return actor.ref == call.requester_ref
 
+    def may_remember(self, tool: ToolSpec, call: ToolCall) -> bool:
+        """Whether "approve and remember" is offered (and accepted) for ``call``."""
+        return tool.rememberable
+
     def decidable(self, actor: Actor) -> Q:
         """``can_decide`` and ``can_answer`` as a filter on pending ``ToolCall`` rows."""
         pending_approval = Q(status=CallStatus.PENDING_APPROVAL)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 
 from agent_core.actors import Actor
+from agent_core.conf import agent_settings
 from agent_core.models import CallStatus, ToolCall
 
 from .models import RememberedApproval
@@ -34,14 +35,13 @@ def decidable_by(actor: Actor) -> Q:
 
 
 def remembered_for(actor: Actor, *, include_inactive: bool = False) -> QuerySet[RememberedApproval]:
-    """Remembered approvals the actor may see and revoke: on their threads, or granted by them."""
+    """Remembered approvals the actor may see: on their threads, or granted by them; every one
+    for an operator (``AGENT["OPERATOR_ROLE"]``)."""
     grants = (
         RememberedApproval.objects.all()
         if include_inactive
         else RememberedApproval.objects.active()
     )
-    return (
-        grants.filter(Q(thread__owner_ref=actor.ref) | Q(granted_by_ref=actor.ref))
-        .select_related("thread")
-        .order_by("-created_at", "-id")
-    )
+    if not actor.has_role(agent_settings().OPERATOR_ROLE):
+        grants = grants.filter(Q(thread__owner_ref=actor.ref) | Q(granted_by_ref=actor.ref))
+    return grants.select_related("thread").order_by("-created_at", "-id")

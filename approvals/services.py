@@ -21,6 +21,7 @@ from agent_core import services as core
 from agent_core.actors import SYSTEM, Actor
 from agent_core.agents import get_agent
 from agent_core.api.permissions import visible_threads
+from agent_core.conf import agent_settings
 from agent_core.exceptions import (
     AgentCoreError,
     AlreadyAnswered,
@@ -85,7 +86,7 @@ def reject(tool_call_id: str, *, actor: Actor, reason: str = "", via: str = "web
     def apply(run: Run, call: ToolCall) -> Outcome:
         return _settle(run, call, CallStatus.REJECTED, actor, via, reason=reason)
 
-    return _attempt(tool_call_id, Action.REJECT, actor, via, apply)
+    return _attempt(tool_call_id, Action.REJECT, actor, via, apply, detail=lambda: reason)
 
 
 def answer(tool_call_id: str, *, actor: Actor, answer: Any, via: str = "web") -> Outcome:
@@ -94,7 +95,11 @@ def answer(tool_call_id: str, *, actor: Actor, answer: Any, via: str = "web") ->
     def apply(run: Run, call: ToolCall) -> Outcome:
         return _answer(run, call, actor=actor, via=via, answer=answer)
 
-    return _attempt(tool_call_id, Action.ANSWER, actor, via, apply)
+    # The audit keeps what was answered, as the call's result keeps it.
+    def answered() -> str:
+        return json.dumps(answer, ensure_ascii=False, default=str)
+
+    return _attempt(tool_call_id, Action.ANSWER, actor, via, apply, detail=answered)
 
 
 def extend(
@@ -146,7 +151,7 @@ def extend(
 def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
     """Revoke a remembered approval: later calls of its tool in its thread ask again; audited.
 
-    The thread's owner and the grant's granter may revoke it.
+    The thread's owner, the grant's granter and operators (``AGENT["OPERATOR_ROLE"]``) may.
     """
     guards.check_via(via)
     with transaction.atomic():
@@ -160,10 +165,12 @@ def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
         outcome: Outcome | None = None
         if grant is None:
             refusal = NotFound(f"no remembered approval {remembered_id}")
-        elif actor.ref not in (grant.granted_by_ref, grant.thread.owner_ref):
+        elif actor.ref not in (grant.granted_by_ref, grant.thread.owner_ref) and not actor.has_role(
+            agent_settings().OPERATOR_ROLE
+        ):
             # 403 for whoever sees the thread; to anyone else the grant is unknown (SPEC §7).
             refusal = (
-                NotApprover("only the thread's owner or the granter may revoke this")
+                NotApprover("only the thread's owner, the granter or an operator may revoke")
                 if visible_threads(actor).filter(pk=grant.thread_id).exists()
                 else NotFound(f"no remembered approval {remembered_id}")
             )
@@ -195,7 +202,7 @@ def mark_done(
     tool_call_id: str, *, actor: Actor, result: Any = None, via: str = "console"
 ) -> Outcome:
     """A person says an in-doubt call did happen: ``result`` is recorded, nothing runs again,
-    and the run resumes. Whoever may decide the call may resolve it; audited."""
+    and the run resumes. Whoever ``may_resolve`` it may; audited."""
 
     def apply(run: Run, call: ToolCall) -> Outcome:
         return _resolve(run, call, done=True, actor=actor, result=result)
@@ -213,8 +220,14 @@ def mark_not_done(tool_call_id: str, *, actor: Actor, via: str = "console") -> O
     return _attempt(tool_call_id, Action.MARK_NOT_DONE, actor, via, apply)
 
 
+def may_resolve(actor: Actor, call: ToolCall) -> bool:
+    """Who may mark an in-doubt call done / not done: whoever may decide it, and any operator
+    (``AGENT["OPERATOR_ROLE"]``), so a call whose approver is gone never blocks its run."""
+    return actor.has_role(agent_settings().OPERATOR_ROLE) or get_policy().can_decide(actor, call)
+
+
 def _resolve(run: Run, call: ToolCall, *, done: bool, actor: Actor, result: Any = None) -> Outcome:
-    if not get_policy().can_decide(actor, call):
+    if not may_resolve(actor, call):
         raise NotApprover()
     if call.status != CallStatus.IN_DOUBT:
         if run.is_terminal:
@@ -287,7 +300,7 @@ def _settle(
         raise _conflict(run, call)
     _check_deadline(run, call)
     tool = get_agent(run.agent).get_tool(call.tool_name)
-    if remember and not tool.rememberable:
+    if remember and not get_policy().may_remember(tool, call):
         raise InvalidDecision(f"{call.tool_name} approvals cannot be remembered")
     if args is not None:
         args = _validated(tool.validate_args, args, "the edited arguments")
@@ -365,7 +378,7 @@ def _validated(validate: Callable[[Any], Any], value: Any, what: str) -> Any:
 
 
 def _remember(call: ToolCall, actor: Actor) -> None:
-    ttl = approvals_settings().remember_ttl
+    ttl = approvals_settings().remember_ttl_for(call.tool_name)
     RememberedApproval.objects.create(
         thread_id=call.thread_id,
         tool_name=call.tool_name,

@@ -30,6 +30,16 @@ def has_console_access(user: Any) -> bool:
     return bool(user.groups.filter(name__in=console_settings().ROLES).exists())
 
 
+def may_browse_admin(user: Any) -> bool:
+    """Staff who hold a console role (or superusers) browse the read-only admin of our models;
+    staff without one see their own runs in the console only."""
+    if not user.is_authenticated or not user.is_active or not user.is_staff:
+        return False
+    if user.is_superuser:
+        return True
+    return bool(user.groups.filter(name__in=console_settings().ROLES).exists())
+
+
 def console_view(view: View) -> View:
     """Require a logged-in user with console access: anonymous users go to the login page,
     others get a 403 page that says why."""

@@ -17,6 +17,8 @@ from django.utils.html import format_html
 from agent_core.models import Message, Run, Step, StreamFrame, Thread, ToolCall
 from approvals.models import DecisionAttempt, RememberedApproval
 
+from .access import may_browse_admin
+
 
 class ReadOnlyAdmin(admin.ModelAdmin):
     """Viewing and searching only: no add, change or delete."""
@@ -29,6 +31,13 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Operators browse without per-model permissions: there is nothing here to change.
+        return may_browse_admin(request.user) or super().has_view_permission(request, obj)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return may_browse_admin(request.user) or super().has_module_permission(request)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Any:
         return [f.name for f in self.model._meta.fields] + list(self.readonly_fields)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 from django import forms
@@ -13,13 +15,22 @@ from django.utils.timesince import timesince
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
 from agent_core.exceptions import AgentCoreError
-from agent_core.models import CallStatus, ToolCall
+from agent_core.models import CallStatus, Message, Role, ToolCall
 from agent_core.tools import ToolSpec
+from approvals.conf import approvals_settings
 from approvals.policy import get_policy
 
 from .forms import EditArgsForm, ExtendForm, RejectForm
 from .people import name_of
 from .schema_forms import form_class_for
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """The conversation around a call, for deciding it without opening the run."""
+
+    user_text: str
+    model_text: str
 
 
 @dataclass
@@ -46,7 +57,23 @@ class Card:
 
     @property
     def rememberable(self) -> bool:
-        return self.tool is not None and self.tool.rememberable
+        return self.tool is not None and get_policy().may_remember(self.tool, self.call)
+
+    @property
+    def remember_ttl(self) -> timedelta | None:
+        """How long a grant made from this card would last (None: until revoked)."""
+        return approvals_settings().remember_ttl_for(self.call.tool_name)
+
+    @cached_property
+    def context(self) -> CallContext:
+        """What led to the call: the user's last message, the model's text just before it."""
+        said = self.call.message
+        asked = (
+            Message.objects.filter(thread_id=self.call.thread_id, role=Role.USER, seq__lt=said.seq)
+            .order_by("-seq")
+            .first()
+        )
+        return CallContext(user_text=asked.text if asked else "", model_text=said.text)
 
     @property
     def prompt(self) -> str:
@@ -105,9 +132,17 @@ def _json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
+def ago_text(when: datetime) -> str:
+    """ "3 s ago", "4 minutes ago": seconds count while a conflict is fresh."""
+    seconds = int((timezone.now() - when).total_seconds())
+    if seconds < 60:
+        return f"{max(seconds, 0)} s ago"
+    return f"{timesince(when, timezone.now())} ago"
+
+
 def explain(call: ToolCall) -> str:
     """Why a decision on ``call`` came too late, in the words an operator needs."""
-    ago = f"{timesince(call.decided_at, timezone.now())} ago" if call.decided_at else ""
+    ago = ago_text(call.decided_at) if call.decided_at else ""
     who = name_of(call.decided_by_ref)
     via = f" (via {call.decided_via})" if call.decided_via not in ("", "console") else ""
     match call.status:

@@ -31,18 +31,23 @@ def in_doubt_calls(actor: Actor) -> QuerySet[ToolCall]:
     )
 
 
+def _resolutions(call: ToolCall) -> QuerySet[DecisionAttempt]:
+    return DecisionAttempt.objects.filter(
+        tool_call_id=call.pk,
+        action__in=[Action.MARK_DONE, Action.MARK_NOT_DONE],
+        outcome="applied",
+    ).order_by("-created_at")
+
+
+def was_resolved(call: ToolCall) -> bool:
+    """Whether a person marked ``call`` done or not done (it was in doubt once)."""
+    return _resolutions(call).exists()
+
+
 def explain_resolved(call: ToolCall) -> str:
     """Why a call can no longer be marked done or not done, in the words an operator needs."""
     status = call.status.replace("_", " ")
-    resolution = (
-        DecisionAttempt.objects.filter(
-            tool_call_id=call.pk,
-            action__in=[Action.MARK_DONE, Action.MARK_NOT_DONE],
-            outcome="applied",
-        )
-        .order_by("-created_at")
-        .first()
-    )
+    resolution = _resolutions(call).first()
     if resolution is None:
         return f"This call is no longer in doubt: it is {status}."
     said = "done" if resolution.action == Action.MARK_DONE else "not done"

@@ -35,7 +35,7 @@ def _run_receiver(name: str) -> Any:
 
 def connect() -> None:
     """Connect the receivers (from ``ConsoleConfig.ready``)."""
-    for name in ("approval_requested", "approval_settled", "tool_call"):
+    for name in ("approval_requested", "approval_settled", "call_in_doubt", "tool_call"):
         getattr(signals, name).connect(
             _call_receiver(name), weak=False, dispatch_uid=f"console.{name}"
         )

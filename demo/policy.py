@@ -10,16 +10,18 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from agent_core.actors import Actor
-from agent_core.models import Thread
+from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolSpec
 from approvals.policy import REQUESTER, ApprovalPolicy, Requirement
 
 SMALL_REFUND = Decimal("20")  # refunds below this need nobody's yes
 REFUND_TTL = timedelta(minutes=15)
+MOVES_MONEY = frozenset({"issue_refund"})
 
 
 class DemoPolicy(ApprovalPolicy):
-    """Refunds: finance, 15 minutes (small ones free); campaigns: marketing; purges: requester."""
+    """Refunds: finance, 15 minutes (small ones free); campaigns: marketing; purges: requester.
+    Money moves only with a yes each time: refunds are never remembered."""
 
     def requirement_for(
         self, tool: ToolSpec, args: dict[str, Any], actor: Actor, thread: Thread
@@ -34,6 +36,9 @@ class DemoPolicy(ApprovalPolicy):
             case "purge_cache":
                 return Requirement(approver=REQUESTER)
         return Requirement()
+
+    def may_remember(self, tool: ToolSpec, call: ToolCall) -> bool:
+        return tool.name not in MOVES_MONEY and super().may_remember(tool, call)
 
 
 def _amount(args: dict[str, Any]) -> Decimal:

@@ -11,8 +11,9 @@ import pytest
 from agent_core import services
 from agent_core.actors import Actor
 from agent_core.models import Run, StreamFrame, ToolCall
-from agent_core.runner import set_runner
+from agent_core.runner import get_runner, set_runner
 from agent_core.runner.inline import InlineRunner
+from approvals import services as port
 from demo.models import Campaign, Order
 
 ALICE = Actor(ref="user:alice")
@@ -91,3 +92,27 @@ def ops_turn(
 
 def frame_kinds(run: Run) -> list[str]:
     return list(StreamFrame.objects.filter(run=run).order_by("seq").values_list("kind", flat=True))
+
+
+class _DeadWorker:
+    """A runner whose worker is gone: what it is handed is never driven."""
+
+    def dispatch(self, run_id: str, kind: Any = None) -> None:
+        return None
+
+
+def leave_in_doubt(call_id: str, approver: Actor) -> None:
+    """Approve a pending call while no worker drives it, then let the loop's own services put it
+    in doubt, as a worker that claimed it and died would have left it."""
+    previous = get_runner()
+    set_runner(_DeadWorker())
+    try:
+        port.approve(call_id, actor=approver)
+    finally:
+        set_runner(previous)
+    run_id = ToolCall.objects.values_list("run_id", flat=True).get(pk=call_id)
+    lease = services.acquire_lease(run_id, "worker-that-dies")
+    assert lease is not None
+    services.claim_call(lease, call_id)
+    services.mark_in_doubt(lease, call_id)
+    services.block_on_doubt(lease, call_id)

@@ -58,6 +58,16 @@ class AnswerSerializer(_Decision):
     answer = serializers.JSONField()
 
 
+class MarkDoneSerializer(_Decision):
+    """``{tool_call_id, result?, via?}``: ``result`` (any JSON) is what the model is told."""
+
+    result = serializers.JSONField(required=False)
+
+
+class MarkNotDoneSerializer(_Decision):
+    """``{tool_call_id, via?}``: the call runs again (after a fresh approval if its tool asks)."""
+
+
 class ExtendSerializer(_Decision):
     """``{tool_call_id, ttl? | expires_at?, via?}``: ``ttl`` is seconds from now."""
 

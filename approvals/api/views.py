@@ -24,6 +24,8 @@ from .serializers import (
     ApproveSerializer,
     DecisionResultSerializer,
     ExtendSerializer,
+    MarkDoneSerializer,
+    MarkNotDoneSerializer,
     PendingCallSerializer,
     PendingPageSerializer,
     RejectSerializer,
@@ -120,6 +122,33 @@ class ExtendView(_DecisionView):
             via=body["via"],
         )
         return _result(body["tool_call_id"], services.Outcome.APPLIED)
+
+
+class MarkDoneView(_DecisionView):
+    """``POST /agent/tool-call/mark-done``: an in-doubt call did happen; ``result`` is recorded."""
+
+    @extend_schema(request=MarkDoneSerializer, responses=DecisionResultSerializer)
+    def post(self, request: Request) -> Response:
+        body = _body(MarkDoneSerializer, request)
+        outcome = services.mark_done(
+            body["tool_call_id"],
+            actor=request_actor(request),
+            result=body.get("result"),
+            via=body["via"],
+        )
+        return _result(body["tool_call_id"], outcome)
+
+
+class MarkNotDoneView(_DecisionView):
+    """``POST /agent/tool-call/mark-not-done``: an in-doubt call did not happen; it runs again."""
+
+    @extend_schema(request=MarkNotDoneSerializer, responses=DecisionResultSerializer)
+    def post(self, request: Request) -> Response:
+        body = _body(MarkNotDoneSerializer, request)
+        outcome = services.mark_not_done(
+            body["tool_call_id"], actor=request_actor(request), via=body["via"]
+        )
+        return _result(body["tool_call_id"], outcome)
 
 
 class PendingApprovalsView(AirlockAPIView):

@@ -88,10 +88,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
+# No socket read timeout on the layer's Redis connection: a receive() blocks in BZPOPMIN for up
+# to 5 s, as long as redis-py's default read timeout, so with that default every idle WebSocket
+# and SSE stream failed with "Timeout reading from" and dropped (channels-redis takes a dict of
+# connection-pool options per host).
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL]},
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]},
     }
 }
 

@@ -13,6 +13,8 @@ from agent_core.models import CallStatus, ToolCall
 from approvals.guards import may_see
 from approvals.selectors import pending_for
 
+from ..access import may_browse_admin
+
 FRAGMENT_HEADER = "X-Console-Fragment"
 
 
@@ -38,7 +40,11 @@ def page(
     request: HttpRequest, template: str, context: dict[str, Any], *, status: int = 200
 ) -> HttpResponse:
     """Render a full console page, with the navigation's counts."""
-    context = {**context, "nav": nav_counts(actor_of(request))}
+    context = {
+        **context,
+        "nav": nav_counts(actor_of(request)),
+        "admin_link": may_browse_admin(request.user),
+    }
     return render(request, template, context, status=status)
 
 

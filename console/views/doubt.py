@@ -19,12 +19,11 @@ from agent_core.exceptions import AgentCoreError, AlreadyDecided, RunNotActive
 from agent_core.models import ToolCall
 from approvals import services as port
 from approvals.exceptions import NotApprover
-from approvals.policy import get_policy
 
 from ..access import console_view
 from ..forms import MarkDoneForm
 from ..in_doubt import explain_resolved, in_doubt_calls
-from .common import actor_of, page, tool_call_or_404
+from .common import actor_of, fragment, page, tool_call_or_404
 
 VIA = "console"
 STATUS_OF = {NotApprover: 403, AlreadyDecided: 409, RunNotActive: 409}
@@ -34,7 +33,7 @@ def _item(actor: Actor, call: ToolCall, form: MarkDoneForm | None = None) -> dic
     return {
         "call": call,
         "form": form or MarkDoneForm(prefix=call.pk),
-        "may_decide": get_policy().can_decide(actor, call),
+        "may_decide": port.may_resolve(actor, call),
         "error": "",
     }
 
@@ -66,6 +65,14 @@ def _page(
 def in_doubt_list(request: HttpRequest) -> HttpResponse:
     """Every call waiting on a person to say whether its side effect happened."""
     return _page(request)
+
+
+@console_view
+def in_doubt_fragment(request: HttpRequest) -> HttpResponse:
+    """The list alone, fetched by the page when something changed."""
+    actor = actor_of(request)
+    items = [_item(actor, c) for c in in_doubt_calls(actor)]
+    return fragment(request, "console/partials/in_doubt_list.html", {"calls": items})
 
 
 @require_POST

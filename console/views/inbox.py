@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
+from agent_core.actors import Actor
 from agent_core.exceptions import AgentCoreError, AlreadyAnswered, AlreadyDecided, RunNotActive
 from agent_core.models import CALL_PENDING, ToolCall
 from approvals import services as port
@@ -26,6 +27,7 @@ from approvals.exceptions import ApprovalExpired, EditNeedsApprover, InvalidDeci
 from ..access import console_view
 from ..cards import Card, answer_form_for, card_for, explain
 from ..forms import ApproveForm, EditArgsForm, ExtendForm, InboxFilterForm, RejectForm
+from ..in_doubt import explain_resolved, was_resolved
 from ..people import ref_of
 from .common import actor_of, fragment, is_fragment, page, tool_call_or_404
 
@@ -62,7 +64,9 @@ def _inbox_context(request: HttpRequest) -> dict[str, Any]:
     filters = form.cleaned_data if form.is_valid() else {}
     # One snapshot of every pending call, split by the configured policy's ``can_decide``:
     # two queries could place a call that arrived in between on the wrong side.
-    pending = ToolCall.objects.filter(status__in=CALL_PENDING).select_related("run", "thread")
+    pending = ToolCall.objects.filter(status__in=CALL_PENDING).select_related(
+        "run", "thread", "message"
+    )
     cards = [card_for(actor, call) for call in _filtered(pending, filters)]
     return {
         "filter_form": form,
@@ -82,6 +86,14 @@ def inbox(request: HttpRequest) -> HttpResponse:
 def inbox_fragment(request: HttpRequest) -> HttpResponse:
     """The inbox's lists alone, fetched by the page when something changed."""
     return fragment(request, "console/partials/inbox_lists.html", _inbox_context(request))
+
+
+@console_view
+def call_state(request: HttpRequest, call_id: str) -> HttpResponse:
+    """What became of a call, in a sentence: for a card the page kept while it was worked on."""
+    call = tool_call_or_404(request, call_id)
+    said = explain_resolved(call) if was_resolved(call) else explain(call)
+    return HttpResponse(said, content_type="text/plain; charset=utf-8")
 
 
 @require_POST
@@ -203,6 +215,9 @@ def _decide(
         card.error = _refusal_text(exc, call)
         card.errors = _field_errors(exc)
         return _card_response(request, card, status=STATUS_OF.get(type(exc), 400))
+    if outcome == port.Outcome.UNCHANGED:
+        call.refresh_from_db()
+        return _unchanged(request, _unchanged_text(call, actor, form_name))
     if callable(done):
         done = done(outcome)
     if is_fragment(request):
@@ -215,6 +230,27 @@ def _decide(
             )
         )
     messages.success(request, f"{done}: {call.tool_name} ({call.pk}).")
+    return redirect("console:inbox")
+
+
+# What the viewer's own attempt was, by the form it came from.
+_ATTEMPT = {"approve": "approval", "edit": "approval", "reject": "rejection", "answer": "answer"}
+
+
+def _unchanged_text(call: ToolCall, actor: Actor, form_name: str) -> str:
+    """An identical repeat (a stale tab): who decided and when; "Approved" is for one's own."""
+    said = explain(call)
+    if call.decided_by_ref == actor.ref:
+        return f"Already done: {said} Nothing more was sent."
+    return f"{said} Your {_ATTEMPT.get(form_name, 'decision')} changed nothing."
+
+
+def _unchanged(request: HttpRequest, text: str) -> HttpResponse:
+    if is_fragment(request):
+        return HttpResponse(
+            format_html('<div class="flash warn" role="status" data-unchanged>{}</div>', text)
+        )
+    messages.warning(request, text)
     return redirect("console:inbox")
 
 

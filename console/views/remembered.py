@@ -1,7 +1,7 @@
 """Remembered approvals the viewer may see (on their threads, or granted by them), and Revoke.
 
 Revoking goes through the approval port (``approvals.services.revoke``, ``via="console"``),
-which lets only the thread's owner or the granter revoke and audits every attempt.
+which lets only the thread's owner, the granter or an operator revoke and audits every attempt.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from agent_core.models import (
 )
 from approvals.models import DecisionAttempt
 from demo.models import CachePurge, Refund
+from tests.conftest import leave_in_doubt
 from tests.processes import Terminal, manage
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -297,3 +298,32 @@ def test_chat_waits_for_an_approver_it_is_not(people, terminals, settings):
     chat.end_input()
     assert chat.wait() == 0
     assert json.loads(json.dumps(ToolCall.objects.get(pk=call_id).result))["purged"] == "/p"
+
+
+def test_mark_done_and_not_done_resolve_a_call_in_doubt(people):
+    alice = actor_for_user(User.objects.get(username="alice"))
+    done_id, _ = waiting('/call purge_cache {"path": "/done"}')
+    leave_in_doubt(done_id, alice)
+    refused = manage("agent", "mark-done", done_id, "--as", "bob")
+    assert refused.returncode == 1 and "not_approver" in refused.stderr
+    bad = manage("agent", "mark-done", done_id, "--as", "alice", "--result", "{oops")
+    assert bad.returncode == 1 and "--result is not JSON" in bad.stderr
+    result = manage("agent", "mark-done", done_id, "--as", "alice", "--result", '{"ok": true}')
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"{done_id}: applied"
+    done = ToolCall.objects.get(pk=done_id)
+    assert done.status == CallStatus.SUCCEEDED and done.result == {"ok": True}
+    assert CachePurge.objects.count() == 0
+
+    again_id, _ = waiting('/call purge_cache {"path": "/again"}')
+    leave_in_doubt(again_id, alice)
+    result = manage("agent", "mark-not-done", again_id, "--as", "alice")
+    assert result.returncode == 0, result.stderr
+    assert CachePurge.objects.get().path == "/again"
+    attempts = DecisionAttempt.objects.filter(action__in=["mark_done", "mark_not_done"])
+    assert set(attempts.values_list("via", flat=True)) == {"cli"}
+    assert sorted(attempts.values_list("outcome", flat=True)) == [
+        "applied",
+        "applied",
+        "not_approver",
+    ]

@@ -6,89 +6,27 @@ default, to the test's temporary directory.
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
-from agent_core import services
 from agent_core.models import CallStatus, Run, RunStatus, ToolCall
-from tests.console.browser import CHROMIUM, CHROMIUM_ARGS, Server, in_thread, start_console_server
-from tests.console.conftest import REFUND, actor
+from tests.console.browser import (
+    CAMPAIGN,
+    LAPTOP,
+    PHONE,
+    Server,
+    call_of,
+    card,
+    in_thread,
+    open_as,
+    start,
+    wait_live,
+)
+from tests.console.conftest import REFUND
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-LAPTOP: ViewportSize = {"width": 1280, "height": 860}
-PHONE: ViewportSize = {"width": 390, "height": 844}
-CAMPAIGN = '/call send_campaign {"campaign_id": "spring-sale"}'
-
-
-@pytest.fixture
-def server(people: Any, shop: None, demo_policy: None, tmp_path: Path) -> Iterator[Server]:
-    """The console served as ``make demo`` serves it: the demo's approval policy (refunds need
-    finance, campaigns marketing), here and in the server."""
-    running = start_console_server(tmp_path / "daphne.log")
-    yield running
-    running.stop()
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def shots(tmp_path: Path) -> Path:
-    target = Path(os.environ.get("SCREENSHOTS_DIR") or tmp_path / "screenshots")
-    target.mkdir(parents=True, exist_ok=True)
-    return target
-
-
-def open_as(
-    browser: Browser, server: Server, username: str, viewport: ViewportSize = LAPTOP
-) -> Page:
-    """A fresh browser context (its own cookies) logged in through the login form."""
-    context = browser.new_context(viewport=viewport, base_url=server.url)
-    page = context.new_page()
-    page.goto("/console/inbox/")
-    expect(page).to_have_url(re.compile(r"/console/login/"))
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill("pw")
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(re.compile(r"/console/inbox/"))
-    return page
-
-
-def wait_live(page: Page) -> None:
-    expect(page.locator("body")).to_have_attribute("data-socket", "open")
-
-
-def start(people: dict[str, Any], message: str, username: str = "alice") -> Run:
-    """Start a turn in this process; it parks on its approval (the sync runner drives it)."""
-
-    def go() -> Run:
-        run = services.start_run(agent="support", message=message, actor=actor(people[username]))
-        run.refresh_from_db()
-        return run
-
-    return in_thread(go)
-
-
-def call_of(run: Run) -> ToolCall:
-    return in_thread(lambda: ToolCall.objects.get(run_id=run.pk))
-
-
-def card(page: Page, call: ToolCall) -> Any:
-    return page.locator(f'[data-card="{call.pk}"]')
 
 
 def test_an_approver_sees_a_refund_arrive_approves_it_and_the_run_completes(

@@ -39,8 +39,8 @@ def test_the_page_shows_what_is_known(login, doubtful):
 
 
 def test_someone_the_policy_does_not_let_decide_sees_it_read_only(login, doubtful):
-    html = login("otto").get(reverse("console:in_doubt")).content.decode()
-    assert "purge_cache" in html and "only the requester resolves this" in html
+    html = login("felix").get(reverse("console:in_doubt")).content.decode()
+    assert "purge_cache" in html and "only the requester or an operator resolves this" in html
     assert reverse("console:mark_done", args=[doubtful.pk]) not in html
 
 
@@ -80,8 +80,18 @@ def test_mark_not_done_runs_the_call_again(login, doubtful, decide):
     assert DecisionAttempt.objects.get(action="mark_not_done").outcome == "applied"
 
 
+def test_an_operator_resolves_a_call_that_waits_on_someone_else(login, doubtful, decide, people):
+    html = login("otto").get(reverse("console:in_doubt")).content.decode()
+    assert reverse("console:mark_not_done", args=[doubtful.pk]) in html
+    response = decide(login("otto").post, reverse("console:mark_not_done", args=[doubtful.pk]))
+    assert response.status_code == 302
+    assert CachePurge.objects.count() == 1
+    attempt = DecisionAttempt.objects.get(action="mark_not_done")
+    assert (attempt.actor_ref, attempt.outcome) == (f"user:{people['otto'].pk}", "applied")
+
+
 def test_someone_the_policy_does_not_let_decide_is_refused_on_the_card(login, doubtful):
-    response = login("otto").post(reverse("console:mark_not_done", args=[doubtful.pk]))
+    response = login("felix").post(reverse("console:mark_not_done", args=[doubtful.pk]))
     assert response.status_code == 403
     html = response.content.decode()
     assert "You may not resolve this call: it waits on the requester." in html

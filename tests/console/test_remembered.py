@@ -35,7 +35,7 @@ def test_the_granter_sees_the_grant_with_revoke(login, grant, refund):
 
 
 def test_someone_neither_owner_nor_granter_sees_none(login, grant):
-    response = login("otto").get(reverse("console:remembered"))
+    response = login("felix").get(reverse("console:remembered"))
     assert response.context["grants"] == []
     assert b"No active remembered approvals" in response.content
 
@@ -66,9 +66,10 @@ def test_revoking_twice_says_it_already_was(login, grant):
 
 
 def test_someone_neither_owner_nor_granter_cannot_revoke(login, grant):
-    response = _revoke(login("otto"), grant.pk)
+    response = _revoke(login("felix"), grant.pk)
     assert response.status_code == 403
-    assert b"Nothing was revoked: only the thread&#x27;s owner or the granter" in response.content
+    refusal = b"Nothing was revoked: only the thread&#x27;s owner, the granter or an operator"
+    assert refusal in response.content
     grant.refresh_from_db()
     assert grant.revoked_at is None
     assert DecisionAttempt.objects.get(action="revoke").outcome == "not_approver"
@@ -92,3 +93,15 @@ def test_expired_grants_show_only_with_all(login, grant):
 
 def test_revoke_is_post_only(login, grant):
     assert login("fran").get(reverse("console:revoke", args=[grant.pk])).status_code == 405
+
+
+def test_an_operator_sees_everyones_grants_with_their_expiry_and_may_revoke(login, grant, people):
+    assert grant.expires_at is not None  # a grant lasts REMEMBER_TTL (8 hours) by default
+    left = grant.expires_at - timezone.now()
+    assert timedelta(hours=7, minutes=59) < left <= timedelta(hours=8)
+    response = login("otto").get(reverse("console:remembered"))
+    assert list(response.context["grants"]) == [grant]
+    assert "never" not in response.content.decode()
+    assert _revoke(login("otto"), grant.pk).status_code == 302
+    grant.refresh_from_db()
+    assert grant.revoked_by_ref == actor(people["otto"]).ref

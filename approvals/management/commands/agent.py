@@ -1,4 +1,5 @@
-"""``manage.py agent``: chat, invoke, pending, approve, reject, answer, cleanup.
+"""``manage.py agent``: chat, invoke, pending, approve, reject, answer, mark-done,
+mark-not-done, cleanup.
 
 It lives in the ``approvals`` app because its decisions go through the approval port
 (``approvals.services``, with ``via="cli"``) and ``agent_core`` never imports ``approvals``;
@@ -72,13 +73,22 @@ class Command(BaseCommand):
         answer.add_argument("answer", help="the text, or a JSON object for a richer form")
         actor_option(answer)
 
+        done = sub.add_parser("mark-done", help="an in-doubt call did happen")
+        done.add_argument("tool_call_id")
+        done.add_argument("--result", help="what the model is told it returned (JSON)")
+        actor_option(done)
+
+        not_done = sub.add_parser("mark-not-done", help="an in-doubt call did not: run it again")
+        not_done.add_argument("tool_call_id")
+        actor_option(not_done)
+
         cleanup = sub.add_parser("cleanup", help="delete old finished threads")
         cleanup.add_argument("--older-than", default="30d", help="e.g. 30d, 12h (default 30d)")
         cleanup.add_argument("--dry-run", action="store_true", help="only count them")
 
     def handle(self, *args: Any, **options: Any) -> None:
         action: str = options["action"]
-        handler = getattr(self, f"do_{action}")
+        handler = getattr(self, f"do_{action.replace('-', '_')}")
         handler(**options)
 
     def out(self, text: str) -> None:
@@ -163,6 +173,22 @@ class Command(BaseCommand):
             tool_call_id, lambda: port.answer(tool_call_id, actor=actor, answer=value, via="cli")
         )
 
+    def do_mark_done(
+        self, *, tool_call_id: str, username: str, result: str | None, **_: Any
+    ) -> None:
+        value = _json(result, "--result") if result is not None else None
+        actor = actor_named(username)
+        self._decided(
+            tool_call_id,
+            lambda: port.mark_done(tool_call_id, actor=actor, result=value, via="cli"),
+        )
+
+    def do_mark_not_done(self, *, tool_call_id: str, username: str, **_: Any) -> None:
+        actor = actor_named(username)
+        self._decided(
+            tool_call_id, lambda: port.mark_not_done(tool_call_id, actor=actor, via="cli")
+        )
+
     def _decided(self, tool_call_id: str, decide: Any) -> None:
         try:
             outcome = decide()
@@ -189,11 +215,15 @@ class Command(BaseCommand):
         self.out(f"deleted {idempotency.delete_expired()} expired idempotency keys")
 
 
-def _json_object(text: str, option: str) -> dict[str, Any]:
+def _json(text: str, option: str) -> Any:
     try:
-        value = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise CommandError(f"{option} is not JSON: {exc}") from exc
+
+
+def _json_object(text: str, option: str) -> dict[str, Any]:
+    value = _json(text, option)
     if not isinstance(value, dict):
         raise CommandError(f"{option} must be a JSON object")
     return value

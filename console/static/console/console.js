@@ -58,18 +58,67 @@
     next.innerHTML = html;
     target.querySelectorAll("[data-card]").forEach(function (old) {
       var busy = old.hasAttribute("data-keep") || old.hasAttribute("data-dirty") ||
+        old.hasAttribute("data-submitting") ||
         old.contains(document.activeElement) || old.querySelector("details.more[open]");
       if (!busy) return;
       var fresh = next.querySelector('[data-card="' + old.getAttribute("data-card") + '"]');
-      if (fresh) fresh.replaceWith(old);
-      else if (old.hasAttribute("data-keep")) {
-        var section = next.querySelector("section") || next;
-        var heading = section.querySelector("h2");
-        if (heading && heading.nextSibling) section.insertBefore(old, heading.nextSibling.nextSibling);
-        else section.prepend(old);
-      }
+      if (fresh) { fresh.replaceWith(old); return; }
+      // Our own decision in flight: its answer removes the card or shows the refusal on it.
+      if (!old.hasAttribute("data-keep") && !old.hasAttribute("data-submitting")) keepAsNotice(old);
+      var section = next.querySelector("section") || next;
+      var heading = section.querySelector("h2");
+      if (heading && heading.nextSibling) section.insertBefore(old, heading.nextSibling.nextSibling);
+      else section.prepend(old);
     });
     target.replaceChildren.apply(target, Array.prototype.slice.call(next.childNodes));
+  }
+
+  // A card someone was working on left the list (decided elsewhere): keep it, with what they
+  // typed, and say what happened instead of letting it vanish.
+  function keepAsNotice(card) {
+    var busy = card.querySelector("details.more[open] form[data-attempt]");
+    var what = card.getAttribute("data-working-on") ||
+      (busy && busy.getAttribute("data-attempt")) || "decision";
+    card.setAttribute("data-keep", "");
+    card.classList.add("refused");
+    card.querySelectorAll("form button").forEach(function (b) { b.disabled = true; });
+    var note = document.createElement("div");
+    note.className = "flash error"; note.setAttribute("role", "alert");
+    note.setAttribute("data-refusal", ""); note.setAttribute("data-notice", "");
+    var text = document.createElement("span");
+    text.textContent = "This was decided elsewhere — your " + what + " was not sent.";
+    var dismiss = document.createElement("button");
+    dismiss.type = "button"; dismiss.className = "link"; dismiss.textContent = "Dismiss";
+    dismiss.setAttribute("data-dismiss", "");
+    note.append(text, dismiss);
+    var head = card.querySelector(".card-head");
+    if (head) head.after(note); else card.prepend(note);
+    var src = card.getAttribute("data-state-src");
+    if (!src) return;
+    fetch(src, { headers: FRAGMENT, credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (said) {
+        if (said) text.textContent = said + " Your " + what + " was not sent.";
+      })
+      .catch(function () { /* the generic notice stays */ });
+  }
+
+  // The card to work on once this one is decided: the next one, else the one before.
+  function neighbour(card) {
+    var all = Array.prototype.slice.call(document.querySelectorAll("[data-card]:not([data-keep])"));
+    var i = all.indexOf(card);
+    return all[i + 1] || all[i - 1] || null;
+  }
+
+  // Keyboard focus must not fall to <body> when the focused card leaves the page.
+  function focusAfterDecision(next, area) {
+    var target = next && (next.querySelector("button.primary:not([disabled])") ||
+      next.querySelector("button:not([disabled]), summary"));
+    if (!target && area && area.firstElementChild) {
+      target = area.firstElementChild;
+      target.setAttribute("tabindex", "-1");
+    }
+    if (target) target.focus();
   }
 
   // One refresh at a time: a response that arrives late must never overwrite a newer one.
@@ -146,6 +195,7 @@
     if (!form.hasAttribute("data-fragment")) return;
     e.preventDefault();
     var card = form.closest("[data-card]");
+    if (card) card.setAttribute("data-submitting", "");
     form.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
     fetch(form.action, { method: "POST", body: new FormData(form), headers: FRAGMENT, credentials: "same-origin" })
       .then(function (r) { return r.text().then(function (html) { return { ok: r.ok, html: html }; }); })
@@ -153,7 +203,9 @@
         if (res.ok) {
           var area = document.getElementById("flash-area");
           if (area) area.insertAdjacentHTML("afterbegin", res.html);
+          var next = card && neighbour(card);
           if (card) card.remove();
+          focusAfterDecision(next, area);
           scheduleRefresh(0);
         } else if (card) {
           card.outerHTML = res.html;
@@ -165,13 +217,53 @@
 
   document.addEventListener("input", function (e) {
     var card = e.target.closest && e.target.closest("[data-card]");
-    if (card) card.setAttribute("data-dirty", "");
+    if (!card) return;
+    card.setAttribute("data-dirty", "");
+    var form = e.target.closest("form[data-attempt]");
+    if (form) card.setAttribute("data-working-on", form.getAttribute("data-attempt"));
   });
 
   document.addEventListener("click", function (e) {
     if (!e.target.hasAttribute("data-dismiss")) return;
     var card = e.target.closest("[data-card]");
     if (card) { card.remove(); scheduleRefresh(0); }
+  });
+
+  // Keyboard shortcuts on the inbox: j / k move between cards, a approves, r opens the
+  // rejection, ? shows the list. Never while typing, never with a modifier key.
+  function currentCard() {
+    return document.activeElement && document.activeElement.closest &&
+      document.activeElement.closest("[data-card]");
+  }
+
+  function moveTo(step) {
+    var all = Array.prototype.slice.call(document.querySelectorAll("#inbox [data-card]"));
+    if (!all.length) return;
+    var i = all.indexOf(currentCard());
+    var next = all[i < 0 ? 0 : Math.max(0, Math.min(all.length - 1, i + step))];
+    next.focus();
+    next.scrollIntoView({ block: "nearest" });
+  }
+
+  document.addEventListener("keydown", function (e) {
+    if (e.ctrlKey || e.metaKey || e.altKey || !document.getElementById("inbox")) return;
+    var t = e.target;
+    if (t.closest && t.closest("input, textarea, select, [contenteditable]")) return;
+    var help = document.getElementById("shortcuts"), card = currentCard();
+    if (e.key === "?") {
+      if (help && !help.open) help.showModal(); else if (help) help.close();
+    } else if (e.key === "j") moveTo(1);
+    else if (e.key === "k") moveTo(-1);
+    else if (e.key === "a" && card) {
+      var approve = card.querySelector('form[action$="/approve/"] button');  // plain Approve comes first
+      if (approve) approve.click(); else return;
+    } else if (e.key === "r" && card) {
+      var reject = card.querySelector("details.more form[data-attempt=rejection]");
+      if (!reject) return;
+      reject.closest("details").open = true;
+      reject.querySelector("textarea, input[type=text]").focus();
+    } else return;
+    e.preventDefault();
   });
 
   document.addEventListener("DOMContentLoaded", function () {
