@@ -91,7 +91,7 @@ class AgentSettings:
         "rest_framework.authentication.TokenAuthentication",
     )
     API_PERMISSION_CLASSES: tuple[str, ...] = ("agent_core.api.actors.HasActor",)
-    API_SCHEMA_CLASS: str = "agent_core.api.schema.AutoSchema"
+    API_SCHEMA_CLASS: str = "agent_core.api.openapi.AutoSchema"
     API_EXCEPTION_HANDLER: str = "agent_core.api.errors.exception_handler"
     OPENAI: VendorSettings = field(default_factory=VendorSettings)
     ANTHROPIC: VendorSettings = field(default_factory=VendorSettings)
