@@ -87,13 +87,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # is set. The step tasks close stale connections themselves, as Django does around a request, so
 # CONN_MAX_AGE decides whether a worker reuses its connection.
 CELERY_DB_REUSE_MAX = 1000
-# The durable runner: model steps and tool steps on their own queues (tool workers can live where
-# the credentials are); the sweep goes with the model steps.
-CELERY_TASK_ROUTES = {
-    "agent_core.model_step": {"queue": "agent.llm"},
-    "agent_core.tool_step": {"queue": "agent.tool"},
-    "agent_core.sweep": {"queue": "agent.llm"},
-}
+# The durable runner sends each step task to the queue of the run's next step (AGENT's
+# MODEL_QUEUE / TOOL_QUEUE, or a tool's own queue); the sweep goes with the model steps.
+CELERY_TASK_ROUTES = {"agent_core.sweep": {"queue": "agent.llm"}}
 
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
 
