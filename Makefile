@@ -25,8 +25,11 @@ $(INSTALLED): requirements.txt requirements-dev.txt
 	$(BIN)/python -m pip install -r requirements.txt -r requirements-dev.txt
 	touch $@
 
+# scripts/browser.py finds (or installs) a Chromium for the browser tests first, and stops with
+# one line saying what to install when it can do neither.
 test: install ## Run the tests (PYTEST_ARGS="-k foo -x" to pass options)
-	$(BIN)/python scripts/devservices.py run -- $(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/python scripts/browser.py run -- \
+		$(BIN)/python scripts/devservices.py run -- $(BIN)/pytest $(PYTEST_ARGS)
 
 lint: install ## Check style with ruff (lint + formatting) and layering with import-linter
 	$(BIN)/ruff check .

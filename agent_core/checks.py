@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings as django_settings
-from django.core.checks import CheckMessage, Error, register
+from django.core.checks import CheckMessage, Error, Warning, register
 from django.utils.module_loading import import_string
 
 from .conf import agent_settings
@@ -109,3 +109,96 @@ def check_durable_chain(app_configs: Any = None, **kwargs: Any) -> list[CheckMes
             )
         )
     return errors
+
+
+@register()
+def check_database_engine(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The hot path uses PostgreSQL's SQL (``FOR UPDATE``, ``ON CONFLICT``, ``jsonb``)."""
+    engine = django_settings.DATABASES.get("default", {}).get("ENGINE", "")
+    if "postgresql" in engine or "postgis" in engine:
+        return []
+    return [
+        Error(
+            f"Airlock needs PostgreSQL; the default database's ENGINE is {engine!r}.",
+            id="agent_core.E005",
+            hint='Set DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql" '
+            "(psycopg 3 comes with django-airlock).",
+        )
+    ]
+
+
+@register()
+def check_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Streams and the console's live updates go through the channel layer."""
+    if "default" in getattr(django_settings, "CHANNEL_LAYERS", {}):
+        return []
+    return [
+        Error(
+            "CHANNEL_LAYERS has no default layer: the SSE and WebSocket streams would stay empty.",
+            id="agent_core.E006",
+            hint='CHANNEL_LAYERS = {"default": {"BACKEND": '
+            '"channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": '
+            '[{"address": "redis://…", "socket_timeout": None}]}}}',
+        )
+    ]
+
+
+@register()
+def check_asgi_helper(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The inline runner's sweeper (expiry, re-driving dead runs) starts in the ASGI helper."""
+    try:
+        if agent_settings().RUNNER != "inline":
+            return []
+    except TypeError:
+        return []  # agent_core.E001
+    from .asgi import AirlockApplication
+
+    path = getattr(django_settings, "ASGI_APPLICATION", None)
+    found = "ASGI_APPLICATION is not set"
+    if path:
+        try:
+            application = import_string(path)  # with_airlock has no import-time side effects
+        except Exception as exc:  # any error of the project's module: report, do not crash
+            found = f"ASGI_APPLICATION = {path!r} does not import: {exc}"
+        else:
+            if isinstance(application, AirlockApplication):
+                return []
+            found = f"ASGI_APPLICATION = {path!r} is not built by agent_core.asgi.with_airlock"
+    return [
+        Warning(
+            f"{found}: with the inline runner, approvals would never expire and runs whose "
+            "process died would never be re-driven, and WebSockets would have no routes.",
+            id="agent_core.W007",
+            hint="In asgi.py: application = with_airlock(get_asgi_application()), with "
+            "`from agent_core.asgi import with_airlock`, and ASGI_APPLICATION pointing to it.",
+        )
+    ]
+
+
+@register()
+def check_celery_app(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The durable runner sends its steps through the project's Celery app."""
+    try:
+        if agent_settings().RUNNER != "durable":
+            return []
+    except TypeError:
+        return []
+    from celery import current_app
+
+    app = current_app  # a proxy of the app Celery would send the steps through
+    if getattr(app, "airlock", False):
+        return []
+    if app.main in (None, "default", "__main__"):
+        msg = "the durable runner would send its steps to Celery's default app (and broker)"
+    else:
+        msg = f"the Celery app {app.main!r} is not set up by agent_core.celery.with_airlock"
+    return [
+        Error(
+            f"AGENT['RUNNER'] is 'durable' but {msg}: runs would stay queued.",
+            id="agent_core.E008",
+            hint="In your Celery module: app = Celery(...); app.config_from_object("
+            '"django.conf:settings", namespace="CELERY"); app.autodiscover_tasks(); '
+            "with_airlock(app). In your project package's __init__.py: "
+            "from .celery import app as celery_app.",
+        )
+    ]

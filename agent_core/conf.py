@@ -61,11 +61,20 @@ class AgentSettings:
     STREAM_KEEPALIVE_SECONDS: float = 15.0
     MAX_BODY_BYTES: int = 65536  # larger API request bodies are refused with 413
     CANCEL_POLL_MS: int = 200  # how often a driver's abort signal looks for a cancel request
+    # The DRF classes of every API view (agent_core.api.base), whatever REST_FRAMEWORK says.
+    API_AUTHENTICATION_CLASSES: tuple[str, ...] = (
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    )
+    API_PERMISSION_CLASSES: tuple[str, ...] = ("agent_core.api.actors.HasActor",)
+    API_SCHEMA_CLASS: str = "drf_spectacular.openapi.AutoSchema"
+    API_EXCEPTION_HANDLER: str = "agent_core.api.errors.exception_handler"
     OPENAI: VendorSettings = field(default_factory=VendorSettings)
     ANTHROPIC: VendorSettings = field(default_factory=VendorSettings)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "AGENTS", tuple(self.AGENTS))
+        for key in ("AGENTS", "API_AUTHENTICATION_CLASSES", "API_PERMISSION_CLASSES"):
+            object.__setattr__(self, key, tuple(getattr(self, key)))
         for vendor in ("OPENAI", "ANTHROPIC"):
             value = getattr(self, vendor)
             if isinstance(value, dict):  # settings give a dict; an unknown key is a TypeError

@@ -7,26 +7,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Any, cast
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
-from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
-from rest_framework.settings import api_settings
 
 from . import live
 from .actors import Actor
 from .api.actors import request_actor
+from .api.base import authenticators
 
 
 def _resolve(request: HttpRequest) -> Actor:
-    # The same authentication as the DRF views (session, token), then the actor resolver.
-    classes = cast(list[type[BaseAuthentication]], api_settings.DEFAULT_AUTHENTICATION_CLASSES)
-    authenticators = [auth() for auth in classes]
-    return request_actor(Request(request, authenticators=authenticators))
+    # The same authentication as the DRF views (AGENT["API_AUTHENTICATION_CLASSES"]).
+    return request_actor(Request(request, authenticators=authenticators()))
 
 
 def parse_after(query: str | None, header: str | None) -> int | None:

@@ -16,6 +16,7 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.db import close_old_connections
 
+from .celery import STEP_TASK, SWEEP_TASK
 from .runner import durable, get_runner
 from .runner import sweep as sweep_runs
 
@@ -38,7 +39,7 @@ def _like_a_request() -> Iterator[None]:
         close_old_connections()
 
 
-@shared_task(name=durable.STEP_TASK, acks_late=True, ignore_result=True)
+@shared_task(name=STEP_TASK, acks_late=True, ignore_result=True)
 def advance_run(run_id: str, queue: str, token: int | None = None) -> None:
     """Take the run's next steps that belong on ``queue`` (the queue this task was sent to);
     ``token``: the lease passed on by the task before."""
@@ -46,7 +47,7 @@ def advance_run(run_id: str, queue: str, token: int | None = None) -> None:
         _runner().drive(run_id, queue, token=token)
 
 
-@shared_task(name=durable.SWEEP_TASK, ignore_result=True)
+@shared_task(name=SWEEP_TASK, ignore_result=True)
 def sweep() -> int:
     """Re-drive runs whose worker died and expire overdue approvals (Celery beat)."""
     with _like_a_request():

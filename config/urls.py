@@ -1,13 +1,13 @@
-"""URLs of the demo / development project."""
+"""URLs of the demo / development project: the landing page, the admin and the three apps."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import include, path
-from django.views.generic import RedirectView
+from django.views.generic import TemplateView
 
 urlpatterns = [
-    path("", RedirectView.as_view(pattern_name="console:inbox", permanent=False)),
+    path("", TemplateView.as_view(template_name="home.html"), name="home"),
     path("admin/", admin.site.urls),
     path("agent/", include("agent_core.api.urls")),
     path("agent/", include("approvals.api.urls")),

@@ -6,6 +6,9 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 from django.views.generic import RedirectView
 
+from agent_core.asgi import websocket_view
+
+from .consumers import ConsoleConsumer
 from .views import audit, doubt, inbox, metrics, remembered, runs
 
 app_name = "console"
@@ -41,4 +44,7 @@ urlpatterns = [
     path("audit/", audit.audit, name="audit"),
     path("audit.csv", audit.audit_csv, name="audit_csv"),
     path("metrics/", metrics.metrics_page, name="metrics"),
+    # Live updates (WebSocket only; with_airlock in the project's asgi.py routes them).
+    path("ws/", websocket_view(ConsoleConsumer), name="ws"),
+    path("ws/runs/<str:run_id>/", websocket_view(ConsoleConsumer), name="ws_run"),
 ]

@@ -11,20 +11,19 @@ from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django.urls import reverse
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import mixins, status, viewsets
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from .. import services
 from ..exceptions import NotFound, RunActive
 from ..models import Message, Run, Thread, ToolCall
 from . import serializers
-from .actors import HasActor, request_actor
+from .actors import request_actor
+from .base import AirlockAPIView, extend_schema
 from .filters import RunFilter, ThreadFilter
-from .parsers import LimitedJSONParser
 from .permissions import check_may_cancel, check_may_manage, visible_runs, visible_threads
 
 _ERRORS = {
@@ -42,11 +41,8 @@ class NewestFirst(CursorPagination):
     max_page_size = 200
 
 
-class ChatView(APIView):
+class ChatView(AirlockAPIView):
     """Start a turn: a new thread, or the next turn of one of your threads."""
-
-    permission_classes = [HasActor]
-    parser_classes = [LimitedJSONParser]
 
     @extend_schema(
         request=serializers.ChatStartSerializer,
@@ -78,11 +74,8 @@ class ChatView(APIView):
         return Response(data, status=status.HTTP_202_ACCEPTED)
 
 
-class CancelView(APIView):
+class CancelView(AirlockAPIView):
     """Cancel a run (guarantee 11); a finished run answers 202 with its status, unchanged."""
-
-    permission_classes = [HasActor]
-    parser_classes = [LimitedJSONParser]
 
     @extend_schema(
         request=None,
@@ -99,15 +92,13 @@ class CancelView(APIView):
 
 
 class ThreadViewSet(
+    AirlockAPIView,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.DestroyModelMixin,
     viewsets.GenericViewSet[Thread],
 ):
     """Your threads (newest first); one with its transcript; delete one that is idle."""
-
-    permission_classes = [HasActor]
-    parser_classes = [LimitedJSONParser]
 
     pagination_class = NewestFirst
     filter_backends = [DjangoFilterBackend]
@@ -151,11 +142,8 @@ class ThreadViewSet(
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class RunViewSet(viewsets.ReadOnlyModelViewSet[Run]):
+class RunViewSet(AirlockAPIView, viewsets.ReadOnlyModelViewSet[Run]):
     """Runs you may see (newest first, filterable); one with its steps and calls."""
-
-    permission_classes = [HasActor]
-    parser_classes = [LimitedJSONParser]
 
     pagination_class = NewestFirst
     filter_backends = [DjangoFilterBackend]

@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from ..conf import agent_settings
 from ..exceptions import ModelError
@@ -20,6 +18,9 @@ from . import http
 from .base import Finish, ModelEvent, ModelMessage, ModelRequest, TextDelta, ToolCallPart, Usage
 
 # Anthropic's stop reasons in the words the loop uses (the rest pass through).
+if TYPE_CHECKING:
+    import anthropic
+
 _FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 
 
@@ -32,7 +33,8 @@ class AnthropicProvider:
     def client(self) -> anthropic.Anthropic:
         vendor = agent_settings().ANTHROPIC
         base_url, api_key = http.connection(vendor, env_prefix="ANTHROPIC")
-        return anthropic.Anthropic(
+        sdk = http.import_sdk("anthropic")
+        return sdk.Anthropic(
             base_url=base_url, api_key=api_key, timeout=vendor.TIMEOUT, max_retries=0
         )
 
@@ -40,7 +42,7 @@ class AnthropicProvider:
         client = self.client()
         try:
             stream = client.messages.create(**self.body(request))
-        except anthropic.AnthropicError as exc:
+        except http.import_sdk("anthropic").AnthropicError as exc:
             raise _classify(exc) from exc
         blocks: dict[int, _ToolUse] = {}
         finish = "stop"
@@ -73,7 +75,7 @@ class AnthropicProvider:
                 raise http.malformed(exc, "Anthropic") from exc
             except Exception as exc:
                 watcher.check()  # a read ended by the abort watcher closing the response
-                if isinstance(exc, anthropic.AnthropicError):
+                if isinstance(exc, http.import_sdk("anthropic").AnthropicError):
                     raise _classify(exc) from exc
                 raise
         for index in sorted(blocks):
@@ -151,18 +153,19 @@ def _block(part: dict[str, Any]) -> dict[str, Any] | None:
 
 def _classify(exc: anthropic.AnthropicError) -> ModelError:
     """Timeouts, connection errors, 429, 529 and 5xx are retryable; 400, 401, 403, 404 are not."""
+    sdk = http.import_sdk("anthropic")
     match exc:
-        case anthropic.APIStatusError(status_code=status) if status < 400:
+        case sdk.APIStatusError(status_code=status) if status < 400:
             # An error event inside an accepted (200) stream, e.g. overloaded_error.
             return ModelError(f"Anthropic failed mid-stream: {exc.message}", retryable=True)
-        case anthropic.APIStatusError(status_code=status):
+        case sdk.APIStatusError(status_code=status):
             return ModelError(
                 f"Anthropic answered {status}: {exc.message}",
                 retryable=http.status_is_retryable(status),
             )
-        case anthropic.APIConnectionError():
+        case sdk.APIConnectionError():
             return ModelError(f"Anthropic unreachable: {exc}", retryable=True)
-        case anthropic.APIError():
+        case sdk.APIError():
             # An error event inside an accepted stream (e.g. overloaded): worth another attempt.
             return ModelError(f"Anthropic failed mid-stream: {exc}", retryable=True)
         case _:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import socket
 import threading
 from collections.abc import Callable
-from types import TracebackType
+from types import ModuleType, TracebackType
 from typing import Any
 
 from ..conf import VendorSettings
@@ -33,6 +34,16 @@ def connection(vendor: VendorSettings, *, env_prefix: str) -> tuple[str | None, 
             f"(or a BASE_URL for a server that needs none)"
         )
     return base_url, api_key
+
+
+def import_sdk(name: str) -> ModuleType:
+    """The vendor's SDK, imported on first use: a project without it can still use the others."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise ModelError(
+            f"the {name} provider needs the {name} SDK: pip install 'django-airlock[{name}]'"
+        ) from exc
 
 
 def status_is_retryable(status: int) -> bool:

@@ -10,15 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from ..conf import agent_settings
 from ..exceptions import ModelError
 from ..tools import AbortSignal
 from . import http
 from .base import Finish, ModelEvent, ModelMessage, ModelRequest, TextDelta, ToolCallPart, Usage
+
+if TYPE_CHECKING:
+    import openai
 
 
 class OpenAIProvider:
@@ -30,15 +31,14 @@ class OpenAIProvider:
     def client(self) -> openai.OpenAI:
         vendor = agent_settings().OPENAI
         base_url, api_key = http.connection(vendor, env_prefix="OPENAI")
-        return openai.OpenAI(
-            base_url=base_url, api_key=api_key, timeout=vendor.TIMEOUT, max_retries=0
-        )
+        sdk = http.import_sdk("openai")
+        return sdk.OpenAI(base_url=base_url, api_key=api_key, timeout=vendor.TIMEOUT, max_retries=0)
 
     def stream(self, request: ModelRequest, *, abort: AbortSignal) -> Iterator[ModelEvent]:
         client = self.client()
         try:
             stream = client.chat.completions.create(**self.body(request))
-        except openai.OpenAIError as exc:
+        except http.import_sdk("openai").OpenAIError as exc:
             raise _classify(exc) from exc
         calls: dict[int, _PartialCall] = {}
         finish = "stop"
@@ -64,7 +64,7 @@ class OpenAIProvider:
                 raise http.malformed(exc, "the OpenAI-compatible server") from exc
             except Exception as exc:
                 watcher.check()  # a read ended by the abort watcher closing the response
-                if isinstance(exc, openai.OpenAIError):
+                if isinstance(exc, http.import_sdk("openai").OpenAIError):
                     raise _classify(exc) from exc
                 raise
         for index in sorted(calls):
@@ -154,15 +154,16 @@ def _messages(message: ModelMessage) -> list[dict[str, Any]]:
 
 def _classify(exc: openai.OpenAIError) -> ModelError:
     """Timeouts, connection errors, 429 and 5xx are retryable; 400, 401, 403, 404 are not."""
+    sdk = http.import_sdk("openai")
     match exc:
-        case openai.APIStatusError(status_code=status):
+        case sdk.APIStatusError(status_code=status):
             return ModelError(
                 f"OpenAI-compatible server answered {status}: {exc.message}",
                 retryable=http.status_is_retryable(status),
             )
-        case openai.APIConnectionError():
+        case sdk.APIConnectionError():
             return ModelError(f"OpenAI-compatible server unreachable: {exc}", retryable=True)
-        case openai.APIError():
+        case sdk.APIError():
             # An error event inside an accepted stream: the server failed mid-answer.
             return ModelError(f"OpenAI-compatible server failed mid-stream: {exc}", retryable=True)
         case _:

@@ -28,6 +28,7 @@ from django.db import connection
 
 from .. import services
 from ..agents import get_agent
+from ..celery import STEP_TASK
 from ..conf import agent_settings
 from ..exceptions import LeaseLost
 from ..services import Claim, Lease, Next
@@ -35,9 +36,6 @@ from . import loop
 from .queues import queue_of
 
 logger = logging.getLogger(__name__)
-
-STEP_TASK = "agent_core.advance_run"
-SWEEP_TASK = "agent_core.sweep"
 
 
 def next_queue(run_id: str) -> str:

@@ -6,14 +6,13 @@ from datetime import timedelta
 from typing import Any
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from agent_core.api.actors import HasActor, request_actor
-from agent_core.api.parsers import LimitedJSONParser
+from agent_core.api.actors import request_actor
+from agent_core.api.base import AirlockAPIView, extend_schema
 from agent_core.models import ToolCall
 
 from .. import selectors, services
@@ -42,10 +41,8 @@ def _result(call_id: str, outcome: str) -> Response:
     return Response(DecisionResultSerializer({**data, "expires_at": expires_at}).data)
 
 
-class _DecisionView(APIView):
-    permission_classes = [HasActor]
-    # JSON only, size-limited, like the chat API: forms and multipart are refused with 415.
-    parser_classes = [LimitedJSONParser]
+class _DecisionView(AirlockAPIView):
+    """A decision: JSON in (forms and multipart are refused with 415), the call's state out."""
 
 
 class ApproveView(_DecisionView):
@@ -111,10 +108,8 @@ class ExtendView(_DecisionView):
         return _result(body["tool_call_id"], services.Outcome.APPLIED)
 
 
-class PendingApprovalsView(APIView):
+class PendingApprovalsView(AirlockAPIView):
     """``GET /agent/approvals/pending``: every call the actor may decide, oldest first."""
-
-    permission_classes = [HasActor]
 
     @extend_schema(
         parameters=[
@@ -149,10 +144,8 @@ class PendingApprovalsView(APIView):
         )
 
 
-class RememberedListView(APIView):
+class RememberedListView(AirlockAPIView):
     """``GET /agent/remembered``: the actor's remembered approvals (``?all=1``: revoked too)."""
-
-    permission_classes = [HasActor]
 
     @extend_schema(responses=RememberedApprovalSerializer(many=True))
     def get(self, request: Request) -> Response:
@@ -161,10 +154,8 @@ class RememberedListView(APIView):
         return Response(RememberedApprovalSerializer(grants[:500], many=True).data)
 
 
-class RememberedDetailView(APIView):
+class RememberedDetailView(AirlockAPIView):
     """``GET`` / ``DELETE /agent/remembered/<id>``: one grant; delete revokes it (idempotent)."""
-
-    permission_classes = [HasActor]
 
     def _grant(self, request: Request, pk: str) -> RememberedApproval:
         # Any id shape reaches this view, so a malformed one is a JSON 404 like an unknown one.

@@ -26,6 +26,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "agent_core",
     "approvals",
@@ -78,18 +79,14 @@ CHANNEL_LAYERS = {
     }
 }
 
+# Airlock's queues, routes, prefetch and beat schedule come from with_airlock (config/celery.py).
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_ACKS_LATE = True
-CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Celery's Django fixup closes every database connection before and after each task unless this
 # is set. The step tasks close stale connections themselves, as Django does around a request, so
 # CONN_MAX_AGE decides whether a worker reuses its connection.
 CELERY_DB_REUSE_MAX = 1000
-# The durable runner sends each step task to the queue of the run's next step (AGENT's
-# MODEL_QUEUE / TOOL_QUEUE, or a tool's own queue); the sweep goes with the model steps.
-CELERY_TASK_ROUTES = {"agent_core.sweep": {"queue": "agent.llm"}}
 
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
 
@@ -106,14 +103,7 @@ LOGIN_REDIRECT_URL = "console:inbox"
 # The operators' console (console/conf.py): who may open it besides staff users.
 AIRLOCK_CONSOLE = {"ROLES": ["operator"]}
 
-REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
-    ],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "agent_core.api.errors.exception_handler",
-}
+# No REST_FRAMEWORK: the Airlock views carry their own DRF classes (AGENT["API_*"]).
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Airlock API",

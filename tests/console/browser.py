@@ -6,6 +6,7 @@ database pytest-django created; the browser is the Debian ``chromium`` driven by
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,7 +17,8 @@ from django.db import connections
 
 from tests.live.server import Server, start_server
 
-CHROMIUM = "/usr/bin/chromium"
+# `make test` (scripts/browser.py) sets AIRLOCK_CHROMIUM to the browser it found or installed.
+CHROMIUM = os.environ.get("AIRLOCK_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

@@ -7,18 +7,18 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
-from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
 from agent_core import services
+from agent_core.asgi import websocket_application
 from agent_core.models import ToolCall
 from approvals import services as port
-from console.routing import websocket_urlpatterns
 from tests.console.conftest import REFUND, actor
 
 pytestmark = pytest.mark.django_db(transaction=True)
-application = URLRouter(websocket_urlpatterns)
+# Routed as with_airlock routes them: by the project's URLconf.
+application = websocket_application()
 
 
 def _connect(path: str, user: Any) -> tuple[bool, Any, WebsocketCommunicator]:

@@ -34,15 +34,27 @@ WAIT_SECONDS = 90.0  # a guard against hanging forever, not a speed assertion
 
 
 class Cluster:
-    """Worker and beat processes started by one test."""
+    """Worker and beat processes started by one test (of ``config``'s Celery app unless told
+    another ``python``, ``app``, ``cwd`` and environment, as the packaging test does)."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        *,
+        python: str = sys.executable,
+        app: str = "config",
+        cwd: Path = REPO,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.tmp = tmp
+        self.python, self.app, self.cwd, self.base_env = python, app, cwd, env
         self.procs: list[subprocess.Popen[bytes]] = []
         self._count = 0
         self.names: dict[int, str] = {}
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        if self.base_env is not None:
+            return {**self.base_env, **(extra or {})}
         env = dict(os.environ)
         env.update(
             DJANGO_SETTINGS_MODULE="config.settings.test",
@@ -58,8 +70,8 @@ class Cluster:
     def _spawn(self, args: list[str], name: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
         log = open(self.tmp / f"{name}.log", "wb")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", *args],
-            cwd=REPO,
+            [self.python, "-m", "celery", "-A", self.app, *args],
+            cwd=self.cwd,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -34,8 +34,17 @@ class Server:
                 self.process.wait()
 
 
-def start_server(db_name: str, log: Path, **env: str) -> Server:
-    """Start daphne on a fresh socket and wait until it answers HTTP."""
+def start_server(
+    db_name: str,
+    log: Path,
+    *,
+    python: str = sys.executable,
+    app: str = "config.asgi:application",
+    cwd: Path = ROOT,
+    **env: str,
+) -> Server:
+    """Start daphne on a fresh socket and wait until it answers HTTP (``python``, ``app`` and
+    ``cwd``: another virtualenv's daphne serving another project, as the packaging test does)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -50,8 +59,8 @@ def start_server(db_name: str, log: Path, **env: str) -> Server:
     }
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "--fd", str(sock.fileno()), "config.asgi:application"],
-            cwd=ROOT,
+            [python, "-m", "daphne", "--fd", str(sock.fileno()), app],
+            cwd=cwd,
             env=environment,
             pass_fds=[sock.fileno()],
             stdout=out,

@@ -119,10 +119,9 @@
   function connect(attempt) {
     if (!document.body.hasAttribute("data-live")) return;
     var status = document.querySelector("[data-live-status]");
-    var run = document.body.getAttribute("data-run");
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
     if (status) status.hidden = false;
-    var socket = new WebSocket(scheme + location.host + "/console/ws/" + (run ? "runs/" + run + "/" : ""));
+    var socket = new WebSocket(scheme + location.host + document.body.getAttribute("data-ws"));
     socket.onopen = function () {
       attempt = 0;
       if (status) { status.textContent = "live"; status.classList.add("on"); }

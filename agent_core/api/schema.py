@@ -1,0 +1,113 @@
+"""The OpenAPI schema (``/agent/schema/``) and its interactive docs (``/agent/docs/``).
+
+The SSE stream is a plain async Django view, which drf-spectacular cannot see, so the generator
+adds its operation by hand. The docs page is Swagger UI from ``drf-spectacular-sidecar``: no CDN,
+it works offline.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.templatetags.static import static
+from django.urls import reverse
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from .base import ConfiguredSchema, extend_schema
+
+_ERROR = {
+    "type": "object",
+    "properties": {"code": {"type": "string"}, "detail": {"type": "string"}},
+    "required": ["code", "detail"],
+}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": _ERROR}}}
+
+
+_FRAME_NUMBER = {"type": "integer", "minimum": 0, "maximum": 999_999_999_999}
+
+STREAM_OPERATION: dict[str, Any] = {
+    "operationId": "chat_stream",
+    "summary": "Follow a run live (server-sent events)",
+    "description": (
+        "Replays the run's frames after the client's last one, then follows the run live. "
+        "Frames carry `id:` (their number); `meta`, `done` and `error` are named events; "
+        "`: keep-alive` comments keep idle connections open. Reattach with `?after=<last id>` "
+        "or the `Last-Event-ID` header (the query wins)."
+    ),
+    "tags": ["chat"],
+    "parameters": [
+        {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}},
+        {
+            "name": "after",
+            "in": "query",
+            "required": False,
+            "description": "Send the frames after this number (default 0: all of them).",
+            "schema": _FRAME_NUMBER,
+        },
+        {
+            "name": "Last-Event-ID",
+            "in": "header",
+            "required": False,
+            "description": "What a reconnecting EventSource sends; `after` wins when both are.",
+            "schema": _FRAME_NUMBER,
+        },
+    ],
+    "responses": {
+        "200": {
+            "description": "The event stream; it ends after a `done` or `error` event.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        "400": _error("`invalid`: `after` / `Last-Event-ID` is not a frame number"),
+        "401": _error("`not_authenticated`: no actor"),
+        "404": _error("`not_found`: unknown run, or not yours to see"),
+        "405": _error("`method_not_allowed`: only GET"),
+    },
+}
+
+
+class AirlockSchemaGenerator(SchemaGenerator):
+    """drf-spectacular's generator plus the SSE stream's operation."""
+
+    def parse(self, input_request: Any, public: bool) -> dict[str, Any]:
+        paths: dict[str, Any] = super().parse(input_request, public)
+        marker = "RUN-ID-PLACEHOLDER"
+        path = reverse("agent_core_api:chat-stream", args=[marker]).replace(marker, "{run_id}")
+        paths[path] = {"get": STREAM_OPERATION}
+        return paths
+
+
+class SchemaView(SpectacularAPIView):
+    """``GET /agent/schema/``: the OpenAPI document of the API, SSE stream included."""
+
+    generator_class = AirlockSchemaGenerator
+    # Not the project's DEFAULT_SCHEMA_CLASS, which drf-spectacular's own views take: a project
+    # using DRF's AutoSchema breaks them (a 500 "Incompatible AutoSchema").
+    schema = ConfiguredSchema()
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+
+class DocsView(SpectacularSwaggerView):
+    """``GET /agent/docs/``: Swagger UI over the schema, its assets served as static files."""
+
+    schema = ConfiguredSchema()
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    @staticmethod
+    def _swagger_ui_resource(filename: str) -> str:
+        return static(f"drf_spectacular_sidecar/swagger-ui-dist/{filename}")
+
+    @staticmethod
+    def _swagger_ui_favicon() -> str:
+        return static("drf_spectacular_sidecar/swagger-ui-dist/favicon-32x32.png")

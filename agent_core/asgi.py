@@ -1,0 +1,116 @@
+"""``application = with_airlock(get_asgi_application())``: the line a project's ``asgi.py`` adds.
+
+It routes HTTP to Django (and, with ``DEBUG`` on, static files, as ``runserver`` does) and
+WebSockets to the consumers the installed apps declare in their ``urls.py`` with
+:func:`websocket_view`, found by Django's own URL resolver, so a WebSocket lives under the same
+prefix as the app's ``include()`` and ``reverse()`` gives its URL. With the inline runner it
+starts the sweeper that re-drives runs whose driver died and expires overdue approvals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import Resolver404, get_resolver, resolve
+
+if TYPE_CHECKING:
+    from django.core.handlers.asgi import ASGIHandler
+
+ASGIApp = Callable[..., Any]
+
+
+def websocket_view(consumer: Any) -> Callable[..., HttpResponse]:
+    """A URL pattern's view for a WebSocket endpoint: the ASGI helper hands the connection to
+    ``consumer`` (a Channels consumer class); a plain HTTP request gets 426."""
+    app = consumer.as_asgi()
+
+    def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return JsonResponse(
+            {"code": "websocket_only", "detail": "Connect to this URL with a WebSocket."},
+            status=426,
+        )
+
+    view.websocket_consumer = app  # type: ignore[attr-defined]
+    return view
+
+
+def websocket_application() -> ASGIApp:
+    """The WebSocket router, with the project's URLconf loaded now rather than by the first
+    connection (importing every view takes a while, and would block the event loop)."""
+    get_resolver().url_patterns  # noqa: B018
+    return _route_websocket
+
+
+async def _route_websocket(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    # A WebSocket goes by the project's URLconf to the consumer of its websocket_view.
+    path = scope["path"].removeprefix(scope.get("root_path", ""))
+    try:
+        match = resolve(path)  # no database: safe on the event loop
+    except Resolver404:
+        match = None
+    consumer = getattr(match.func, "websocket_consumer", None) if match else None
+    if match is None or consumer is None:
+        await receive()  # the handshake; closing before accepting refuses it (HTTP 403)
+        await send({"type": "websocket.close"})
+        return
+    scope = {**scope, "url_route": {"args": match.args, "kwargs": match.kwargs}}
+    await consumer(scope, receive, send)
+
+
+class AirlockApplication:
+    """The ASGI application ``with_airlock`` returns (the system check looks for it).
+
+    The inline runner's sweeper starts with the first event the server sends (lifespan startup
+    under uvicorn or hypercorn, the first request under daphne), not at import: importing the
+    project's asgi.py (``manage.py check`` does) has no side effects.
+    """
+
+    def __init__(self, router: ASGIApp) -> None:
+        self.router = router
+        self._started = False
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if not self._started:
+            self._started = True
+            from .runner import start_background
+
+            start_background()  # starts a thread: nothing here blocks the event loop
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        await self.router(scope, receive, send)
+
+
+async def _lifespan(receive: Any, send: Any) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def with_airlock(
+    django_app: ASGIHandler, *, serve_static: bool | None = None
+) -> AirlockApplication:
+    """The project's ASGI application with Airlock's WebSockets (and the inline sweeper).
+
+    ``serve_static``: serve ``STATIC_URL`` through Django's staticfiles handler (default:
+    ``DEBUG``, like ``runserver``); in production a web server, a CDN or WhiteNoise serves them.
+    """
+    # Imported here, not above: the project's asgi.py imports this module before
+    # get_asgi_application() has set Django up, and these need the app registry.
+    from channels.auth import AuthMiddlewareStack
+    from channels.routing import ProtocolTypeRouter
+    from channels.security.websocket import AllowedHostsOriginValidator
+    from django.conf import settings
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    if serve_static is None:
+        serve_static = settings.DEBUG
+    http = ASGIStaticFilesHandler(django_app) if serve_static else django_app
+    websocket = AllowedHostsOriginValidator(AuthMiddlewareStack(websocket_application()))
+    return AirlockApplication(ProtocolTypeRouter({"http": http, "websocket": websocket}))
