@@ -1,9 +1,9 @@
 """``with_airlock(app)``: the one line a project's Celery module adds for the durable runner.
 
-It routes the step tasks to their queues (``agent.llm`` for model steps and the sweep,
-``agent.tool`` for tool steps: tool workers can live where the credentials are), keeps the
-project's own routes, takes one message at a time per worker process, and schedules the sweeper
-on beat every ``AGENT["SWEEP_SECONDS"]``.
+It routes the sweep to ``agent.llm`` (the durable runner sends each step task to the queue of
+the run's next step itself: ``AGENT["MODEL_QUEUE"]``, ``AGENT["TOOL_QUEUE"]`` or a tool's own
+``queue``, see ``agent_core.runner.queues``), keeps the project's own routes, takes one message
+at a time per worker process, and schedules the sweeper on beat every ``AGENT["SWEEP_SECONDS"]``.
 """
 
 from __future__ import annotations
@@ -15,16 +15,9 @@ if TYPE_CHECKING:
 
 # Task names (the durable runner sends them by name). This module imports nothing of Django's:
 # the project's Celery module imports it before Django is set up.
-MODEL_TASK = "agent_core.model_step"
-TOOL_TASK = "agent_core.tool_step"
+STEP_TASK = "agent_core.advance_run"
 SWEEP_TASK = "agent_core.sweep"
-MODEL_QUEUE = "agent.llm"
-TOOL_QUEUE = "agent.tool"
-TASK_ROUTES = {
-    MODEL_TASK: {"queue": MODEL_QUEUE},
-    TOOL_TASK: {"queue": TOOL_QUEUE},
-    SWEEP_TASK: {"queue": MODEL_QUEUE},
-}
+TASK_ROUTES = {SWEEP_TASK: {"queue": "agent.llm"}}
 
 
 def with_airlock(app: Celery) -> Celery:

@@ -75,6 +75,44 @@ def check_header_actor(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
 
 
 @register()
+def check_durable_chain(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The durable runner's queues are named and its slice of steps is bounded."""
+    try:
+        settings = agent_settings()
+    except TypeError:
+        return []  # reported by check_agent_settings
+    errors: list[CheckMessage] = []
+    for key in ("MODEL_QUEUE", "TOOL_QUEUE"):
+        value = getattr(settings, key)
+        if not isinstance(value, str) or not value.strip():
+            errors.append(
+                Error(
+                    f"AGENT[{key!r}] must name a Celery queue, not {value!r}.",
+                    id="agent_core.E010",
+                    hint="The defaults: MODEL_QUEUE 'agent.llm', TOOL_QUEUE 'agent.tool'.",
+                )
+            )
+    steps, seconds = settings.CHAIN_MAX_STEPS, settings.CHAIN_MAX_SECONDS
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        errors.append(
+            Error(
+                f"AGENT['CHAIN_MAX_STEPS'] must be a whole number of at least 1, not {steps!r}.",
+                id="agent_core.E011",
+                hint="How many steps one durable task takes before it hands the run on.",
+            )
+        )
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or not seconds > 0:
+        errors.append(
+            Error(
+                f"AGENT['CHAIN_MAX_SECONDS'] must be a positive number, not {seconds!r}.",
+                id="agent_core.E011",
+                hint="After this long a durable task starts no further step of the run.",
+            )
+        )
+    return errors
+
+
+@register()
 def check_database_engine(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """The hot path uses PostgreSQL's SQL (``FOR UPDATE``, ``ON CONFLICT``, ``jsonb``)."""
     engine = django_settings.DATABASES.get("default", {}).get("ENGINE", "")

@@ -76,6 +76,11 @@ class AgentSettings:
     SWEEP_SECONDS: int = 5
     INLINE_WORKERS: int = 8
     MODEL_STEP_ATTEMPTS: int = 3
+    # The durable runner (SPEC §12): where steps run, and how long one task drives a run.
+    MODEL_QUEUE: str = "agent.llm"  # model steps, and read / atomic / human tools by default
+    TOOL_QUEUE: str = "agent.tool"  # action tools with effects outside the database by default
+    CHAIN_MAX_STEPS: int = 16  # steps one task takes before it hands the run on (fairness)
+    CHAIN_MAX_SECONDS: float = 10.0  # nor does it start another step after this long
     STREAM_FRAME_FLUSH_MS: int = 50
     STREAM_FRAME_FLUSH_BYTES: int = 1024
     EXPOSE_ERROR_DETAILS: bool | None = None  # None: follow settings.DEBUG

@@ -1,7 +1,8 @@
 """Celery tasks of the durable runner: ids in, runner code does the work (SPEC §12).
 
-Routing, ``acks_late``, prefetch 1 and reject-on-worker-lost come from the Celery settings; the
-step tasks are never retried by Celery itself (a retryable model error is re-enqueued by the
+A step task is sent to the queue of the run's next step (``agent_core.runner.queues``);
+``acks_late``, prefetch 1 and reject-on-worker-lost come from the Celery settings. Step tasks
+are never retried by Celery itself (a retryable model error is re-enqueued by the
 runner with a backoff, and a tool step that died is resolved by the loop's in-doubt rules).
 """
 
@@ -15,10 +16,9 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.db import close_old_connections
 
-from .celery import MODEL_TASK, SWEEP_TASK, TOOL_TASK
+from .celery import STEP_TASK, SWEEP_TASK
 from .runner import durable, get_runner
 from .runner import sweep as sweep_runs
-from .services import Next
 
 
 def _runner() -> durable.DurableRunner:
@@ -39,21 +39,12 @@ def _like_a_request() -> Iterator[None]:
         close_old_connections()
 
 
-def _step(run_id: str, kind: Next, token: int | None) -> None:
+@shared_task(name=STEP_TASK, acks_late=True, ignore_result=True)
+def advance_run(run_id: str, queue: str, token: int | None = None) -> None:
+    """Take the run's next steps that belong on ``queue`` (the queue this task was sent to);
+    ``token``: the lease passed on by the task before."""
     with _like_a_request():
-        _runner().run_step(run_id, kind, token=token)
-
-
-@shared_task(name=MODEL_TASK, acks_late=True, ignore_result=True)
-def model_step(run_id: str, token: int | None = None) -> None:
-    """Take the run's next model step (queue ``agent.llm``); ``token``: the lease passed on."""
-    _step(run_id, Next.MODEL, token)
-
-
-@shared_task(name=TOOL_TASK, acks_late=True, ignore_result=True)
-def tool_step(run_id: str, token: int | None = None) -> None:
-    """Take the run's next tool step (queue ``agent.tool``); ``token``: the lease passed on."""
-    _step(run_id, Next.TOOL, token)
+        _runner().drive(run_id, queue, token=token)
 
 
 @shared_task(name=SWEEP_TASK, ignore_result=True)

@@ -103,6 +103,7 @@ class ToolSpec:
     idempotent: bool = False
     approval_scope: ApprovalScope = "call"
     rememberable: bool = True
+    queue: str | None = None  # the Celery queue its steps run on (None: see ``queue_of``)
     prompt: str = ""  # human tools: the question shown to the user
     answer_model: type[pydantic.BaseModel] | None = None  # human tools: the answer's schema
 
@@ -169,10 +170,13 @@ def tool(
     idempotent: bool = False,
     approval_scope: ApprovalScope = "call",
     rememberable: bool = True,
+    queue: str | None = None,
 ) -> Any:
     """Declare a tool: ``@tool`` or ``@tool(kind="action", atomic=True, ...)``.
 
-    The function takes ``ctx: ToolContext`` first, then its typed arguments.
+    The function takes ``ctx: ToolContext`` first, then its typed arguments. ``queue`` names
+    the Celery queue the durable runner runs it on (e.g. only workers holding its credentials
+    listen there); by default see ``agent_core.runner.queues.queue_of``.
     """
 
     def wrap(f: Callable[..., Any]) -> ToolSpec:
@@ -189,6 +193,7 @@ def tool(
             idempotent=idempotent,
             approval_scope=approval_scope,
             rememberable=rememberable,
+            queue=queue,
         )
 
     return wrap(func) if func is not None else wrap

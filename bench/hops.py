@@ -1,9 +1,10 @@
 """An empty durable cycle: a Celery task that does nothing but enqueue the next one.
 
-A durable approval cycle is five step tasks (three model steps, two tool steps), each enqueued
-by the step before it, alternating ``agent.llm`` and ``agent.tool``. ``empty_cycle`` sends five
-tasks the same way, through the same broker and worker, and does no work at all: the part of a
-durable cycle's time no implementation of "every step a Celery task" can go under. The worker
+Before chaining, a durable approval cycle was five step tasks (three model steps, two tool
+steps), each enqueued by the step before it, alternating ``agent.llm`` and ``agent.tool``.
+``empty_cycle`` sends five tasks the same way, through the same broker and worker, and does no
+work at all: the part of a cycle's time no implementation of "every step a Celery task" can go
+under (a chaining task now takes the cycle in two tasks). The worker
 imports this module with ``-I bench.hops``.
 """
 
@@ -17,7 +18,7 @@ import redis
 from celery import current_app, shared_task
 from django.conf import settings
 
-from agent_core.runner.durable import MODEL_QUEUE, TOOL_QUEUE
+from agent_core.conf import agent_settings
 
 HOP_TASK = "bench.hop"
 CYCLE_HOPS = 5  # llm:0, the read tool, llm:1 | approve | the action tool, llm:2
@@ -29,7 +30,8 @@ def _redis() -> redis.Redis:
 
 
 def _send(left: int, key: str) -> None:
-    queue = MODEL_QUEUE if left % 2 == 0 else TOOL_QUEUE
+    queues = agent_settings()
+    queue = queues.MODEL_QUEUE if left % 2 == 0 else queues.TOOL_QUEUE
     current_app.send_task(HOP_TASK, args=[left, key], queue=queue)
 
 

@@ -1,11 +1,15 @@
-"""The durable runner: every model step and every tool step is a Celery task (SPEC §12).
+"""The durable runner: Celery tasks drive runs, a chain of steps per task (SPEC §12).
 
-``dispatch(run_id)`` enqueues the run's next step on ``agent.llm`` (model steps) or
-``agent.tool`` (tool steps). A task takes the run's lease, heartbeats it while it takes exactly
-one step, and enqueues the step after it with the lease's token, which lets that task take the
-lease over without a hand-off write. Nothing lives in memory between
-steps: a waiting run holds no worker, and a run whose worker died is re-driven by the sweeper once
-its lease expires.
+``dispatch(run_id)`` enqueues a task on the queue of the run's next step (``queues.queue_of``).
+The task takes the run's lease in the transaction that opens that step, heartbeats it, and takes
+step after step the way the inline runner does (``loop.take_and_open``: each step's record
+opens the next in its transaction, so every step is committed before the next one starts),
+until the next step belongs on another queue, the run parks or ends, or the task's slice
+(``CHAIN_MAX_STEPS`` steps, ``CHAIN_MAX_SECONDS``) is spent. It then enqueues the next task with
+the lease's token, which lets that task take the lease over without a hand-off write. Nothing
+lives in memory between tasks: a waiting run holds no worker, a redelivered or duplicate task
+finds the lease held and backs off, and a run whose worker died is re-driven by the sweeper
+once its lease expires.
 """
 
 from __future__ import annotations
@@ -18,96 +22,152 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from django.db import connection
 
 from .. import services
-from ..celery import MODEL_QUEUE, MODEL_TASK, TOOL_QUEUE, TOOL_TASK
+from ..agents import get_agent
+from ..celery import STEP_TASK
 from ..conf import agent_settings
 from ..exceptions import LeaseLost
-from ..services import Lease, Next
+from ..services import Claim, Lease, Next
 from . import loop
+from .queues import queue_of
 
 logger = logging.getLogger(__name__)
 
 
-def queue_of(kind: Next) -> str:
-    return MODEL_QUEUE if kind == Next.MODEL else TOOL_QUEUE
-
-
-def next_kind(run_id: str) -> Next:
-    """Which queue the run's next step belongs on, read from the journal (a model step when the
+def next_queue(run_id: str) -> str:
+    """The queue of the run's next step, read from the journal (the model queue when the
     journal cannot say: that step will then settle the run)."""
+    model_queue = agent_settings().MODEL_QUEUE
     found = services.read_run(run_id)
     if found is None:
-        return Next.MODEL
+        return model_queue
     try:
         step = loop.plan(*found)
+        agent = get_agent(found[0].agent)
     except Exception:
-        return Next.MODEL
-    return Next.MODEL if isinstance(step, loop.CallModel) else Next.TOOL
+        return model_queue
+    if isinstance(step, loop.RunTool | loop.Recover):
+        return queue_of(agent, step.call.tool_name)
+    return model_queue
+
+
+@dataclass(frozen=True)
+class _Onward:
+    """Where a task sends the run when it stops driving it; ``token``: the lease passed on
+    (``None``: let go of first)."""
+
+    queue: str
+    token: int | None
+    countdown: float = 0
+
+
+class _Slice:
+    """The steps one task may still take before it hands the run on (fairness)."""
+
+    def __init__(self) -> None:
+        settings = agent_settings()
+        self.taken = 0
+        self.limit = settings.CHAIN_MAX_STEPS
+        self.deadline = time.monotonic() + settings.CHAIN_MAX_SECONDS
+
+    def spent(self) -> bool:
+        return self.taken >= self.limit or time.monotonic() >= self.deadline
+
+    def count(self) -> bool:
+        """Count a step about to be taken; ``True`` when it is the slice's last."""
+        self.taken += 1
+        return self.spent()
 
 
 class DurableRunner:
-    """Sends step tasks to the broker; ``run_step`` is what a worker does with one."""
+    """Sends step tasks to the broker; ``drive`` is what a worker does with one."""
 
     def __init__(self, *, owner: str | None = None) -> None:
         self.owner = owner or f"celery:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     def dispatch(self, run_id: str, kind: Next | None = None) -> None:
-        self.enqueue(run_id, kind or next_kind(run_id))
+        # A model step's queue is known; a tool step's depends on which tool: read the plan.
+        queue = agent_settings().MODEL_QUEUE if kind == Next.MODEL else next_queue(run_id)
+        self.enqueue(run_id, queue)
 
     def enqueue(
-        self, run_id: str, kind: Next, *, countdown: float = 0, token: int | None = None
+        self, run_id: str, queue: str, *, countdown: float = 0, token: int | None = None
     ) -> None:
         from celery import current_app
 
-        name = MODEL_TASK if kind == Next.MODEL else TOOL_TASK
         current_app.send_task(
-            name,
-            args=[run_id],
+            STEP_TASK,
+            args=[run_id, queue],
             kwargs={"token": token} if token is not None else {},
-            queue=queue_of(kind),
+            queue=queue,
             countdown=countdown or None,
         )
 
-    def run_step(self, run_id: str, kind: Next, *, token: int | None = None) -> None:
-        """Take one ``kind`` step of the run if its lease is free (or was passed on with this
-        task as ``token``); then enqueue the next step, passing the lease on with it.
-
-        The lease is taken in the transaction that opens the step (``loop.claim_step``). A run
-        whose next step is of the other kind is handed to the other queue untouched.
-        """
-        found = loop.claim_step(services.Claim(run_id, self.owner, token), only=kind)
+    def drive(self, run_id: str, queue: str, *, token: int | None = None) -> None:
+        """Take the run's steps that belong on ``queue``, one after another, if its lease is
+        free (or was passed on with this task as ``token``); then hand the run on."""
+        found = loop.claim_step(Claim(run_id, self.owner, token), only=queue)
         if found is None:
             logger.info("%s is driven by another worker (or not runnable); backing off", run_id)
             return
         lease, opened = found
-        if isinstance(opened, Next):
-            after = opened
-        else:
-            _pause("BEFORE", kind)
-            try:
-                with _heartbeat(lease):
-                    after = loop.take(lease, opened)
-            except loop.RetryLater as retry:
-                services.hand_off(lease)
-                self.enqueue(run_id, kind, countdown=retry.delay)
-                return
-            except LeaseLost:
-                logger.warning("lost the lease of %s; another driver has it", run_id)
-                return
-        if after == Next.STOP:  # parked or ended: the lease went with it
+        if isinstance(opened, loop.Opened):
+            _pause("BEFORE", opened)  # before the heartbeat starts: a stall the lease outlives
+        with _heartbeat(lease):
+            onward = self._chain(lease, queue, opened)
+        if onward is None:
             return
-        _pause("AFTER", kind)
-        # No hand-off write: the next task takes the lease over by its token. Should that task
-        # be lost, the lease expires and the sweeper re-drives the run.
-        self.enqueue(run_id, after, token=lease.token)
+        if onward.token is None:
+            services.hand_off(lease)
+        # Otherwise no hand-off write: the next task takes the lease over by its token. Should
+        # that task be lost, the lease expires and the sweeper re-drives the run.
+        self.enqueue(run_id, onward.queue, countdown=onward.countdown, token=onward.token)
+
+    def _chain(
+        self, lease: Lease, queue: str, opened: loop.Opened | Next | loop.Elsewhere
+    ) -> _Onward | None:
+        """Take steps until the run leaves this task; returns where it goes next (``None``:
+        it parked or ended, or the lease is lost)."""
+        budget = _Slice()
+        while True:
+            if opened == Next.STOP:  # parked or ended: the lease went with it
+                return None
+            if isinstance(opened, loop.Elsewhere):
+                return _Onward(opened.queue, lease.token)
+            if not isinstance(opened, loop.Opened):  # recorded on its own; nothing opened yet
+                if budget.spent():
+                    model = agent_settings().MODEL_QUEUE
+                    return _Onward(model if opened == Next.MODEL else queue, lease.token)
+                opened = loop.open_step(lease, only=queue)
+                continue
+            taking = opened
+            if budget.taken:
+                _pause("BEFORE", taking)
+            last = budget.count()
+            try:
+                # The slice's last step opens nothing after it: the next task opens its own.
+                opened = (
+                    loop.take(lease, opened)
+                    if last
+                    else loop.take_and_open(lease, opened, only=queue)
+                )
+            except loop.RetryLater as retry:
+                return _Onward(queue, None, retry.delay)
+            except LeaseLost:
+                logger.warning("lost the lease of %s; another driver has it", lease.run_id)
+                return None
+            if opened != Next.STOP:
+                _pause("AFTER", taking)
 
 
 @contextmanager
 def _heartbeat(lease: Lease) -> Iterator[None]:
-    """Renew ``lease`` from a side thread while the step runs, so a long step keeps its run."""
+    """Renew ``lease`` from a side thread while the task drives the run, so long steps (and
+    long chains) keep it."""
     stop = threading.Event()
     period = max(agent_settings().LEASE_SECONDS / 3, 0.2)
 
@@ -131,9 +191,10 @@ def _heartbeat(lease: Lease) -> Iterator[None]:
         thread.join()
 
 
-def _pause(moment: str, kind: Next) -> None:
+def _pause(moment: str, step: loop.Opened) -> None:
     # Lets the crash tests stop a worker between two commits, e.g. AIRLOCK_PAUSE_AFTER_LLM=30
-    # (after the model step committed, before the next step is enqueued).
-    delay = os.environ.get(f"AIRLOCK_PAUSE_{moment}_{kind.value.upper()}")
+    # (a model step recorded, with the step after it opened, before that step is taken).
+    kind = "LLM" if isinstance(step.step, loop.CallModel) else "TOOL"
+    delay = os.environ.get(f"AIRLOCK_PAUSE_{moment}_{kind}")
     if delay:
         time.sleep(float(delay))

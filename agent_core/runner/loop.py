@@ -5,7 +5,8 @@ under the run's lock, and opens it in that same transaction (a model step's jour
 request; parking and finishing happen right there); ``claim_step`` also takes the run's lease in
 it, as a runner does for the first step it drives. ``take`` then runs the opened step, records
 it, and says what kind of step comes next; ``take_and_open`` also opens that next step in the
-record's transaction, for a driver that takes every step itself. The steps are plain
+record's transaction, for a driver that takes step after step itself (the durable runner:
+only the steps of its task's queue, ``queues.queue_of``). The steps are plain
 functions: ``_call_model`` (a model step, journaled ``llm:<n>``), ``_run_tool`` (``tool:<id>``),
 ``_recover`` (a call an earlier attempt left executing).
 """
@@ -42,6 +43,7 @@ from ..providers.base import ModelRequest, ModelResponse, TextDelta, ToolCallPar
 from ..services import Claim, Lease, Next, ProposedCall
 from ..tools import AbortSignal, AlreadyDone, Confirm, Refuse, ToolContext, ToolSpec, to_jsonable
 from .abort import CancelWatch
+from .queues import queue_of
 from .text import TextBuffer
 
 logger = logging.getLogger(__name__)
@@ -85,6 +87,13 @@ Plan: TypeAlias = CallModel | RunTool | Recover | Park | Finish
 
 
 @dataclass(frozen=True)
+class Elsewhere:
+    """The run's next step belongs on another queue: it was not opened (see ``open_step``)."""
+
+    queue: str
+
+
+@dataclass(frozen=True)
 class Opened:
     """A model or tool step whose opening transaction committed: what taking it needs."""
 
@@ -95,12 +104,13 @@ class Opened:
     request: ModelRequest | None = None  # model steps: read under the run's lock
 
 
-def open_step(lease: Lease, *, only: Next | None = None) -> Opened | Next:
+def open_step(lease: Lease, *, only: str | None = None) -> Opened | Next | Elsewhere:
     """Plan the run's next step from the database and open it, in one transaction under the
     run's lock: a model step's journal entry and request, a park, the end.
 
-    With ``only``, a model or tool step of the other kind is not opened: its kind is returned,
-    so the durable runner can hand it to the other queue. Parking and finishing run anywhere.
+    With ``only`` (a queue), a model or tool step that belongs on another queue is not opened:
+    its queue is returned, so the durable runner can hand the run on to it. Parking and
+    finishing run anywhere.
     ``STOP`` when the run parked, ended, or is no longer this lease's.
     """
     try:
@@ -110,7 +120,9 @@ def open_step(lease: Lease, *, only: Next | None = None) -> Opened | Next:
         return _settle_error(lease, exc)
 
 
-def claim_step(claim: Claim, *, only: Next | None = None) -> tuple[Lease, Opened | Next] | None:
+def claim_step(
+    claim: Claim, *, only: str | None = None
+) -> tuple[Lease, Opened | Next | Elsewhere] | None:
     """``open_step`` that first takes the run's lease, in that same transaction (``None``:
     another driver holds the run)."""
     lease: Lease | None = None
@@ -131,7 +143,7 @@ def claim_step(claim: Claim, *, only: Next | None = None) -> tuple[Lease, Opened
         return lease, _settle_error(lease, exc)
 
 
-def _open(lease: Lease, only: Next | None) -> Opened | Next:
+def _open(lease: Lease, only: str | None) -> Opened | Next | Elsewhere:
     found = services.read_run(lease.run_id, lease=lease)
     if found is None:  # another driver holds the run now
         return Next.STOP
@@ -144,9 +156,9 @@ def _open(lease: Lease, only: Next | None) -> Opened | Next:
     agent = get_agent(run.agent)
     step = plan(run, journal)
     if only is not None and isinstance(step, CallModel | RunTool | Recover):
-        kind = Next.MODEL if isinstance(step, CallModel) else Next.TOOL
-        if kind != only:
-            return kind
+        queue = queue_of(agent, None if isinstance(step, CallModel) else step.call.tool_name)
+        if queue != only:
+            return Elsewhere(queue)
     match step:
         case CallModel(index, previous):
             if (over := quotas.check_step(run)) is not None:  # the safe point before the call
@@ -165,21 +177,30 @@ def _open(lease: Lease, only: Next | None) -> Opened | Next:
 
 def take(lease: Lease, opened: Opened, *, abort: AbortSignal | None = None) -> Next:
     """Take an opened step: call the model or run the tool, and record what came of it."""
-    after = _take(lease, opened, abort, go_on=False)
+    after = _take(lease, opened, abort, None)
     assert isinstance(after, Next), "a step recorded on its own says what comes next"
     return after
 
 
-def take_and_open(lease: Lease, opened: Opened) -> Opened | Next:
+def take_and_open(
+    lease: Lease, opened: Opened, *, only: str | None = None
+) -> Opened | Next | Elsewhere:
     """``take``, then open the step after it in the transaction that records this one, for a
-    driver that takes every step itself (the inline runner): one commit fewer per step.
+    driver that takes step after step itself (both runners): one commit fewer per step.
 
     The record of a tool with an effect outside this database still commits on its own.
+    ``only``: as for ``open_step``.
     """
-    return _take(lease, opened, None, go_on=True)
+    return _take(lease, opened, None, partial(_open, lease, only))
 
 
-def _take(lease: Lease, opened: Opened, abort: AbortSignal | None, go_on: bool) -> Opened | Next:
+# Opens the step after a recorded one, in the record's transaction (``take_and_open``).
+Opener: TypeAlias = Callable[[], Opened | Next | Elsewhere]
+
+
+def _take(
+    lease: Lease, opened: Opened, abort: AbortSignal | None, go_on: Opener | None
+) -> Opened | Next | Elsewhere:
     run, agent = opened.run, opened.agent
     abort = abort or CancelWatch(run.pk, fresh=True)  # just read: running, not cancelling
     try:
@@ -204,13 +225,15 @@ def _take(lease: Lease, opened: Opened, abort: AbortSignal | None, go_on: bool) 
         return _settle_error(lease, exc)
 
 
-def _recorded(lease: Lease, go_on: bool, record: Callable[[], Next]) -> Opened | Next:
+def _recorded(
+    lease: Lease, go_on: Opener | None, record: Callable[[], Next]
+) -> Opened | Next | Elsewhere:
     """Run a step's ``record`` transaction; with ``go_on``, open the next step in it too.
 
     The opening is all or nothing, and never takes the record with it: should it fail, the
     record commits and the run fails, as when a step fails to open on its own.
     """
-    if not go_on:
+    if go_on is None:
         return record()
     with transaction.atomic():
         after = record()
@@ -218,7 +241,7 @@ def _recorded(lease: Lease, go_on: bool, record: Callable[[], Next]) -> Opened |
             return after
         try:
             with transaction.atomic():  # a savepoint
-                return _open(lease, None)
+                return go_on()
         except Exception as exc:
             failed = exc
     return _settle_error(lease, failed)
@@ -307,8 +330,8 @@ def _call_model(
     attempt: int,
     request: ModelRequest,
     abort: AbortSignal,
-    go_on: bool,
-) -> Opened | Next:
+    go_on: Opener | None,
+) -> Opened | Next | Elsewhere:
     """The model step whose ``attempt`` and ``request`` ``open_step`` read under the run's lock;
     returns what comes next (with ``go_on``, opened)."""
     name = f"llm:{index}"
@@ -447,8 +470,8 @@ def _invoke(tool: ToolSpec, ctx: ToolContext, args: dict[str, Any]) -> tuple[Any
 
 
 def _run_tool(
-    lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: AbortSignal, go_on: bool
-) -> Opened | Next:
+    lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: AbortSignal, go_on: Opener | None
+) -> Opened | Next | Elsewhere:
     """Run an approved call and record its outcome; returns what comes next (with ``go_on``,
     opened, unless the tool's effect lies outside this database)."""
     outcome = _execute(lease, run, agent, call, abort)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.test import override_settings
 
-from agent_core.checks import check_agent_settings
+from agent_core.checks import check_agent_settings, check_durable_chain
 
 
 def ids(messages) -> list[str]:
@@ -13,6 +13,7 @@ def ids(messages) -> list[str]:
 
 def test_the_project_settings_pass():
     assert check_agent_settings() == []
+    assert check_durable_chain() == []
 
 
 @override_settings(AGENT={"AGENTS": ["demo.agents.no_such_agent"]})
@@ -29,3 +30,15 @@ def test_a_dotted_path_setting_that_does_not_import_is_reported():
 @override_settings(AGENT={"RUNNR": "inline"})
 def test_an_unknown_key_is_reported():
     assert ids(check_agent_settings()) == ["agent_core.E001"]
+
+
+@override_settings(AGENT={"MODEL_QUEUE": " ", "TOOL_QUEUE": None})
+def test_a_queue_setting_that_names_no_queue_is_reported():
+    assert ids(check_durable_chain()) == ["agent_core.E010", "agent_core.E010"]
+
+
+@override_settings(AGENT={"CHAIN_MAX_STEPS": 0, "CHAIN_MAX_SECONDS": -1})
+def test_an_unbounded_or_empty_chain_slice_is_reported():
+    errors = check_durable_chain()
+    assert ids(errors) == ["agent_core.E011", "agent_core.E011"]
+    assert "CHAIN_MAX_STEPS" in errors[0].msg and "CHAIN_MAX_SECONDS" in errors[1].msg

@@ -40,16 +40,16 @@ def test_a_passed_token_takes_the_lease_over_and_a_stale_one_backs_off(approved)
 
 
 def test_claim_step_takes_the_lease_in_the_transaction_that_plans(approved):
-    found = loop.claim_step(Claim(approved.pk, "worker-1"), only=Next.TOOL)
+    found = loop.claim_step(Claim(approved.pk, "worker-1"), only="agent.llm")  # atomic: here
     assert found is not None
     lease, opened = found
     assert isinstance(opened, loop.Opened) and isinstance(opened.step, loop.RunTool)
     approved.refresh_from_db()
     assert (approved.lease_owner, approved.lease_token) == ("worker-1", lease.token)
     assert loop.claim_step(Claim(approved.pk, "worker-2")) is None  # held: back off
-    # A model task that finds a tool step hands it on, keeping the lease for the next task.
-    handed = loop.claim_step(Claim(approved.pk, "worker-2", passed=lease.token), only=Next.MODEL)
-    assert handed is not None and handed[1] == Next.TOOL
+    # A task on another queue hands the step on untouched, keeping the lease for the next task.
+    handed = loop.claim_step(Claim(approved.pk, "worker-2", passed=lease.token), only="agent.tool")
+    assert handed is not None and handed[1] == loop.Elsewhere("agent.llm")
 
 
 def test_a_broken_journal_fails_the_run_though_the_claim_rolled_back(approved):

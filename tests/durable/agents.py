@@ -1,9 +1,10 @@
 """Test-only agents the crash tests' worker processes import (listed in the test settings).
 
 ``crash`` has the demo tools plus ``notify_customer``, an ``idempotent`` tool whose provider
-dedupes on the idempotency key, and ``purge_strict``, a plain tool that asks afresh for every
-attempt. ``slow`` streams a little text and then stalls for ``AIRLOCK_TEST_SLOW_MODEL`` seconds,
-so a test can kill a worker in the middle of a model step.
+dedupes on the idempotency key, ``purge_strict``, a plain tool that asks afresh for every
+attempt, and ``read_vault``, a read that runs only on the ``agent.vault`` queue. ``slow``
+streams a little text and then stalls for ``AIRLOCK_TEST_SLOW_MODEL`` seconds, so a test can
+kill a worker in the middle of a model step.
 """
 
 from __future__ import annotations
@@ -40,20 +41,37 @@ def purge_strict(ctx: ToolContext, path: str) -> dict[str, Any]:
     return {"purged": path, "purge_id": purge.pk}
 
 
-_TOOLS = (lookup_order, issue_refund, send_campaign, purge_cache, notify_customer, purge_strict)
+@tool(kind="read", queue="agent.vault")
+def read_vault(ctx: ToolContext, key: str) -> dict[str, Any]:
+    """Read a secret only the workers on ``agent.vault`` hold; says which process read it."""
+    return {"key": key, "pid": os.getpid()}
+
+
+_TOOLS = (
+    lookup_order,
+    issue_refund,
+    send_campaign,
+    purge_cache,
+    notify_customer,
+    purge_strict,
+    read_vault,
+)
 
 crash_agent = Agent(name="crash", instructions="Crash tests.", tools=_TOOLS)
 slow_agent = Agent(name="slow", instructions="Crash tests.", model="slow:demo", tools=_TOOLS)
 
 
 class SlowProvider(ScriptedProvider):
-    """The scripted model, after streaming "thinking…" and stalling (``slow:<script>``)."""
+    """The scripted model, after streaming "thinking…" and stalling (``slow:<script>``); with
+    ``AIRLOCK_TEST_SLOW_AFTER_TOOLS``, only once the request carries tool results."""
 
     def stream(self, request: ModelRequest, *, abort: AbortSignal) -> Iterator[ModelEvent]:
         yield TextDelta("thinking ")
         time.sleep(0.1)  # past STREAM_FRAME_FLUSH_MS: the next delta flushes a text frame
         yield TextDelta("hard ")
-        time.sleep(float(os.environ.get("AIRLOCK_TEST_SLOW_MODEL", "0")))
+        results = any(m.role == "tool" for m in request.messages)
+        if results or not os.environ.get("AIRLOCK_TEST_SLOW_AFTER_TOOLS"):
+            time.sleep(float(os.environ.get("AIRLOCK_TEST_SLOW_MODEL", "0")))
         yield from super().stream(request, abort=abort)
 
 
