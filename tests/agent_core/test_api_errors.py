@@ -90,6 +90,9 @@ def test_a_nul_in_edited_args_or_an_answer_is_400_and_changes_nothing(turn, clie
     assert not DecisionAttempt.objects.exists()
 
 
+# The stream reads on live's reader threads, each with its own connection: the run must be
+# committed for them to see it.
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(
     ("query", "headers"),
     [("?after=%C2%B2", {}), ("", {"Last-Event-ID": "\xb2"}), ("?after=-1", {})],
