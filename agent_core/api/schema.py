@@ -61,7 +61,13 @@ STREAM_OPERATION: dict[str, Any] = {
     "responses": {
         "200": {
             "description": "The event stream; it ends after a `done` or `error` event.",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            # Each event's data is a JSON object (a frame of SPEC §9, or `meta` / `done` /
+            # `error`); clients ignore kinds they do not know, so the schema leaves it open.
+            "content": {
+                "text/event-stream": {
+                    "schema": {"type": "object", "additionalProperties": True}
+                }
+            },
         },
         "400": _error("`invalid`: `after` / `Last-Event-ID` is not a frame number"),
         "401": _error("`not_authenticated`: no actor"),
