@@ -9,7 +9,7 @@ from agent_core.gate import Verdict
 from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolSpec
 
-from . import services
+from . import quorum, services
 from .models import RememberedApproval
 from .policy import get_policy
 
@@ -25,7 +25,11 @@ class ApprovalGate:
         requirement = get_policy().requirement_for(tool, call.args, actor, thread)
         if not requirement.required:
             return Verdict(required=False)
-        if tool.rememberable:
+        approver = requirement.stored_approver
+        if requirement.quorum > 1:
+            # A standing yes is one person's: it never stands in for several.
+            quorum.stamp(call, requirement)
+        elif tool.rememberable:
             grant = (
                 RememberedApproval.objects.active()
                 .filter(thread=thread, tool_name=tool.name)
@@ -35,11 +39,11 @@ class ApprovalGate:
             if grant is not None:
                 return Verdict(
                     required=True,
-                    approver=requirement.approver,
+                    approver=approver,
                     remembered_by_ref=grant.granted_by_ref,
                 )
         expires_at = timezone.now() + requirement.ttl if requirement.ttl else None
-        return Verdict(required=True, approver=requirement.approver, expires_at=expires_at)
+        return Verdict(required=True, approver=approver, expires_at=expires_at)
 
     def expire_due(self) -> int:
         return services.expire_due()

@@ -1,4 +1,4 @@
-"""Remembered approvals and the append-only audit of every decision attempt."""
+"""Remembered approvals, quorums and their approvals, and the audit of every decision attempt."""
 
 from __future__ import annotations
 
@@ -77,3 +77,42 @@ class DecisionAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.tool_call_id} by {self.actor_ref}: {self.outcome}"
+
+
+class Quorum(models.Model):
+    """The two-person rule (N of M) stamped on one call: ``needed`` distinct approvers.
+
+    Written in the suspend transaction only for calls that need more than one yes; the call's
+    ``approver`` says whose yes counts.
+    """
+
+    tool_call = models.OneToOneField(
+        ToolCall, primary_key=True, on_delete=models.CASCADE, related_name="quorum"
+    )
+    needed = models.PositiveSmallIntegerField()
+    requester_counts = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"{self.needed} approvals for {self.tool_call_id}"
+
+
+class Approval(models.Model):
+    """One person's yes towards a quorum, recorded as it comes."""
+
+    tool_call = models.ForeignKey(ToolCall, on_delete=models.CASCADE, related_name="approvals")
+    by_ref = models.CharField(max_length=200)
+    via = models.CharField(max_length=64)
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["tool_call", "by_ref"], name="approval_call_by_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.by_ref} approved {self.tool_call_id}"
+
+    def as_dict(self) -> dict[str, str]:
+        """``{by, at}`` as the API and the stream show it."""
+        return {"by": self.by_ref, "at": self.at.isoformat()}

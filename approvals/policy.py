@@ -7,6 +7,7 @@ changing the policy while a run waits does not re-decide it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.db.models import Q
@@ -17,7 +18,7 @@ from agent_core.conf import agent_settings
 from agent_core.models import CallStatus, Thread, ToolCall
 from agent_core.tools import ToolSpec
 
-from .requirement import REQUESTER, Requirement
+from .requirement import REQUESTER, ROLE_SEPARATOR, Requirement, approver_roles
 from .rules import requirement_from_rules
 
 __all__ = ["REQUESTER", "ApprovalPolicy", "DefaultPolicy", "Requirement", "get_policy"]
@@ -46,7 +47,7 @@ class ApprovalPolicy:
         """
         if call.approver in (REQUESTER, ""):
             return actor.ref == call.requester_ref
-        return actor.has_role(call.approver)
+        return bool(actor.roles & approver_roles(call.approver))
 
     def can_answer(self, actor: Actor, call: ToolCall) -> bool:
         """A human tool's question is answered by the thread's owner."""
@@ -55,11 +56,18 @@ class ApprovalPolicy:
     def decidable(self, actor: Actor) -> Q:
         """``can_decide`` and ``can_answer`` as a filter on pending ``ToolCall`` rows."""
         pending_approval = Q(status=CallStatus.PENDING_APPROVAL)
-        return (
+        roles = sorted(actor.roles - {REQUESTER})
+        cases = (
             (pending_approval & Q(approver=REQUESTER, requester_ref=actor.ref))
-            | (pending_approval & Q(approver__in=sorted(actor.roles - {REQUESTER})))
+            | (pending_approval & Q(approver__in=roles))
             | Q(status=CallStatus.PENDING_INPUT, requester_ref=actor.ref)
         )
+        if roles:
+            # Calls that several roles may approve store them joined ("legal|marketing").
+            sep = re.escape(ROLE_SEPARATOR)
+            alternatives = "|".join(re.escape(role) for role in roles)
+            cases |= pending_approval & Q(approver__regex=f"(^|{sep})({alternatives})({sep}|$)")
+        return cases
 
 
 class RulesPolicy(ApprovalPolicy):

@@ -15,10 +15,12 @@ or a list of rules; the first rule whose ``when`` holds for the call's args deci
     }
 
 A rule's keys: ``when`` (conditions, all must hold; none: always), ``required`` (default True),
-``approver`` (``"requester"`` or a role name; default ``"requester"``), ``ttl`` (seconds or a
-``timedelta``; default none). A condition is ``<arg>`` or ``<arg>__<op>`` with op one of
-``eq ne gt gte lt lte in``; a missing arg never matches. Numbers compare as decimals, so
-``{"amount__gt": 100}`` also holds for the string ``"150.00"`` a Decimal argument is stored as.
+``approver`` (``"requester"``, a role name, or a list of role names; default ``"requester"``),
+``ttl`` (seconds or a ``timedelta``; default none), ``quorum`` (distinct approvers needed;
+default 1) and ``requester_counts`` (whether the requester may be one of them; default False).
+A condition is ``<arg>`` or ``<arg>__<op>`` with op one of ``eq ne gt gte lt lte in``; a missing
+arg never matches. Numbers compare as decimals, so ``{"amount__gt": 100}`` also holds for the
+string ``"150.00"`` a Decimal argument is stored as.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "lte": operator.le,
     "in": lambda value, options: value in options,
 }
-_RULE_KEYS = frozenset({"when", "required", "approver", "ttl"})
+_RULE_KEYS = frozenset({"when", "required", "approver", "ttl", "quorum", "requester_counts"})
 _MISSING = object()
 
 
@@ -117,18 +119,35 @@ def _rule(where: str, spec: Any) -> Rule:
     approver = spec.get("approver", REQUESTER)
     if not isinstance(required, bool):
         raise ImproperlyConfigured(f"{where}['required'] must be True or False")
-    if not isinstance(approver, str) or not approver:
-        raise ImproperlyConfigured(f"{where}['approver'] must be 'requester' or a role name")
+    if isinstance(approver, list | tuple):
+        approver = tuple(approver)
+    if not isinstance(approver, str | tuple) or not approver:
+        raise ImproperlyConfigured(
+            f"{where}['approver'] must be 'requester', a role name or a list of role names"
+        )
+    requester_counts = spec.get("requester_counts", False)
+    if not isinstance(requester_counts, bool):
+        raise ImproperlyConfigured(f"{where}['requester_counts'] must be True or False")
     try:
         ttl = to_timedelta(spec.get("ttl"), key=f"{where}['ttl']")
     except ValueError as exc:
         raise ImproperlyConfigured(str(exc)) from exc
+    try:
+        requirement = Requirement(
+            required=required,
+            approver=approver,
+            ttl=ttl,
+            quorum=spec.get("quorum", 1),
+            requester_counts=requester_counts,
+        )
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{where}: {exc}") from exc
     when = spec.get("when", {})
     if not isinstance(when, dict):
         raise ImproperlyConfigured(f"{where}['when'] must be a dict of conditions")
     return Rule(
         when=tuple(_condition(where, key, operand) for key, operand in when.items()),
-        requirement=Requirement(required=required, approver=approver, ttl=ttl),
+        requirement=requirement,
     )
 
 

@@ -30,6 +30,7 @@ from agent_core.exceptions import (
 )
 from agent_core.models import CallStatus, Run, ToolCall
 
+from . import quorum
 from .conf import approvals_settings
 from .exceptions import ApprovalExpired, InvalidDecision, NotApprover
 from .models import Action, DecisionAttempt, RememberedApproval
@@ -71,10 +72,14 @@ def approve(
     tools only) until the grant expires (``APPROVALS["REMEMBER_TTL"]``) or is revoked.
     """
 
-    def apply(run: Run, call: ToolCall) -> Outcome:
-        return _settle(run, call, CallStatus.APPROVED, actor, via, remember=remember, args=args)
+    notes: list[str] = []  # where a quorum's count stands, for the audit
 
-    return _attempt(tool_call_id, Action.APPROVE, actor, via, apply)
+    def apply(run: Run, call: ToolCall) -> Outcome:
+        return _settle(
+            run, call, CallStatus.APPROVED, actor, via, remember=remember, args=args, notes=notes
+        )
+
+    return _attempt(tool_call_id, Action.APPROVE, actor, via, apply, detail=lambda: "".join(notes))
 
 
 def reject(tool_call_id: str, *, actor: Actor, reason: str = "", via: str = "web") -> Outcome:
@@ -256,6 +261,7 @@ def _settle(
     remember: bool = False,
     reason: str = "",
     args: dict[str, Any] | None = None,
+    notes: list[str] | None = None,
 ) -> Outcome:
     if call.kind == "human":
         raise InvalidDecision("this call asks a question: answer it instead")
@@ -271,6 +277,12 @@ def _settle(
         raise InvalidDecision(f"{call.tool_name} approvals cannot be remembered")
     if args is not None:
         args = _validated(tool.validate_args, args, "the edited arguments")
+    if wanted == CallStatus.APPROVED:
+        tally = quorum.vote(run, call, actor, via, remember=remember, args=args)
+        if notes is not None and tally.note:
+            notes.append(tally.note)
+        if tally.vote != quorum.Vote.COMPLETE:
+            return Outcome.UNCHANGED if tally.vote == quorum.Vote.REPEATED else Outcome.APPLIED
     core.settle_approval(
         run,
         call,

@@ -19,7 +19,8 @@ REFUND_TTL = timedelta(minutes=15)
 
 
 class DemoPolicy(ApprovalPolicy):
-    """Refunds: finance, 15 minutes (small ones free); campaigns: marketing; purges: requester."""
+    """Refunds: finance, 15 minutes (small ones free); campaigns: two people from marketing;
+    purges: the requester."""
 
     def requirement_for(
         self, tool: ToolSpec, args: dict[str, Any], actor: Actor, thread: Thread
@@ -30,7 +31,7 @@ class DemoPolicy(ApprovalPolicy):
                     return Requirement(required=False)
                 return Requirement(approver="finance", ttl=REFUND_TTL)
             case "send_campaign":
-                return Requirement(approver="marketing")
+                return Requirement(approver="marketing", quorum=2)  # the two-person rule
             case "purge_cache":
                 return Requirement(approver=REQUESTER)
         return Requirement()

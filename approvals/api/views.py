@@ -16,7 +16,7 @@ from agent_core.api.actors import HasActor, request_actor
 from agent_core.api.parsers import LimitedJSONParser
 from agent_core.models import ToolCall
 
-from .. import selectors, services
+from .. import quorum, selectors, services
 from ..models import RememberedApproval
 from .filters import PendingFilter, keyset_page, page_limit
 from .serializers import (
@@ -37,9 +37,12 @@ def _body(serializer_class: type[serializers.Serializer[Any]], request: Request)
 
 
 def _result(call_id: str, outcome: str) -> Response:
-    status, expires_at = ToolCall.objects.values_list("status", "expires_at").get(pk=call_id)
-    data = {"tool_call_id": call_id, "status": status, "outcome": outcome}
-    return Response(DecisionResultSerializer({**data, "expires_at": expires_at}).data)
+    call = ToolCall.objects.only("status", "expires_at", "requested_at").get(pk=call_id)
+    data: dict[str, Any] = {"tool_call_id": call_id, "status": call.status, "outcome": outcome}
+    needed, given = quorum.standing(call)
+    if needed > 1:
+        data.update(approvals=given, approvals_needed=needed)
+    return Response(DecisionResultSerializer({**data, "expires_at": call.expires_at}).data)
 
 
 class _DecisionView(APIView):
@@ -130,11 +133,12 @@ class PendingApprovalsView(APIView):
     def get(self, request: Request) -> Response:
         params = request.query_params
         actor = request_actor(request)
-        filtered = PendingFilter(params, queryset=selectors.pending_calls())
+        filtered = PendingFilter(params, queryset=quorum.with_needed(selectors.pending_calls()))
         if not filtered.is_valid():
             raise serializers.ValidationError(filtered.errors)
         who = selectors.decidable_by(actor)
         rows, cursor = keyset_page(filtered.qs, who, params.get("cursor"), page_limit(params))
+        quorum.attach(rows)
         next_url = None
         if cursor is not None:
             query = params.copy()

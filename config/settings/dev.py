@@ -10,7 +10,7 @@ DEBUG = os.environ.get("DEBUG", "1") == "1"
 SECRET_KEY = SECRET_KEY or "dev-only-not-secret"  # noqa: F405
 
 # The demo's approval policy: refunds need finance (15 minutes; under 20 free), campaigns need
-# marketing, cache purges the requester (rememberable). Tests keep the default policy.
+# two marketing approvals, cache purges the requester (rememberable). Tests keep the default policy.
 # The API accepts a signed-in user or, for the README's curl examples, the X-Actor-* headers.
 AGENT = {
     **AGENT,  # noqa: F405

@@ -13,10 +13,12 @@ from demo.models import Campaign, Customer, Order
 
 PASSWORD = "demo"
 USERS = [
-    # username, groups, staff: a requester, a finance approver, an operator who also does marketing
+    # username, groups, staff: a requester, a finance approver, an operator who also does marketing,
+    # and a second marketer (a campaign needs two marketing approvals)
     ("alice", [], False),
     ("fran", ["finance"], True),
     ("otto", ["operator", "marketing"], True),
+    ("mia", ["marketing"], True),
 ]
 CUSTOMERS = [
     # email, name, city, vip, opted in to marketing
