@@ -11,6 +11,7 @@ from django.utils.module_loading import import_string
 from agent_core.conf import agent_settings
 
 from .conf import approvals_settings
+from .notify.backends import configured_backends
 from .policy import ApprovalPolicy
 from .rules import parse_rules
 
@@ -32,6 +33,25 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
         parse_rules(settings.RULES)
     except ImproperlyConfigured as exc:
         return [Error(str(exc), id="approvals.E002", hint="See approvals/rules.py for the format.")]
+    try:
+        backends = configured_backends()
+    except ImproperlyConfigured as exc:
+        return [
+            Error(
+                str(exc),
+                id="approvals.E003",
+                hint="NOTIFICATION_BACKENDS lists dotted paths or {'BACKEND', 'OPTIONS'} dicts; "
+                "see approvals/notify/backends.py.",
+            )
+        ]
+    if backends and not settings.BASE_URL:
+        return [
+            Warning(
+                "APPROVALS['BASE_URL'] is empty: notifications carry relative links",
+                id="approvals.W002",
+                hint="Set it to the site's absolute URL, e.g. 'https://airlock.example.com'.",
+            )
+        ]
     return []
 
 

@@ -1,4 +1,4 @@
-"""The ``APPROVALS`` settings dict: declarative approval rules and remembered-approval lifetime.
+"""The ``APPROVALS`` settings dict: approval rules, remembered-approval lifetime, notifications.
 
 Read through ``approvals_settings()`` (cached; ``override_settings(APPROVALS=...)`` clears it).
 """
@@ -23,6 +23,14 @@ class ApprovalsSettings:
     RULES: dict[str, Any] = field(default_factory=dict)
     # How long a remembered approval lasts (seconds or timedelta); None: until revoked.
     REMEMBER_TTL: float | timedelta | None = None
+    # Where approvers are told of a waiting call: dotted paths, or {"BACKEND": path, "OPTIONS":
+    # {...}} dicts (approvals/notify/backends.py). Empty: nobody is notified.
+    NOTIFICATION_BACKENDS: list[Any] = field(default_factory=list)
+    # Attempts per delivery (the first included) and the base of its exponential backoff (s).
+    NOTIFICATION_ATTEMPTS: int = 5
+    NOTIFICATION_BACKOFF: float = 2.0
+    # Absolute URL of the site, for the links in notifications (e.g. "https://airlock.example").
+    BASE_URL: str = ""
 
     @property
     def remember_ttl(self) -> timedelta | None:
@@ -52,6 +60,8 @@ def approvals_settings() -> ApprovalsSettings:
 def _reload(*, setting: str, **kwargs: Any) -> None:
     if setting == "APPROVALS":
         approvals_settings.cache_clear()
+        from .notify.backends import configured_backends
         from .rules import configured_rules
 
         configured_rules.cache_clear()
+        configured_backends.cache_clear()

@@ -116,3 +116,43 @@ class Approval(models.Model):
     def as_dict(self) -> dict[str, str]:
         """``{by, at}`` as the API and the stream show it."""
         return {"by": self.by_ref, "at": self.at.isoformat()}
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending"
+    SENT = "sent"
+    FAILED = "failed"
+
+
+class Delivery(models.Model):
+    """One notification to one channel (and, for email, one person), with how its sending went."""
+
+    tool_call = models.ForeignKey(ToolCall, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=32)  # approval-requested, approval-escalated
+    channel = models.CharField(max_length=64)  # the backend's name
+    recipient_ref = models.CharField(max_length=200, blank=True)  # blank: the channel as a whole
+    status = models.CharField(
+        max_length=8, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)  # the last attempt's
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        verbose_name_plural = "deliveries"
+
+    def __str__(self) -> str:
+        to = f" to {self.recipient_ref}" if self.recipient_ref else ""
+        return f"{self.event} of {self.tool_call_id} via {self.channel}{to}: {self.status}"
+
+
+class NotificationOptOut(models.Model):
+    """A person who asked not to be notified of waiting calls (they still see them in the inbox)."""
+
+    actor_ref = models.CharField(max_length=200, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.actor_ref} opted out of notifications"

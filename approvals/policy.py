@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.utils.module_loading import import_string
 
@@ -48,6 +49,18 @@ class ApprovalPolicy:
         if call.approver in (REQUESTER, ""):
             return actor.ref == call.requester_ref
         return bool(actor.roles & approver_roles(call.approver))
+
+    def recipients(self, call: ToolCall) -> list[str]:
+        """Who is told that ``call`` waits: its requester, or the active users holding one of
+        its approver roles (Django groups), as actor refs."""
+        if call.approver in (REQUESTER, ""):
+            return [call.requester_ref] if call.requester_ref else []
+        members = get_user_model().objects.filter(
+            groups__name__in=approver_roles(call.approver), is_active=True
+        )
+        return [
+            f"user:{pk}" for pk in members.distinct().order_by("pk").values_list("pk", flat=True)
+        ]
 
     def can_answer(self, actor: Actor, call: ToolCall) -> bool:
         """A human tool's question is answered by the thread's owner."""

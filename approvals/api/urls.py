@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import views
+from . import notifications, views
 
 app_name = "approvals_api"
 
@@ -16,4 +16,9 @@ urlpatterns = [
     path("approvals/pending", views.PendingApprovalsView.as_view(), name="pending"),
     path("remembered", views.RememberedListView.as_view(), name="remembered"),
     path("remembered/<str:pk>", views.RememberedDetailView.as_view(), name="remembered-detail"),
+    path(
+        "notifications/preferences",
+        notifications.NotificationPreferencesView.as_view(),
+        name="notification-preferences",
+    ),
 ]

@@ -93,6 +93,8 @@ CELERY_TASK_ROUTES = {
     "agent_core.model_step": {"queue": "agent.llm"},
     "agent_core.tool_step": {"queue": "agent.tool"},
     "agent_core.sweep": {"queue": "agent.llm"},
+    # Notifications leave the system like a tool's side effects do.
+    "approvals.deliver_notification": {"queue": "agent.tool"},
 }
 
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []

@@ -18,6 +18,13 @@ AGENT = {
     "ACTOR_RESOLVER": "agent_core.actors.DevelopmentResolver",
 }
 
+# Approvers are notified by email; the demo's emails are printed on the terminal of `make demo`.
+EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+APPROVALS = {
+    "NOTIFICATION_BACKENDS": ["approvals.notify.backends.EmailBackend"],
+    "BASE_URL": os.environ.get("AIRLOCK_BASE_URL", "http://127.0.0.1:8000"),
+}
+
 # With an OpenAI-compatible endpoint configured, the demo agent talks to a real model.
 if os.environ.get("OPENAI_BASE_URL"):
     AGENT["MODEL"] = "openai:" + os.environ.get("AIRLOCK_DEMO_MODEL", "gpt-4o-mini")

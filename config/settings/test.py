@@ -48,3 +48,16 @@ _agent: dict[str, Any] = {
 if os.environ.get("AIRLOCK_TEST_APPROVAL_POLICY"):
     _agent["APPROVAL_POLICY"] = os.environ["AIRLOCK_TEST_APPROVAL_POLICY"]
 AGENT = _agent
+
+# A worker process a notification test starts delivers to that test's local webhook receiver.
+if os.environ.get("AIRLOCK_TEST_WEBHOOK_URL"):
+    APPROVALS = {
+        "RULES": {"issue_refund": {"approver": "finance"}},
+        "NOTIFICATION_BACKENDS": [
+            {
+                "BACKEND": "approvals.notify.backends.WebhookBackend",
+                "OPTIONS": {"URL": os.environ["AIRLOCK_TEST_WEBHOOK_URL"], "SECRET": "whsec-test"},
+            }
+        ],
+        "NOTIFICATION_BACKOFF": 0.2,
+    }

@@ -54,6 +54,9 @@ class Command(BaseCommand):
             if created:
                 user.set_password(PASSWORD)
             user.is_staff = staff
+            user.email = (
+                f"{username}@airlock.example"  # the demo's notifications go to the terminal
+            )
             user.save()
             user.groups.set(Group.objects.get_or_create(name=g)[0] for g in groups)
         for email, name, city, vip, opt_in in CUSTOMERS:
