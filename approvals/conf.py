@@ -31,6 +31,8 @@ class ApprovalsSettings:
     NOTIFICATION_BACKOFF: float = 2.0
     # Absolute URL of the site, for the links in notifications (e.g. "https://airlock.example").
     BASE_URL: str = ""
+    # How long a signed approve / reject link in a notification stays usable (seconds).
+    LINK_MAX_AGE: int = 24 * 3600
 
     @property
     def remember_ttl(self) -> timedelta | None:

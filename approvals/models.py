@@ -156,3 +156,16 @@ class NotificationOptOut(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor_ref} opted out of notifications"
+
+
+class LinkUse(models.Model):
+    """A signed decision link that has been used: the row makes every link single-use."""
+
+    nonce = models.CharField(max_length=64, unique=True)
+    tool_call_id = models.CharField(max_length=40)
+    actor_ref = models.CharField(max_length=200)
+    action = models.CharField(max_length=16, choices=Action.choices)
+    used_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"link {self.nonce} of {self.tool_call_id} used by {self.actor_ref}"

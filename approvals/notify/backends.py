@@ -33,6 +33,7 @@ class NotificationBackend:
 
     name = "notification"
     per_recipient = True
+    via = ""  # the surface a decision from this channel's links records ("": no links)
 
     def __init__(self, *, NAME: str = "", **options: Any) -> None:
         if options:
@@ -52,6 +53,7 @@ class EmailBackend(NotificationBackend):
     """Email through Django's email framework (any ``EMAIL_BACKEND``, django-anymail too)."""
 
     name = "email"
+    via = "email"
 
     def __init__(self, *, FROM_EMAIL: str = "", SUBJECT_PREFIX: str = "[Airlock] ", **rest: Any):
         super().__init__(**rest)
@@ -101,6 +103,7 @@ class WebhookBackend(NotificationBackend):
         if not URL or not SECRET:
             raise ImproperlyConfigured("WebhookBackend needs a URL and a SECRET")
         self.url, self.secret, self.format = URL, SECRET, FORMAT
+        self.via = "slack" if FORMAT == "slack" else "webhook"
         self.per_recipient, self.timeout = PER_RECIPIENT, TIMEOUT
 
     def send(self, notice: Notice) -> None:

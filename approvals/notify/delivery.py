@@ -23,6 +23,7 @@ from agent_core.runner import get_runner
 from agent_core.runner.inline import InlineRunner
 
 from ..conf import approvals_settings
+from ..links import decision_links
 from ..models import Delivery, DeliveryStatus, NotificationOptOut
 from ..policy import get_policy
 from .backends import backend_named, configured_backends
@@ -121,7 +122,10 @@ def _send(row: Delivery) -> tuple[str | None, bool]:
     if backend is None:
         return f"no notification backend named {row.channel!r} any more", True
     recipient: Contact | None = contact_of(row.recipient_ref) if row.recipient_ref else None
-    notice = notice_for(row.tool_call, row.event, recipient, {})
+    links: dict[str, str] = {}
+    if recipient is not None and backend.via:
+        links = decision_links(row.tool_call, recipient.ref, via=backend.via)
+    notice = notice_for(row.tool_call, row.event, recipient, links)
     if not backend.accepts(notice):
         return f"{backend.name} cannot reach {row.recipient_ref or 'anyone'}", True
     try:
