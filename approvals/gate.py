@@ -9,13 +9,13 @@ from agent_core.gate import Verdict
 from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolSpec
 
-from . import quorum, services
+from . import escalation, quorum, services
 from .models import RememberedApproval
 from .policy import get_policy
 
 
 class ApprovalGate:
-    """Asks the policy, honours remembered approvals, and expires overdue requests.
+    """Asks the policy, honours remembered approvals, escalates and expires overdue requests.
 
     ``review`` runs inside the suspend transaction: its answer is stamped on the call and never
     re-derived, so a policy changed while the run waits does not re-decide the call.
@@ -26,6 +26,9 @@ class ApprovalGate:
         if not requirement.required:
             return Verdict(required=False)
         approver = requirement.stored_approver
+        expires_at = timezone.now() + requirement.ttl if requirement.ttl else None
+        if requirement.escalate is not None and expires_at is not None:
+            escalation.stamp(call, requirement.escalate, expires_at)
         if requirement.quorum > 1:
             # A standing yes is one person's: it never stands in for several.
             quorum.stamp(call, requirement)
@@ -42,8 +45,9 @@ class ApprovalGate:
                     approver=approver,
                     remembered_by_ref=grant.granted_by_ref,
                 )
-        expires_at = timezone.now() + requirement.ttl if requirement.ttl else None
         return Verdict(required=True, approver=approver, expires_at=expires_at)
 
     def expire_due(self) -> int:
+        """Escalate the requests whose escalation is due, then expire the overdue ones."""
+        escalation.escalate_due()
         return services.expire_due()

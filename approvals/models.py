@@ -53,6 +53,7 @@ class Action(models.TextChoices):
     ANSWER = "answer"
     EXPIRE = "expire"
     EXTEND = "extend"
+    ESCALATE = "escalate"
     MARK_DONE = "mark_done"
     MARK_NOT_DONE = "mark_not_done"
     REVOKE = "revoke"
@@ -169,3 +170,28 @@ class LinkUse(models.Model):
 
     def __str__(self) -> str:
         return f"link {self.nonce} of {self.tool_call_id} used by {self.actor_ref}"
+
+
+class Escalation(models.Model):
+    """A policy's escalation stamped on one call: at ``due_at`` (some time before its deadline),
+    if it still waits, ``role`` is told and, with ``may_decide``, may decide it too."""
+
+    tool_call = models.OneToOneField(
+        ToolCall, primary_key=True, on_delete=models.CASCADE, related_name="escalation"
+    )
+    role = models.CharField(max_length=100)
+    may_decide = models.BooleanField(default=False)
+    due_at = models.DateTimeField()
+    escalated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["due_at"],
+                name="escalation_due",
+                condition=models.Q(escalated_at__isnull=True),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_call_id} escalates to {self.role} at {self.due_at}"

@@ -19,10 +19,18 @@ from agent_core.conf import agent_settings
 from agent_core.models import CallStatus, Thread, ToolCall
 from agent_core.tools import ToolSpec
 
-from .requirement import REQUESTER, ROLE_SEPARATOR, Requirement, approver_roles
+from .models import Escalation
+from .requirement import REQUESTER, ROLE_SEPARATOR, Escalate, Requirement, approver_roles
 from .rules import requirement_from_rules
 
-__all__ = ["REQUESTER", "ApprovalPolicy", "DefaultPolicy", "Requirement", "get_policy"]
+__all__ = [
+    "REQUESTER",
+    "ApprovalPolicy",
+    "DefaultPolicy",
+    "Escalate",
+    "Requirement",
+    "get_policy",
+]
 
 
 class ApprovalPolicy:
@@ -44,23 +52,21 @@ class ApprovalPolicy:
         """Requester approvals belong to the thread's owner; role approvals to the role holders.
 
         A call that needed nobody's yes (no approver) is its requester's to decide should it go
-        in doubt: someone must be able to mark it done or not done.
+        in doubt: someone must be able to mark it done or not done. A call escalated to a role
+        with ``may_decide`` is that role's to decide too.
         """
         if call.approver in (REQUESTER, ""):
-            return actor.ref == call.requester_ref
-        return bool(actor.roles & approver_roles(call.approver))
+            allowed = actor.ref == call.requester_ref
+        else:
+            allowed = bool(actor.roles & approver_roles(call.approver))
+        return allowed or (bool(actor.roles) and _escalated_to(actor, call))
 
     def recipients(self, call: ToolCall) -> list[str]:
         """Who is told that ``call`` waits: its requester, or the active users holding one of
         its approver roles (Django groups), as actor refs."""
         if call.approver in (REQUESTER, ""):
             return [call.requester_ref] if call.requester_ref else []
-        members = get_user_model().objects.filter(
-            groups__name__in=approver_roles(call.approver), is_active=True
-        )
-        return [
-            f"user:{pk}" for pk in members.distinct().order_by("pk").values_list("pk", flat=True)
-        ]
+        return role_members(approver_roles(call.approver))
 
     def can_answer(self, actor: Actor, call: ToolCall) -> bool:
         """A human tool's question is answered by the thread's owner."""
@@ -80,7 +86,24 @@ class ApprovalPolicy:
             sep = re.escape(ROLE_SEPARATOR)
             alternatives = "|".join(re.escape(role) for role in roles)
             cases |= pending_approval & Q(approver__regex=f"(^|{sep})({alternatives})({sep}|$)")
+            escalated = Escalation.objects.filter(
+                role__in=roles, may_decide=True, escalated_at__isnull=False
+            )
+            cases |= pending_approval & Q(pk__in=escalated.values("tool_call_id"))
         return cases
+
+
+def role_members(roles: frozenset[str]) -> list[str]:
+    """The active users holding any of ``roles`` (Django groups), as actor refs."""
+    members = get_user_model().objects.filter(groups__name__in=roles, is_active=True)
+    return [f"user:{pk}" for pk in members.distinct().order_by("pk").values_list("pk", flat=True)]
+
+
+def _escalated_to(actor: Actor, call: ToolCall) -> bool:
+    """Whether ``call`` was escalated to one of ``actor``'s roles, with the power to decide."""
+    return Escalation.objects.filter(
+        tool_call_id=call.pk, role__in=actor.roles, may_decide=True, escalated_at__isnull=False
+    ).exists()
 
 
 class RulesPolicy(ApprovalPolicy):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from agent_core import signals
@@ -10,15 +9,10 @@ from agent_core.models import ToolCall
 
 from .notify import delivery
 
-logger = logging.getLogger(__name__)
-
 
 def _notify_approvers(sender: Any, *, call: ToolCall, **kwargs: Any) -> None:
-    # A notification that cannot even be queued must not break the run that sent the signal.
-    try:
-        delivery.notify(call)
-    except Exception:
-        logger.exception("could not queue the notifications of %s", call.pk)
+    # The signal comes after the suspend committed: "after commit" here is right away.
+    delivery.notify_after_commit(call)
 
 
 def connect() -> None:

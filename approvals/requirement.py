@@ -11,6 +11,16 @@ ROLE_SEPARATOR = "|"
 
 
 @dataclass(frozen=True)
+class Escalate:
+    """If the call still waits ``before`` its deadline, tell ``role`` (and, with ``may_decide``,
+    let its holders decide too)."""
+
+    role: str
+    before: timedelta
+    may_decide: bool = False
+
+
+@dataclass(frozen=True)
 class Requirement:
     """``required``: ask a person first; ``approver``: ``"requester"``, a role name, or several
     role names (a tuple: a holder of any of them may approve); ``ttl``: how long the request lasts.
@@ -24,6 +34,7 @@ class Requirement:
     ttl: timedelta | None = None
     quorum: int = 1
     requester_counts: bool = False
+    escalate: Escalate | None = None
 
     def __post_init__(self) -> None:
         roles = self.roles
@@ -35,6 +46,16 @@ class Requirement:
             raise ValueError(f"quorum must be a positive integer, not {self.quorum!r}")
         if self.quorum > 1 and roles == (REQUESTER,):
             raise ValueError("a quorum needs approver roles: the requester is one person")
+        if self.escalate is not None:
+            self._check_escalation(self.escalate)
+
+    def _check_escalation(self, escalate: Escalate) -> None:
+        if not escalate.role or ROLE_SEPARATOR in escalate.role or escalate.role == REQUESTER:
+            raise ValueError(f"escalate to a role name, not {escalate.role!r}")
+        if self.ttl is None:
+            raise ValueError("an escalation needs a ttl: it happens some time before the deadline")
+        if not timedelta(0) < escalate.before < self.ttl:
+            raise ValueError("an escalation's 'before' must be positive and shorter than the ttl")
 
     @property
     def roles(self) -> tuple[str, ...]:

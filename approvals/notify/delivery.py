@@ -13,6 +13,7 @@ import functools
 import logging
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -54,6 +55,19 @@ def notify(call: ToolCall, *, event: str = REQUESTED, refs: list[str] | None = N
         for row in rows:
             transaction.on_commit(functools.partial(schedule, row.pk))
     return len(rows)
+
+
+def notify_after_commit(call: ToolCall, **options: Any) -> None:
+    """``notify`` once the current transaction commits; a failure to queue is logged, never
+    raised into the run, decision or sweep that caused it."""
+
+    def queue() -> None:
+        try:
+            notify(call, **options)
+        except Exception:
+            logger.exception("could not queue the notifications of %s", call.pk)
+
+    transaction.on_commit(queue)
 
 
 def schedule(delivery_id: int, *, delay: float = 0.0) -> None:

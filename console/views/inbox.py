@@ -20,7 +20,7 @@ from django.views.decorators.http import require_POST
 
 from agent_core.exceptions import AgentCoreError, AlreadyAnswered, AlreadyDecided, RunNotActive
 from agent_core.models import CALL_PENDING, ToolCall
-from approvals import quorum
+from approvals import escalation, quorum
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
 
@@ -63,7 +63,7 @@ def _inbox_context(request: HttpRequest) -> dict[str, Any]:
     # One snapshot of every pending call, split by the configured policy's ``can_decide``:
     # two queries could place a call that arrived in between on the wrong side.
     pending = ToolCall.objects.filter(status__in=CALL_PENDING).select_related("run", "thread")
-    calls = list(_filtered(quorum.with_needed(pending), filters))
+    calls = list(_filtered(escalation.with_escalation(quorum.with_needed(pending)), filters))
     quorum.attach(calls)
     cards = [card_for(actor, call) for call in calls]
     return {
