@@ -20,6 +20,7 @@ from rest_framework.settings import api_settings
 from . import live
 from .actors import Actor
 from .api.actors import request_actor
+from .models import Run
 
 
 def _resolve(request: HttpRequest) -> Actor:
@@ -43,9 +44,9 @@ def _error(code: str, detail: str, status: int) -> JsonResponse:
     return JsonResponse({"code": code, "detail": detail}, status=status)
 
 
-@require_GET
-async def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
-    """Replay the frames after the client's last id, then follow the run live."""
+async def attach(request: HttpRequest, run_id: str) -> tuple[Run, int] | JsonResponse:
+    """The run to follow and the frame to follow it after, or the JSON error that says why not
+    (401, 404, 400): what every format of the stream checks first."""
     try:
         actor = await sync_to_async(_resolve)(request)
     except APIException as exc:
@@ -56,6 +57,16 @@ async def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
     after = parse_after(request.GET.get("after"), request.headers.get("Last-Event-ID"))
     if after is None:
         return _error("invalid", "after / Last-Event-ID must be a frame number (0 or more)", 400)
+    return run, after
+
+
+@require_GET
+async def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
+    """Replay the frames after the client's last id, then follow the run live."""
+    attached = await attach(request, run_id)
+    if not isinstance(attached, tuple):
+        return attached
+    run, after = attached
     response = StreamingHttpResponse(_events(live.follow(run, after)))
     response["Content-Type"] = "text/event-stream"
     response["Cache-Control"] = "no-cache"

@@ -6,7 +6,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
-from .. import sse
+from .. import aisdk, sse
 from . import views
 
 app_name = "agent_core_api"
@@ -18,6 +18,7 @@ router.register("runs", views.RunViewSet, basename="run")
 urlpatterns = [
     path("chat", views.ChatView.as_view(), name="chat"),
     path("chat/<str:run_id>/stream", sse.stream_view, name="chat-stream"),
+    path("chat/<str:run_id>/ui-stream", aisdk.ui_stream_view, name="chat-ui-stream"),
     path("chat/<str:run_id>/cancel", views.CancelView.as_view(), name="chat-cancel"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="agent_core_api:schema"), name="docs"),
