@@ -10,3 +10,6 @@ class AgentCoreConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
+        from .tracing import connect
+
+        connect()

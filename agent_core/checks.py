@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -71,3 +72,16 @@ def check_header_actor(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
             )
         ]
     return []
+
+
+@register()
+def check_tracing(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    if not agent_settings().TRACING or importlib.util.find_spec("opentelemetry") is not None:
+        return []
+    return [
+        Error(
+            "AGENT['TRACING'] is on but opentelemetry is not installed",
+            id="agent_core.E005",
+            hint="pip install 'django-airlock[otel]' (and configure a tracer provider).",
+        )
+    ]

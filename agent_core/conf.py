@@ -56,6 +56,7 @@ class AgentSettings:
     STREAM_KEEPALIVE_SECONDS: float = 15.0
     MAX_BODY_BYTES: int = 65536  # larger API request bodies are refused with 413
     CANCEL_POLL_MS: int = 200  # how often a driver's abort signal looks for a cancel request
+    TRACING: bool = False  # OpenTelemetry spans (agent_core.tracing; the ``otel`` extra)
     OPENAI: VendorSettings = field(default_factory=VendorSettings)
     ANTHROPIC: VendorSettings = field(default_factory=VendorSettings)
 

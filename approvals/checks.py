@@ -26,7 +26,7 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
             Error(
                 f"APPROVALS is invalid: {exc}",
                 id="approvals.E001",
-                hint="APPROVALS accepts RULES and REMEMBER_TTL; see approvals/conf.py.",
+                hint="See approvals/conf.py for the keys APPROVALS accepts.",
             )
         ]
     try:

@@ -59,7 +59,9 @@ class ApprovalPolicy:
             allowed = actor.ref == call.requester_ref
         else:
             allowed = bool(actor.roles & approver_roles(call.approver))
-        return allowed or (bool(actor.roles) and _escalated_to(actor, call))
+        # Only a call with a deadline can have been escalated (an escalation needs a ttl).
+        escalable = call.expires_at is not None and bool(actor.roles)
+        return allowed or (escalable and _escalated_to(actor, call))
 
     def recipients(self, call: ToolCall) -> list[str]:
         """Who is told that ``call`` waits: its requester, or the active users holding one of

@@ -61,3 +61,10 @@ if os.environ.get("AIRLOCK_TEST_WEBHOOK_URL"):
         ],
         "NOTIFICATION_BACKOFF": 0.2,
     }
+
+# A worker process a tracing test starts exports its spans to that test's file.
+if os.environ.get("AIRLOCK_TEST_SPANS_FILE"):
+    from tests.spans import export_to_file
+
+    export_to_file(os.environ["AIRLOCK_TEST_SPANS_FILE"])
+    AGENT["TRACING"] = True
