@@ -28,9 +28,10 @@ $(INSTALLED): requirements.txt requirements-dev.txt
 test: install ## Run the tests (PYTEST_ARGS="-k foo -x" to pass options)
 	$(BIN)/python scripts/devservices.py run -- $(BIN)/pytest $(PYTEST_ARGS)
 
-lint: install ## Check style with ruff (lint + formatting)
+lint: install ## Check style with ruff (lint + formatting) and layering with import-linter
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: install ## Reformat and autofix with ruff
 	$(BIN)/ruff format .
