@@ -70,12 +70,12 @@ def notify_after_commit(call: ToolCall, **options: Any) -> None:
     transaction.on_commit(queue)
 
 
-def schedule(delivery_id: int, *, delay: float = 0.0) -> None:
+def schedule(delivery_id: int) -> None:
     """Hand one delivery attempt to the durable task queue or the inline runner's pool."""
     if agent_settings().RUNNER == "durable":
         from ..tasks import deliver_notification
 
-        deliver_notification.apply_async((delivery_id,), countdown=delay)
+        deliver_notification.delay(delivery_id)
         return
     runner = get_runner()
     submit = runner.submit if isinstance(runner, InlineRunner) else _call
@@ -87,10 +87,7 @@ def schedule(delivery_id: int, *, delay: float = 0.0) -> None:
             submit_later.daemon = True
             submit_later.start()
 
-    if delay:
-        threading.Timer(delay, submit, args=(attempt_inline,)).start()
-    else:
-        submit(attempt_inline)
+    submit(attempt_inline)
 
 
 def attempt(delivery_id: int) -> float | None:
