@@ -25,6 +25,8 @@ from tests.processes import MANAGE, ROOT, django_env
 FRAN = Actor(ref="user:fran", roles=frozenset({"finance"}))
 FINN = Actor(ref="user:finn", roles=frozenset({"finance"}))
 LEA = Actor(ref="user:lea", roles=frozenset({"legal"}))
+# A guard against a hung child, not a timing assertion: four Django processes start at once.
+GUARD = 300
 TWO_FINANCE = {"RULES": {"issue_refund": {"approver": "finance", "quorum": 2}}}
 
 
@@ -183,7 +185,7 @@ def test_concurrent_approvals_on_separate_processes_each_count_once(shop, sync_r
         )
         for name in ["fran", "finn", "fran", "finn"]
     ]
-    outputs = [p.communicate(timeout=60) for p in procs]
+    outputs = [p.communicate(timeout=GUARD) for p in procs]
     assert all(p.returncode == 0 for p in procs), outputs
     outcomes = sorted(out.strip().rsplit(": ", 1)[1] for out, _ in outputs)
     assert outcomes == ["applied", "applied", "unchanged", "unchanged"]
@@ -198,7 +200,7 @@ def test_concurrent_approvals_on_separate_processes_each_count_once(shop, sync_r
             cwd=ROOT,
             env=django_env(),
             capture_output=True,
-            timeout=60,
+            timeout=GUARD,
             check=False,
         ).returncode
         == 0
