@@ -12,10 +12,10 @@ from django.test import override_settings
 from django.urls import reverse
 
 from agent_core.actors import actor_for_user
+from agent_core.exceptions import NotFound
 from agent_core.gate import get_gate
 from agent_core.models import CallStatus, StreamFrame, ToolCall
 from approvals import services as port
-from approvals.exceptions import NotApprover
 from approvals.models import DecisionAttempt, Escalation
 from approvals.rules import parse_rules
 from approvals.selectors import pending_for
@@ -89,7 +89,8 @@ def test_without_may_decide_the_role_is_told_but_may_not_decide(
         Escalation.objects.update(due_at=call.requested_at)  # due at once
         sweep(django_capture_on_commit_callbacks)
     assert len(mail.outbox) == 1
-    with pytest.raises(NotApprover):
+    # Told, not an approver: the call is not the manager's to see (404, not 403; issue 12).
+    with pytest.raises(NotFound):
         decide(port.approve, call.pk, actor=actor_for_user(manager))
     assert list(pending_for(actor_for_user(manager))) == []
 
