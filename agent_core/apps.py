@@ -13,6 +13,8 @@ class AgentCoreConfig(AppConfig):
 
         from . import checks  # noqa: F401  (registers the system checks)
         from .ids import IdConverter
+        from .tracing import connect
 
         # ``<airlock_id:run_id>`` in the API's and the console's URLs (see ids.IdConverter).
         register_converter(IdConverter, "airlock_id")
+        connect()

@@ -1,9 +1,10 @@
 """``with_airlock(app)``: the one line a project's Celery module adds for the durable runner.
 
-It routes the sweep to ``agent.llm`` (the durable runner sends each step task to the queue of
-the run's next step itself: ``AGENT["MODEL_QUEUE"]``, ``AGENT["TOOL_QUEUE"]`` or a tool's own
-``queue``, see ``agent_core.runner.queues``), keeps the project's own routes, takes one message
-at a time per worker process, and schedules the sweeper on beat every ``AGENT["SWEEP_SECONDS"]``.
+It routes the sweep to ``agent.llm`` and approvals' notification deliveries to ``agent.tool`` (the
+durable runner sends each step task to the queue of the run's next step itself:
+``AGENT["MODEL_QUEUE"]``, ``AGENT["TOOL_QUEUE"]`` or a tool's own ``queue``, see
+``agent_core.runner.queues``), keeps the project's own routes, takes one message at a time per
+worker process, and schedules the sweeper on beat every ``AGENT["SWEEP_SECONDS"]``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ if TYPE_CHECKING:
 # the project's Celery module imports it before Django is set up.
 STEP_TASK = "agent_core.advance_run"
 SWEEP_TASK = "agent_core.sweep"
-TASK_ROUTES = {SWEEP_TASK: {"queue": "agent.llm"}}
+NOTIFY_TASK = "approvals.deliver_notification"
+TASK_ROUTES = {
+    SWEEP_TASK: {"queue": "agent.llm"},
+    # approvals' notifications leave the system as a tool's side effects do (the default
+    # AGENT["TOOL_QUEUE"]); a project's own route for the task wins.
+    NOTIFY_TASK: {"queue": "agent.tool"},
+}
 
 
 def with_airlock(app: Celery) -> Celery:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from typing import Any
 
@@ -250,3 +251,20 @@ def check_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
             )
         )
     return errors
+
+
+@register()
+def check_tracing(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    try:
+        tracing = agent_settings().TRACING
+    except TypeError:
+        return []  # reported by check_agent_settings
+    if not tracing or importlib.util.find_spec("opentelemetry") is not None:
+        return []
+    return [
+        Error(
+            "AGENT['TRACING'] is on but opentelemetry is not installed",
+            id="agent_core.E012",
+            hint="pip install 'django-airlock[otel]' (and configure a tracer provider).",
+        )
+    ]

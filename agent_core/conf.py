@@ -98,6 +98,7 @@ class AgentSettings:
     API_PERMISSION_CLASSES: tuple[str, ...] = ("agent_core.api.actors.HasActor",)
     API_SCHEMA_CLASS: str = "agent_core.api.openapi.AutoSchema"
     API_EXCEPTION_HANDLER: str = "agent_core.api.errors.exception_handler"
+    TRACING: bool = False  # OpenTelemetry spans (agent_core.tracing; the ``otel`` extra)
     OPENAI: VendorSettings = field(default_factory=VendorSettings)
     ANTHROPIC: VendorSettings = field(default_factory=VendorSettings)
     # Conversation control (agent_core.idempotency, agent_core.quotas).

@@ -20,6 +20,7 @@ from .actors import Actor
 from .api.actors import request_actor
 from .api.base import authenticators
 from .api.errors import authenticate_header
+from .models import Run
 
 
 def resolve_actor(request: HttpRequest) -> Actor:
@@ -43,9 +44,13 @@ def _error(code: str, detail: str, status: int) -> JsonResponse:
     return JsonResponse({"code": code, "detail": detail}, status=status)
 
 
-@csrf_exempt  # it only reads (GET); any other method is a JSON 405, not a CSRF page
-async def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
-    """Replay the frames after the client's last id, then follow the run live."""
+async def attach(request: HttpRequest, run_id: str) -> tuple[Run, int] | JsonResponse:
+    """The run to follow and the frame to follow it after, or the JSON error that says why not
+    (405, 401, 404, 400): what every format of the stream checks first.
+
+    The views that call it are ``csrf_exempt``: they only read (GET), and any other method is
+    this JSON 405, not a CSRF page.
+    """
     if request.method != "GET":
         refused = _error("method_not_allowed", f'Method "{request.method}" not allowed.', 405)
         refused["Allow"] = "GET"
@@ -62,6 +67,16 @@ async def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
     after = parse_after(request.GET.get("after"), request.headers.get("Last-Event-ID"))
     if after is None:
         return _error("invalid", "after / Last-Event-ID must be a frame number (0 or more)", 400)
+    return run, after
+
+
+@csrf_exempt  # it only reads (GET); any other method is a JSON 405 (attach)
+async def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
+    """Replay the frames after the client's last id, then follow the run live."""
+    attached = await attach(request, run_id)
+    if not isinstance(attached, tuple):
+        return attached
+    run, after = attached
     response = StreamingHttpResponse(_events(live.follow(run, after)))
     response["Content-Type"] = "text/event-stream"
     response["Cache-Control"] = "no-cache"

@@ -15,6 +15,7 @@ from agent_core.api.errors import not_found
 from agent_core.conf import agent_settings
 
 from .conf import approvals_settings
+from .notify.backends import configured_backends
 from .policy import REQUESTER, ApprovalPolicy
 from .rules import parse_rules
 
@@ -33,14 +34,33 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
             Error(
                 f"APPROVALS is invalid: {exc}",
                 id="approvals.E001",
-                hint="APPROVALS accepts RULES, REMEMBER_TTL, REMEMBER_TTL_BY_TOOL and "
-                "MAX_EXTENSION (approvals/conf.py).",
+                hint="APPROVALS accepts RULES, REMEMBER_TTL, REMEMBER_TTL_BY_TOOL, MAX_EXTENSION, "
+                "the notification, quorum and escalation keys (approvals/conf.py).",
             )
         ]
     try:
         parse_rules(settings.RULES)
     except ImproperlyConfigured as exc:
         return [Error(str(exc), id="approvals.E002", hint="See approvals/rules.py for the format.")]
+    try:
+        backends = configured_backends()
+    except ImproperlyConfigured as exc:
+        return [
+            Error(
+                str(exc),
+                id="approvals.E005",
+                hint="NOTIFICATION_BACKENDS lists dotted paths or {'BACKEND', 'OPTIONS'} dicts; "
+                "see approvals/notify/backends.py.",
+            )
+        ]
+    if backends and not settings.BASE_URL:
+        return [
+            Warning(
+                "APPROVALS['BASE_URL'] is empty: notifications carry relative links",
+                id="approvals.W002",
+                hint="Set it to the site's absolute URL, e.g. 'https://airlock.example.com'.",
+            )
+        ]
     return []
 
 

@@ -1,4 +1,4 @@
-"""The ``APPROVALS`` settings dict: declarative approval rules and remembered-approval lifetime.
+"""The ``APPROVALS`` settings dict: approval rules, remembered-approval lifetime, notifications.
 
 Read through ``approvals_settings()`` (cached; ``override_settings(APPROVALS=...)`` clears it).
 """
@@ -28,6 +28,16 @@ class ApprovalsSettings:
     # tool name (or "*") -> how far past now an extension may move a deadline (seconds or
     # timedelta); a tool without an entry: the ttl the policy gives the call.
     MAX_EXTENSION: dict[str, float | timedelta] = field(default_factory=dict)
+    # Where approvers are told of a waiting call: dotted paths, or {"BACKEND": path, "OPTIONS":
+    # {...}} dicts (approvals/notify/backends.py). Empty: nobody is notified.
+    NOTIFICATION_BACKENDS: list[Any] = field(default_factory=list)
+    # Attempts per delivery (the first included) and the base of its exponential backoff (s).
+    NOTIFICATION_ATTEMPTS: int = 5
+    NOTIFICATION_BACKOFF: float = 2.0
+    # Absolute URL of the site, for the links in notifications (e.g. "https://airlock.example").
+    BASE_URL: str = ""
+    # How long a signed approve / reject link in a notification stays usable (seconds).
+    LINK_MAX_AGE: int = 24 * 3600
 
     @property
     def remember_ttl(self) -> timedelta | None:
@@ -69,6 +79,8 @@ def approvals_settings() -> ApprovalsSettings:
 def _reload(*, setting: str, **kwargs: Any) -> None:
     if setting == "APPROVALS":
         approvals_settings.cache_clear()
+        from .notify.backends import configured_backends
         from .rules import configured_rules
 
         configured_rules.cache_clear()
+        configured_backends.cache_clear()

@@ -9,13 +9,13 @@ from agent_core.gate import Verdict
 from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolSpec
 
-from . import services
+from . import escalation, quorum, services
 from .models import RememberedApproval
 from .policy import get_policy
 
 
 class ApprovalGate:
-    """Asks the policy, honours remembered approvals, and expires overdue requests.
+    """Asks the policy, honours remembered approvals, escalates and expires overdue requests.
 
     ``review`` runs inside the suspend transaction: its answer is stamped on the call and never
     re-derived, so a policy changed while the run waits does not re-decide the call.
@@ -25,7 +25,14 @@ class ApprovalGate:
         requirement = get_policy().requirement_for(tool, call.args, actor, thread)
         if not requirement.required:
             return Verdict(required=False)
-        if tool.rememberable:
+        approver = requirement.stored_approver
+        expires_at = timezone.now() + requirement.ttl if requirement.ttl else None
+        if requirement.escalate is not None and expires_at is not None:
+            escalation.stamp(call, requirement.escalate, expires_at)
+        if requirement.quorum > 1:
+            # A standing yes is one person's: it never stands in for several.
+            quorum.stamp(call, requirement)
+        elif tool.rememberable:
             grant = (
                 RememberedApproval.objects.active()
                 .filter(thread=thread, tool_name=tool.name)
@@ -35,11 +42,12 @@ class ApprovalGate:
             if grant is not None:
                 return Verdict(
                     required=True,
-                    approver=requirement.approver,
+                    approver=approver,
                     remembered_by_ref=grant.granted_by_ref,
                 )
-        expires_at = timezone.now() + requirement.ttl if requirement.ttl else None
-        return Verdict(required=True, approver=requirement.approver, expires_at=expires_at)
+        return Verdict(required=True, approver=approver, expires_at=expires_at)
 
     def expire_due(self) -> int:
+        """Escalate the requests whose escalation is due, then expire the overdue ones."""
+        escalation.escalate_due()
         return services.expire_due()

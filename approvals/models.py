@@ -1,4 +1,4 @@
-"""Remembered approvals and the append-only audit of every decision attempt."""
+"""Remembered approvals, quorums and their approvals, and the audit of every decision attempt."""
 
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ class Action(models.TextChoices):
     ANSWER = "answer"
     EXPIRE = "expire"
     EXTEND = "extend"
+    ESCALATE = "escalate"
     MARK_DONE = "mark_done"
     MARK_NOT_DONE = "mark_not_done"
     REVOKE = "revoke"
@@ -77,3 +78,120 @@ class DecisionAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.tool_call_id} by {self.actor_ref}: {self.outcome}"
+
+
+class Quorum(models.Model):
+    """The two-person rule (N of M) stamped on one call: ``needed`` distinct approvers.
+
+    Written in the suspend transaction only for calls that need more than one yes; the call's
+    ``approver`` says whose yes counts.
+    """
+
+    tool_call = models.OneToOneField(
+        ToolCall, primary_key=True, on_delete=models.CASCADE, related_name="quorum"
+    )
+    needed = models.PositiveSmallIntegerField()
+    requester_counts = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"{self.needed} approvals for {self.tool_call_id}"
+
+
+class Approval(models.Model):
+    """One person's yes towards a quorum, recorded as it comes."""
+
+    tool_call = models.ForeignKey(ToolCall, on_delete=models.CASCADE, related_name="approvals")
+    by_ref = models.CharField(max_length=200)
+    via = models.CharField(max_length=64)
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["tool_call", "by_ref"], name="approval_call_by_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.by_ref} approved {self.tool_call_id}"
+
+    def as_dict(self) -> dict[str, str]:
+        """``{by, at}`` as the API and the stream show it."""
+        return {"by": self.by_ref, "at": self.at.isoformat()}
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending"
+    SENT = "sent"
+    FAILED = "failed"
+
+
+class Delivery(models.Model):
+    """One notification to one channel (and, for email, one person), with how its sending went."""
+
+    tool_call = models.ForeignKey(ToolCall, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=32)  # approval-requested, approval-escalated
+    channel = models.CharField(max_length=64)  # the backend's name
+    recipient_ref = models.CharField(max_length=200, blank=True)  # blank: the channel as a whole
+    status = models.CharField(
+        max_length=8, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)  # the last attempt's
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        verbose_name_plural = "deliveries"
+
+    def __str__(self) -> str:
+        to = f" to {self.recipient_ref}" if self.recipient_ref else ""
+        return f"{self.event} of {self.tool_call_id} via {self.channel}{to}: {self.status}"
+
+
+class NotificationOptOut(models.Model):
+    """A person who asked not to be notified of waiting calls (they still see them in the inbox)."""
+
+    actor_ref = models.CharField(max_length=200, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.actor_ref} opted out of notifications"
+
+
+class LinkUse(models.Model):
+    """A signed decision link that has been used: the row makes every link single-use."""
+
+    nonce = models.CharField(max_length=64, unique=True)
+    tool_call_id = models.CharField(max_length=40)
+    actor_ref = models.CharField(max_length=200)
+    action = models.CharField(max_length=16, choices=Action.choices)
+    used_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"link {self.nonce} of {self.tool_call_id} used by {self.actor_ref}"
+
+
+class Escalation(models.Model):
+    """A policy's escalation stamped on one call: at ``due_at`` (some time before its deadline),
+    if it still waits, ``role`` is told and, with ``may_decide``, may decide it too."""
+
+    tool_call = models.OneToOneField(
+        ToolCall, primary_key=True, on_delete=models.CASCADE, related_name="escalation"
+    )
+    role = models.CharField(max_length=100)
+    may_decide = models.BooleanField(default=False)
+    due_at = models.DateTimeField()
+    escalated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["due_at"],
+                name="escalation_due",
+                condition=models.Q(escalated_at__isnull=True),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_call_id} escalates to {self.role} at {self.due_at}"

@@ -7,9 +7,11 @@ changing the policy while a run waits does not re-decide it.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.utils.module_loading import import_string
 
@@ -19,10 +21,18 @@ from agent_core.models import CallStatus, Thread, ToolCall
 from agent_core.tools import ToolSpec
 
 from .conf import approvals_settings
-from .requirement import REQUESTER, Requirement
+from .models import Escalation
+from .requirement import REQUESTER, ROLE_SEPARATOR, Escalate, Requirement, approver_roles
 from .rules import requirement_from_rules
 
-__all__ = ["REQUESTER", "ApprovalPolicy", "DefaultPolicy", "Requirement", "get_policy"]
+__all__ = [
+    "REQUESTER",
+    "ApprovalPolicy",
+    "DefaultPolicy",
+    "Escalate",
+    "Requirement",
+    "get_policy",
+]
 
 
 class ApprovalPolicy:
@@ -44,11 +54,23 @@ class ApprovalPolicy:
         """Requester approvals belong to the thread's owner; role approvals to the role holders.
 
         A call that needed nobody's yes (no approver) is its requester's to decide should it go
-        in doubt: someone must be able to mark it done or not done.
+        in doubt: someone must be able to mark it done or not done. A call escalated to a role
+        with ``may_decide`` is that role's to decide too.
         """
         if call.approver in (REQUESTER, ""):
-            return actor.ref == call.requester_ref
-        return actor.has_role(call.approver)
+            allowed = actor.ref == call.requester_ref
+        else:
+            allowed = bool(actor.roles & approver_roles(call.approver))
+        # Only a call with a deadline can have been escalated (an escalation needs a ttl).
+        escalable = call.expires_at is not None and bool(actor.roles)
+        return allowed or (escalable and _escalated_to(actor, call))
+
+    def recipients(self, call: ToolCall) -> list[str]:
+        """Who is told that ``call`` waits: its requester, or the active users holding one of
+        its approver roles (Django groups), as actor refs."""
+        if call.approver in (REQUESTER, ""):
+            return [call.requester_ref] if call.requester_ref else []
+        return role_members(approver_roles(call.approver))
 
     def max_extension(
         self, tool: ToolSpec, call: ToolCall, *, ttl: timedelta | None
@@ -69,11 +91,35 @@ class ApprovalPolicy:
     def decidable(self, actor: Actor) -> Q:
         """``can_decide`` and ``can_answer`` as a filter on pending ``ToolCall`` rows."""
         pending_approval = Q(status=CallStatus.PENDING_APPROVAL)
-        return (
+        roles = sorted(actor.roles - {REQUESTER})
+        cases = (
             (pending_approval & Q(approver=REQUESTER, requester_ref=actor.ref))
-            | (pending_approval & Q(approver__in=sorted(actor.roles - {REQUESTER})))
+            | (pending_approval & Q(approver__in=roles))
             | Q(status=CallStatus.PENDING_INPUT, requester_ref=actor.ref)
         )
+        if roles:
+            # Calls that several roles may approve store them joined ("legal|marketing").
+            sep = re.escape(ROLE_SEPARATOR)
+            alternatives = "|".join(re.escape(role) for role in roles)
+            cases |= pending_approval & Q(approver__regex=f"(^|{sep})({alternatives})({sep}|$)")
+            escalated = Escalation.objects.filter(
+                role__in=roles, may_decide=True, escalated_at__isnull=False
+            )
+            cases |= pending_approval & Q(pk__in=escalated.values("tool_call_id"))
+        return cases
+
+
+def role_members(roles: frozenset[str]) -> list[str]:
+    """The active users holding any of ``roles`` (Django groups), as actor refs."""
+    members = get_user_model().objects.filter(groups__name__in=roles, is_active=True)
+    return [f"user:{pk}" for pk in members.distinct().order_by("pk").values_list("pk", flat=True)]
+
+
+def _escalated_to(actor: Actor, call: ToolCall) -> bool:
+    """Whether ``call`` was escalated to one of ``actor``'s roles, with the power to decide."""
+    return Escalation.objects.filter(
+        tool_call_id=call.pk, role__in=actor.roles, may_decide=True, escalated_at__isnull=False
+    ).exists()
 
 
 class RulesPolicy(ApprovalPolicy):

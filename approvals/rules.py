@@ -15,10 +15,14 @@ or a list of rules; the first rule whose ``when`` holds for the call's args deci
     }
 
 A rule's keys: ``when`` (conditions, all must hold; none: always), ``required`` (default True),
-``approver`` (``"requester"`` or a role name; default ``"requester"``), ``ttl`` (seconds or a
-``timedelta``; default none). A condition is ``<arg>`` or ``<arg>__<op>`` with op one of
-``eq ne gt gte lt lte in``; a missing arg never matches. Numbers compare as decimals, so
-``{"amount__gt": 100}`` also holds for the string ``"150.00"`` a Decimal argument is stored as.
+``approver`` (``"requester"``, a role name, or a list of role names; default ``"requester"``),
+``ttl`` (seconds or a ``timedelta``; default none), ``quorum`` (distinct approvers needed;
+default 1), ``requester_counts`` (whether the requester may be one of them; default False) and
+``escalate`` (``{"to": role, "before": seconds, "may_decide": bool}``: tell ``role`` if the call
+still waits ``before`` its deadline; needs a ``ttl``).
+A condition is ``<arg>`` or ``<arg>__<op>`` with op one of ``eq ne gt gte lt lte in``; a missing
+arg never matches. Numbers compare as decimals, so ``{"amount__gt": 100}`` also holds for the
+string ``"150.00"`` a Decimal argument is stored as.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from .conf import approvals_settings, to_timedelta
-from .requirement import REQUESTER, Requirement
+from .requirement import REQUESTER, Escalate, Requirement
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "eq": operator.eq,
@@ -44,7 +48,10 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "lte": operator.le,
     "in": lambda value, options: value in options,
 }
-_RULE_KEYS = frozenset({"when", "required", "approver", "ttl"})
+_RULE_KEYS = frozenset(
+    {"when", "required", "approver", "ttl", "quorum", "requester_counts", "escalate"}
+)
+_ESCALATE_KEYS = frozenset({"to", "before", "may_decide"})
 _MISSING = object()
 
 
@@ -117,19 +124,57 @@ def _rule(where: str, spec: Any) -> Rule:
     approver = spec.get("approver", REQUESTER)
     if not isinstance(required, bool):
         raise ImproperlyConfigured(f"{where}['required'] must be True or False")
-    if not isinstance(approver, str) or not approver:
-        raise ImproperlyConfigured(f"{where}['approver'] must be 'requester' or a role name")
+    if isinstance(approver, list | tuple):
+        approver = tuple(approver)
+    if not isinstance(approver, str | tuple) or not approver:
+        raise ImproperlyConfigured(
+            f"{where}['approver'] must be 'requester', a role name or a list of role names"
+        )
+    requester_counts = spec.get("requester_counts", False)
+    if not isinstance(requester_counts, bool):
+        raise ImproperlyConfigured(f"{where}['requester_counts'] must be True or False")
     try:
         ttl = to_timedelta(spec.get("ttl"), key=f"{where}['ttl']")
     except ValueError as exc:
         raise ImproperlyConfigured(str(exc)) from exc
+    escalate = _escalate(where, spec.get("escalate"))
+    try:
+        requirement = Requirement(
+            required=required,
+            approver=approver,
+            ttl=ttl,
+            quorum=spec.get("quorum", 1),
+            requester_counts=requester_counts,
+            escalate=escalate,
+        )
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{where}: {exc}") from exc
     when = spec.get("when", {})
     if not isinstance(when, dict):
         raise ImproperlyConfigured(f"{where}['when'] must be a dict of conditions")
     return Rule(
         when=tuple(_condition(where, key, operand) for key, operand in when.items()),
-        requirement=Requirement(required=required, approver=approver, ttl=ttl),
+        requirement=requirement,
     )
+
+
+def _escalate(where: str, spec: Any) -> Escalate | None:
+    if spec is None:
+        return None
+    if not isinstance(spec, dict) or set(spec) - _ESCALATE_KEYS or "to" not in spec:
+        raise ImproperlyConfigured(
+            f"{where}['escalate'] must be a dict of 'to' (a role), 'before' and 'may_decide'"
+        )
+    may_decide = spec.get("may_decide", False)
+    if not isinstance(spec["to"], str) or not isinstance(may_decide, bool):
+        raise ImproperlyConfigured(f"{where}['escalate']: 'to' is a role name, 'may_decide' a bool")
+    try:
+        before = to_timedelta(spec.get("before"), key=f"{where}['escalate']['before']")
+    except ValueError as exc:
+        raise ImproperlyConfigured(str(exc)) from exc
+    if before is None:
+        raise ImproperlyConfigured(f"{where}['escalate'] needs 'before' (seconds or a timedelta)")
+    return Escalate(role=spec["to"], before=before, may_decide=may_decide)
 
 
 def _condition(where: str, key: str, operand: Any) -> Condition:

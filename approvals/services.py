@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -20,7 +19,6 @@ from django.utils import timezone
 from agent_core import services as core
 from agent_core.actors import SYSTEM, Actor
 from agent_core.agents import get_agent
-from agent_core.api.permissions import visible_threads
 from agent_core.conf import agent_settings
 from agent_core.exceptions import (
     AgentCoreError,
@@ -32,7 +30,7 @@ from agent_core.exceptions import (
 )
 from agent_core.models import CallStatus, Run, ToolCall
 
-from . import guards
+from . import guards, quorum
 from .conf import approvals_settings
 from .exceptions import ApprovalExpired, InvalidDecision, NotApprover
 from .models import Action, DecisionAttempt, RememberedApproval
@@ -74,10 +72,14 @@ def approve(
     tools only) until the grant expires (``APPROVALS["REMEMBER_TTL"]``) or is revoked.
     """
 
-    def apply(run: Run, call: ToolCall) -> Outcome:
-        return _settle(run, call, CallStatus.APPROVED, actor, via, remember=remember, args=args)
+    notes: list[str] = []  # where a quorum's count stands, for the audit
 
-    return _attempt(tool_call_id, Action.APPROVE, actor, via, apply)
+    def apply(run: Run, call: ToolCall) -> Outcome:
+        return _settle(
+            run, call, CallStatus.APPROVED, actor, via, remember=remember, args=args, notes=notes
+        )
+
+    return _attempt(tool_call_id, Action.APPROVE, actor, via, apply, detail=lambda: "".join(notes))
 
 
 def reject(tool_call_id: str, *, actor: Actor, reason: str = "", via: str = "web") -> Outcome:
@@ -100,102 +102,6 @@ def answer(tool_call_id: str, *, actor: Actor, answer: Any, via: str = "web") ->
         return json.dumps(answer, ensure_ascii=False, default=str)
 
     return _attempt(tool_call_id, Action.ANSWER, actor, via, apply, detail=answered)
-
-
-def extend(
-    tool_call_id: str,
-    *,
-    actor: Actor,
-    ttl: timedelta | None = None,
-    expires_at: datetime | None = None,
-    via: str = "web",
-) -> datetime:
-    """Give a pending request a later deadline (``ttl`` from now, or ``expires_at``); audited.
-
-    Only someone who may decide the call may extend it, at most the policy's ``max_extension``
-    past now (default: the ttl the policy gives the call); a request already past its deadline
-    expires instead (410).
-    """
-    if (ttl is None) == (expires_at is None):
-        raise InvalidDecision("give either ttl or expires_at")
-    result: list[datetime] = []
-    previous: list[datetime] = []
-
-    def apply(run: Run, call: ToolCall) -> Outcome:
-        if not get_policy().can_decide(actor, call):
-            raise NotApprover()
-        if call.status != CallStatus.PENDING_APPROVAL:
-            raise _conflict(run, call)
-        _check_deadline(run, call)
-        if call.expires_at is None:
-            raise InvalidDecision("this request has no deadline to extend")
-        now = timezone.now()
-        deadline = expires_at if expires_at is not None else now + (ttl or timedelta())
-        if deadline <= call.expires_at:
-            raise InvalidDecision(f"the new deadline must be after {call.expires_at.isoformat()}")
-        limit = guards.extension_limit(run, call)
-        if deadline > now + limit:
-            raise InvalidDecision(f"a deadline may be moved at most {limit} past now")
-        previous.append(call.expires_at)
-        core.extend_approval(run, call, expires_at=deadline)
-        result.append(deadline)
-        return Outcome.APPLIED
-
-    def audit_detail() -> str:
-        return f"expires_at {previous[0].isoformat()} -> {result[0].isoformat()}" if result else ""
-
-    _attempt(tool_call_id, Action.EXTEND, actor, via, apply, detail=audit_detail)
-    return result[0]
-
-
-def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
-    """Revoke a remembered approval: later calls of its tool in its thread ask again; audited.
-
-    The thread's owner, the grant's granter and operators (``AGENT["OPERATOR_ROLE"]``) may.
-    """
-    guards.check_via(via)
-    with transaction.atomic():
-        grant = (
-            RememberedApproval.objects.select_for_update()
-            .select_related("thread")
-            .filter(pk=remembered_id)
-            .first()
-        )
-        refusal: AgentCoreError | None = None
-        outcome: Outcome | None = None
-        if grant is None:
-            refusal = NotFound(f"no remembered approval {remembered_id}")
-        elif actor.ref not in (grant.granted_by_ref, grant.thread.owner_ref) and not actor.has_role(
-            agent_settings().OPERATOR_ROLE
-        ):
-            # 403 for whoever sees the thread; to anyone else the grant is unknown (SPEC §7).
-            refusal = (
-                NotApprover("only the thread's owner, the granter or an operator may revoke")
-                if visible_threads(actor).filter(pk=grant.thread_id).exists()
-                else NotFound(f"no remembered approval {remembered_id}")
-            )
-        elif grant.revoked_at is not None:
-            outcome = Outcome.UNCHANGED
-        else:
-            RememberedApproval.objects.filter(pk=grant.pk, revoked_at__isnull=True).update(
-                revoked_at=timezone.now(), revoked_by_ref=actor.ref
-            )
-            outcome = Outcome.APPLIED
-        DecisionAttempt.objects.create(
-            tool_call_id=grant.source_tool_call_id or "" if grant else "",
-            thread_id=grant.thread_id if grant else "",
-            tool_name=grant.tool_name if grant else "",
-            action=Action.REVOKE,
-            actor_ref=actor.ref,
-            via=via,
-            outcome=outcome.value if outcome else refusal.code if refusal else "",
-            detail=f"remembered approval {remembered_id}"
-            + (f": {refusal.message}" if refusal else ""),
-        )
-    if refusal is not None:
-        raise refusal
-    assert outcome is not None
-    return outcome
 
 
 def mark_done(
@@ -289,6 +195,7 @@ def _settle(
     remember: bool = False,
     reason: str = "",
     args: dict[str, Any] | None = None,
+    notes: list[str] | None = None,
 ) -> Outcome:
     if call.kind == "human":
         raise InvalidDecision("this call asks a question: answer it instead")
@@ -305,6 +212,12 @@ def _settle(
     if args is not None:
         args = _validated(tool.validate_args, args, "the edited arguments")
         guards.check_edit(run, call, tool, args)
+    if wanted == CallStatus.APPROVED:
+        tally = quorum.vote(run, call, actor, via, remember=remember, args=args)
+        if notes is not None and tally.note:
+            notes.append(tally.note)
+        if tally.vote != quorum.Vote.COMPLETE:
+            return Outcome.UNCHANGED if tally.vote == quorum.Vote.REPEATED else Outcome.APPLIED
     core.settle_approval(
         run,
         call,

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from agent_core.models import Message, Run, Step, StreamFrame, Thread, ToolCall
-from approvals.models import DecisionAttempt, RememberedApproval
+from approvals.models import DecisionAttempt, Delivery, NotificationOptOut, RememberedApproval
 
 from .access import may_browse_admin
 
@@ -129,3 +129,16 @@ class RememberedApprovalAdmin(ReadOnlyAdmin):
     list_display = ("thread", "tool_name", "granted_by_ref", "created_at", "revoked_at")
     list_filter = ("tool_name",)
     search_fields = ("thread__id", "granted_by_ref")
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "event", "channel", "recipient_ref", "status", "attempts")
+    list_filter = ("status", "channel", "event")
+    search_fields = ("tool_call__id", "recipient_ref")
+
+
+@admin.register(NotificationOptOut)
+class NotificationOptOutAdmin(admin.ModelAdmin):
+    list_display = ("actor_ref", "created_at")
+    search_fields = ("actor_ref",)

@@ -17,7 +17,9 @@ from agent_core.agents import get_agent
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import CallStatus, Message, Role, ToolCall
 from agent_core.tools import ToolSpec
+from approvals import escalation, quorum
 from approvals.conf import approvals_settings
+from approvals.models import Approval
 from approvals.policy import get_policy
 
 from .forms import EditArgsForm, ExtendForm, RejectForm
@@ -44,6 +46,9 @@ class Card:
     edit_form: forms.Form | None = None
     reject_form: forms.Form | None = None
     extend_form: forms.Form | None = None
+    approvals_needed: int = 1  # distinct approvers the call needs (its quorum)
+    approvals: list[Approval] = field(default_factory=list)  # given so far
+    escalated_to: str = ""  # the role the call was escalated to, once it was
     error: str = ""  # why the viewer's last action on this card was refused
     errors: list[str] = field(default_factory=list)  # field-level details of that refusal
 
@@ -108,6 +113,8 @@ def card_for(actor: Actor, call: ToolCall, *, data: Any = None, form: str = "") 
     what the viewer typed, with its errors."""
     tool = _tool_of(call)
     card = Card(call=call, may_decide=may_decide(actor, call), tool=tool)
+    card.approvals_needed, card.approvals = quorum.standing(call)
+    card.escalated_to = escalation.escalated_to(call) if call.expires_at else ""
     if not card.may_decide:
         return card
     if card.is_question:

@@ -20,8 +20,8 @@ MOVES_MONEY = frozenset({"issue_refund"})
 
 
 class DemoPolicy(ApprovalPolicy):
-    """Refunds: finance, 15 minutes (small ones free); campaigns: marketing; purges: requester.
-    Money moves only with a yes each time: refunds are never remembered."""
+    """Refunds: finance, 15 minutes (small ones free); campaigns: two people from marketing;
+    purges: the requester. Money moves only with a yes each time: refunds are never remembered."""
 
     def requirement_for(
         self, tool: ToolSpec, args: dict[str, Any], actor: Actor, thread: Thread
@@ -32,7 +32,7 @@ class DemoPolicy(ApprovalPolicy):
                     return Requirement(required=False)
                 return Requirement(approver="finance", ttl=REFUND_TTL)
             case "send_campaign":
-                return Requirement(approver="marketing")
+                return Requirement(approver="marketing", quorum=2)  # the two-person rule
             case "purge_cache":
                 return Requirement(approver=REQUESTER)
         return Requirement()

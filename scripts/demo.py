@@ -49,6 +49,7 @@ DEMO_LOGINS: Final = (
     DemoLogin("requester", "alice", "demo"),
     DemoLogin("finance approver", "fran", "demo"),
     DemoLogin("operator", "otto", "demo"),
+    DemoLogin("second marketer", "mia", "demo"),
 )
 
 

@@ -14,6 +14,8 @@ rule for every surface.
 
 from __future__ import annotations
 
+import re
+
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from ..actors import Actor
@@ -34,7 +36,12 @@ def is_operator(actor: Actor) -> bool:
 
 def _approves(actor: Actor, **on: OuterRef) -> Exists:
     roles = sorted(actor.roles - {REQUESTER})
-    return Exists(ToolCall.objects.filter(approver__in=roles, **on))
+    approver = Q(approver__in=roles)
+    if roles:
+        # A call several roles may approve stores them joined by "|" ("legal|marketing").
+        alternatives = "|".join(re.escape(role) for role in roles)
+        approver |= Q(approver__regex=rf"(^|\|)({alternatives})(\||$)")
+    return Exists(ToolCall.objects.filter(approver, **on))
 
 
 def visible_threads(actor: Actor) -> QuerySet[Thread]:

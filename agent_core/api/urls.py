@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
-from .. import sse
+from .. import aisdk, sse
 from ..asgi import websocket_view
 from ..consumers import RunStreamConsumer
 from . import views
@@ -26,6 +26,7 @@ router.register("runs", views.RunViewSet, basename="run")
 urlpatterns = [
     path("chat", views.ChatView.as_view(), name="chat"),
     path("chat/<airlock_id:run_id>/stream", sse.stream_view, name="chat-stream"),
+    path("chat/<airlock_id:run_id>/ui-stream", aisdk.ui_stream_view, name="chat-ui-stream"),
     path("chat/<airlock_id:run_id>/ws", websocket_view(RunStreamConsumer), name="chat-ws"),
     path("chat/<airlock_id:run_id>/cancel", views.CancelView.as_view(), name="chat-cancel"),
     path("schema/", SchemaView.as_view(), name="schema"),

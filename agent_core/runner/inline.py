@@ -12,6 +12,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from django.db import close_old_connections
@@ -44,12 +45,16 @@ class InlineRunner:
             future: Future[None] = self._pool.submit(self._drive_in_thread, run_id)
             future.add_done_callback(_log_crash)
 
+    def submit(self, fn: Callable[[], object]) -> None:
+        """Run ``fn`` on this runner's pool (synchronously without one), with a fresh connection:
+        work that follows a commit without holding up the committing thread (notifications)."""
+        if self._pool is None:
+            fn()
+        else:
+            self._pool.submit(_with_connection, fn).add_done_callback(_log_crash)
+
     def _drive_in_thread(self, run_id: str) -> None:
-        close_old_connections()
-        try:
-            self.drive(run_id)
-        finally:
-            close_old_connections()
+        _with_connection(lambda: self.drive(run_id))
 
     def drive(self, run_id: str) -> None:
         """Take the run's lease (in the transaction that opens its first step) and take step after
@@ -113,6 +118,14 @@ class InlineRunner:
             except Exception:
                 logger.exception("inline runner maintenance failed; retrying")
             self._stop.wait(min(beat, settings.SWEEP_SECONDS))
+        close_old_connections()
+
+
+def _with_connection(fn: Callable[[], object]) -> None:
+    close_old_connections()
+    try:
+        fn()
+    finally:
         close_old_connections()
 
 

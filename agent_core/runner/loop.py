@@ -23,7 +23,7 @@ from typing import Any, TypeAlias
 import pydantic
 from django.db import transaction
 
-from .. import ids, jsonsafe, quotas, services, transcript
+from .. import ids, jsonsafe, quotas, services, tracing, transcript
 from ..actors import Actor
 from ..agents import Agent, get_agent
 from ..conf import agent_settings
@@ -198,6 +198,7 @@ def take_and_open(
 Opener: TypeAlias = Callable[[], Opened | Next | Elsewhere]
 
 
+@tracing.step
 def _take(
     lease: Lease, opened: Opened, abort: AbortSignal | None, go_on: Opener | None
 ) -> Opened | Next | Elsewhere:
@@ -343,7 +344,8 @@ def _call_model(
     response = ModelResponse()
     text = TextBuffer(lambda chunks: services.emit_text(lease, chunks))
     try:
-        for event in get_provider(agent.model_name).stream(request, abort=abort):
+        events = get_provider(agent.model_name).stream(request, abort=abort)
+        for event in tracing.model_call(events, run.pk, model=agent.model_name, response=response):
             response.add(event)
             if isinstance(event, TextDelta):
                 text.add(event.text)
@@ -463,7 +465,8 @@ def _apply_preflight(proposed: ProposedCall, check: Any) -> None:
 
 def _invoke(tool: ToolSpec, ctx: ToolContext, args: dict[str, Any]) -> tuple[Any, str | None]:
     try:
-        return tool(ctx, args), None
+        with tracing.tool_call(tool.name, tool.kind, ctx):
+            return tool(ctx, args), None
     except Exception as exc:
         logger.info("tool %s (%s) raised %r", tool.name, ctx.tool_call_id, exc)
         return None, f"{type(exc).__name__}: {exc}"
@@ -528,7 +531,7 @@ def _run_atomic(lease: Lease, tool: ToolSpec, ctx: ToolContext, call: ToolCall) 
     with transaction.atomic(savepoint=False):
         held = services.claim_call(lease, call.pk)
         try:
-            with transaction.atomic():
+            with transaction.atomic(), tracing.tool_call(tool.name, tool.kind, ctx):
                 result, error = tool(ctx, call.args), None
         except Exception as exc:
             result, error = None, f"{type(exc).__name__}: {exc}"

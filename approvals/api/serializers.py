@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agent_core.agents import get_agent
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import SYSTEM_VIAS, ToolCall
 
+from .. import quorum
 from ..models import RememberedApproval
 
 
@@ -80,13 +82,26 @@ class ExtendSerializer(_Decision):
         return attrs
 
 
+class ApprovalSerializer(serializers.Serializer[Any]):
+    """One person's yes towards a call's quorum."""
+
+    by = serializers.CharField(source="by_ref")
+    at = serializers.DateTimeField()
+
+
 class DecisionResultSerializer(serializers.Serializer[Any]):
-    """What a decision answers: the call's status now, and whether this request changed it."""
+    """What a decision answers: the call's status now, and whether this request changed it.
+
+    A call that needs several approvals also says how many (``approvals_needed``) and who gave
+    theirs so far (``approvals``), so a yes that leaves it pending reads "1 of 2".
+    """
 
     tool_call_id = serializers.CharField()
     status = serializers.CharField()
     outcome = serializers.ChoiceField(choices=["applied", "unchanged"])
     expires_at = serializers.DateTimeField(allow_null=True, required=False)
+    approvals = ApprovalSerializer(many=True, required=False)
+    approvals_needed = serializers.IntegerField(required=False)
 
 
 class PendingCallSerializer(serializers.ModelSerializer[ToolCall]):
@@ -96,6 +111,8 @@ class PendingCallSerializer(serializers.ModelSerializer[ToolCall]):
     agent = serializers.CharField(source="run.agent")
     requester = serializers.CharField(source="requester_ref")
     answer_schema = serializers.SerializerMethodField()
+    approvals = serializers.SerializerMethodField()
+    approvals_needed = serializers.SerializerMethodField()
 
     class Meta:
         model = ToolCall
@@ -114,7 +131,18 @@ class PendingCallSerializer(serializers.ModelSerializer[ToolCall]):
             "requested_at",
             "expires_at",
             "answer_schema",
+            "approvals",
+            "approvals_needed",
         ]
+
+    @extend_schema_field(ApprovalSerializer(many=True))
+    def get_approvals(self, call: ToolCall) -> list[dict[str, Any]]:
+        """The approvals given so far (load them with ``quorum.attach`` for a list)."""
+        return ApprovalSerializer(quorum.standing(call)[1], many=True).data  # type: ignore[return-value]
+
+    def get_approvals_needed(self, call: ToolCall) -> int:
+        """How many distinct approvers the call needs (1 unless its policy set a quorum)."""
+        return quorum.standing(call)[0]
 
     def get_answer_schema(self, call: ToolCall) -> dict[str, Any] | None:
         """A human tool's answer schema (read from the declared tool, not the database)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import views
+from . import links, notifications, views
 
 app_name = "approvals_api"
 
@@ -18,4 +18,10 @@ urlpatterns = [
     path("approvals/pending", views.PendingApprovalsView.as_view(), name="pending"),
     path("remembered", views.RememberedListView.as_view(), name="remembered"),
     path("remembered/<str:pk>", views.RememberedDetailView.as_view(), name="remembered-detail"),
+    path("links/<str:action>/<str:token>", links.link_page, name="link"),
+    path(
+        "notifications/preferences",
+        notifications.NotificationPreferencesView.as_view(),
+        name="notification-preferences",
+    ),
 ]

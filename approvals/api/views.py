@@ -16,7 +16,7 @@ from agent_core.api.base import AirlockAPIView, extend_schema
 from agent_core.api.throttles import DecisionThrottle
 from agent_core.models import ToolCall
 
-from .. import selectors, services
+from .. import amendments, quorum, selectors, services
 from ..models import RememberedApproval
 from .filters import MAX_LIMIT, PendingFilter, keyset_page, page_limit
 from .serializers import (
@@ -40,9 +40,12 @@ def _body(serializer_class: type[serializers.Serializer[Any]], request: Request)
 
 
 def _result(call_id: str, outcome: str) -> Response:
-    status, expires_at = ToolCall.objects.values_list("status", "expires_at").get(pk=call_id)
-    data = {"tool_call_id": call_id, "status": status, "outcome": outcome}
-    return Response(DecisionResultSerializer({**data, "expires_at": expires_at}).data)
+    call = ToolCall.objects.only("status", "expires_at", "requested_at").get(pk=call_id)
+    data: dict[str, Any] = {"tool_call_id": call_id, "status": call.status, "outcome": outcome}
+    needed, given = quorum.standing(call)
+    if needed > 1:
+        data.update(approvals=given, approvals_needed=needed)
+    return Response(DecisionResultSerializer({**data, "expires_at": call.expires_at}).data)
 
 
 class _DecisionView(AirlockAPIView):
@@ -114,7 +117,7 @@ class ExtendView(_DecisionView):
     def post(self, request: Request) -> Response:
         body = _body(ExtendSerializer, request)
         ttl = timedelta(seconds=body["ttl"]) if "ttl" in body else None
-        services.extend(
+        amendments.extend(
             body["tool_call_id"],
             actor=request_actor(request),
             ttl=ttl,
@@ -172,11 +175,12 @@ class PendingApprovalsView(AirlockAPIView):
     def get(self, request: Request) -> Response:
         params = request.query_params
         actor = request_actor(request)
-        filtered = PendingFilter(params, queryset=selectors.pending_calls())
+        filtered = PendingFilter(params, queryset=quorum.with_needed(selectors.pending_calls()))
         if not filtered.is_valid():
             raise serializers.ValidationError(filtered.errors)
         who = selectors.decidable_by(actor)
         rows, cursor = keyset_page(filtered.qs, who, params.get("cursor"), page_limit(params))
+        quorum.attach(rows)
         next_url = None
         if cursor is not None:
             query = params.copy()
@@ -224,5 +228,5 @@ class RememberedDetailView(AirlockAPIView):
     @extend_schema(responses={204: None})
     def delete(self, request: Request, pk: str) -> Response:
         self._grant(request, pk)  # 404 for grants the actor may not see
-        services.revoke(int(pk), actor=request_actor(request), via="api")
+        amendments.revoke(int(pk), actor=request_actor(request), via="api")
         return Response(status=204)

@@ -10,7 +10,7 @@ DEBUG = os.environ.get("DEBUG", "1") == "1"
 SECRET_KEY = SECRET_KEY or "dev-only-not-secret"  # noqa: F405
 
 # The demo's approval policy: refunds need finance (15 minutes; under 20 free), campaigns need
-# marketing, cache purges the requester (rememberable). Tests keep the default policy.
+# two marketing approvals, cache purges the requester (rememberable). Tests keep the default policy.
 # The API accepts a signed-in user or, for the README's curl examples, the X-Actor-* headers.
 AGENT = {
     **AGENT,  # noqa: F405
@@ -18,9 +18,15 @@ AGENT = {
     "ACTOR_RESOLVER": "agent_core.actors.DevelopmentResolver",
 }
 
-# An approver may push a refund's 15-minute deadline at most an hour past now (default: the
-# policy's ttl again).
-APPROVALS = {"MAX_EXTENSION": {"issue_refund": 3600}}
+# Approvers are notified by email; the demo's emails are printed on the terminal of `make demo`.
+EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+APPROVALS = {
+    # An approver may push a refund's 15-minute deadline at most an hour past now (default: the
+    # policy's ttl again).
+    "MAX_EXTENSION": {"issue_refund": 3600},
+    "NOTIFICATION_BACKENDS": ["approvals.notify.backends.EmailBackend"],
+    "BASE_URL": os.environ.get("AIRLOCK_BASE_URL", "http://127.0.0.1:8000"),
+}
 
 # With an OpenAI-compatible endpoint configured, the demo agent talks to a real model.
 if os.environ.get("OPENAI_BASE_URL"):

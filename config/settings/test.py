@@ -60,4 +60,25 @@ if os.environ.get("AIRLOCK_TEST_QUOTAS"):
 AGENT = _agent
 # The browser tests extend deadlines with the console's steps (up to a day); the tests of the
 # extension bound set APPROVALS themselves.
-APPROVALS = {"MAX_EXTENSION": {"*": 86400}}
+APPROVALS: dict[str, Any] = {"MAX_EXTENSION": {"*": 86400}}
+
+# A worker process a notification test starts delivers to that test's local webhook receiver.
+if os.environ.get("AIRLOCK_TEST_WEBHOOK_URL"):
+    APPROVALS = {
+        **APPROVALS,
+        "RULES": {"issue_refund": {"approver": "finance"}},
+        "NOTIFICATION_BACKENDS": [
+            {
+                "BACKEND": "approvals.notify.backends.WebhookBackend",
+                "OPTIONS": {"URL": os.environ["AIRLOCK_TEST_WEBHOOK_URL"], "SECRET": "whsec-test"},
+            }
+        ],
+        "NOTIFICATION_BACKOFF": 0.2,
+    }
+
+# A worker process a tracing test starts exports its spans to that test's file.
+if os.environ.get("AIRLOCK_TEST_SPANS_FILE"):
+    from tests.spans import export_to_file
+
+    export_to_file(os.environ["AIRLOCK_TEST_SPANS_FILE"])
+    AGENT["TRACING"] = True

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST
 from agent_core.actors import Actor
 from agent_core.exceptions import AgentCoreError, AlreadyAnswered, AlreadyDecided, RunNotActive
 from agent_core.models import CALL_PENDING, ToolCall
+from approvals import amendments, escalation, quorum
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired, EditNeedsApprover, InvalidDecision, NotApprover
 
@@ -67,7 +68,9 @@ def _inbox_context(request: HttpRequest) -> dict[str, Any]:
     pending = ToolCall.objects.filter(status__in=CALL_PENDING).select_related(
         "run", "thread", "message"
     )
-    cards = [card_for(actor, call) for call in _filtered(pending, filters)]
+    calls = list(_filtered(escalation.with_escalation(quorum.with_needed(pending)), filters))
+    quorum.attach(calls)
+    cards = [card_for(actor, call) for call in calls]
     return {
         "filter_form": form,
         "yours": [c for c in cards if c.may_decide],
@@ -173,7 +176,7 @@ def extend(request: HttpRequest, call_id: str) -> HttpResponse:
         request,
         call_id,
         "extend",
-        lambda call: port.extend(
+        lambda call: amendments.extend(
             call.pk,
             actor=actor_of(request),
             expires_at=(call.expires_at or timezone.now()) + form.step,

@@ -1,6 +1,6 @@
 """Remembered approvals the viewer may see (on their threads, or granted by them), and Revoke.
 
-Revoking goes through the approval port (``approvals.services.revoke``, ``via="console"``),
+Revoking goes through the approval port (``approvals.amendments.revoke``, ``via="console"``),
 which lets only the thread's owner, the granter or an operator revoke and audits every attempt.
 """
 
@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from agent_core.exceptions import AgentCoreError, NotFound
-from approvals import services as port
+from approvals import amendments
 from approvals.exceptions import NotApprover
 from approvals.models import RememberedApproval
 from approvals.selectors import remembered_for
@@ -50,12 +50,12 @@ def revoke(request: HttpRequest, grant_id: int) -> HttpResponse:
     """Revoke a remembered approval: later calls of its tool in its thread ask again."""
     show_all = request.POST.get("all") == "1"
     try:
-        outcome = port.revoke(grant_id, actor=actor_of(request), via=VIA)
+        outcome = amendments.revoke(grant_id, actor=actor_of(request), via=VIA)
     except AgentCoreError as exc:
         status = 404 if isinstance(exc, NotFound) else 403 if isinstance(exc, NotApprover) else 400
         return _page(request, show_all=show_all, error=exc.message, failed=grant_id, status=status)
     grant = RememberedApproval.objects.get(pk=grant_id)
-    if outcome == port.Outcome.UNCHANGED:
+    if outcome == amendments.Outcome.UNCHANGED:
         messages.info(request, f"{grant.tool_name} in this thread was already revoked.")
     else:
         messages.success(

@@ -299,6 +299,8 @@ def test_the_inbox_lists_what_the_actor_may_decide_across_threads(turn, people):
         "requested_at": row["requested_at"],
         "expires_at": None,
         "answer_schema": None,
+        "approvals": [],
+        "approvals_needed": 1,
     }
     q = get(alice, "/agent/approvals/pending", tool="ask_user")[1]["results"][0]
     assert q["answer_schema"]["required"] == ["answer"]

@@ -14,6 +14,7 @@ from agent_core.actors import Actor
 from agent_core.exceptions import AlreadyDecided, NotFound
 from agent_core.models import CallStatus, Message, RunStatus, StreamFrame, ToolCall
 from agent_core.runner import sweep
+from approvals import amendments
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
 from approvals.models import Action, DecisionAttempt, RememberedApproval
@@ -200,10 +201,10 @@ def test_an_approver_extends_the_deadline_and_it_is_audited(turn, decide):
     before = call.expires_at
     assert before is not None
     with pytest.raises(NotFound):
-        port.extend(call.pk, actor=BOB, ttl=timedelta(hours=2))
+        amendments.extend(call.pk, actor=BOB, ttl=timedelta(hours=2))
     with pytest.raises(InvalidDecision):
-        port.extend(call.pk, actor=ALICE, expires_at=before - timedelta(seconds=5))
-    new = port.extend(call.pk, actor=ALICE, ttl=timedelta(hours=2), via="console")
+        amendments.extend(call.pk, actor=ALICE, expires_at=before - timedelta(seconds=5))
+    new = amendments.extend(call.pk, actor=ALICE, ttl=timedelta(hours=2), via="console")
     call.refresh_from_db()
     assert call.expires_at == new and new > before + timedelta(minutes=30)
     frame = StreamFrame.objects.get(run=run, kind="approval-extended").data
@@ -214,7 +215,7 @@ def test_an_approver_extends_the_deadline_and_it_is_audited(turn, decide):
     assert extend[-1].via == "console"
     pass_deadline(call)
     with pytest.raises(ApprovalExpired):
-        port.extend(call.pk, actor=ALICE, ttl=timedelta(hours=2))
+        amendments.extend(call.pk, actor=ALICE, ttl=timedelta(hours=2))
     call.refresh_from_db()
     assert call.status == CallStatus.EXPIRED
 
@@ -228,9 +229,9 @@ def test_an_extension_is_bounded_by_the_policys_ttl_and_the_refusal_audited(turn
     far = timezone.now().replace(year=9999)
     for kwargs in ({"expires_at": far}, {"ttl": timedelta(hours=2)}):
         with pytest.raises(InvalidDecision, match="at most 0:01:00 past now"):
-            port.extend(call.pk, actor=ALICE, **kwargs)
+            amendments.extend(call.pk, actor=ALICE, **kwargs)
     ToolCall.objects.filter(pk=call.pk).update(expires_at=timezone.now() + timedelta(seconds=5))
-    new = port.extend(call.pk, actor=ALICE, ttl=timedelta(seconds=55))  # renewed within 60 s
+    new = amendments.extend(call.pk, actor=ALICE, ttl=timedelta(seconds=55))  # renewed within 60 s
     call.refresh_from_db()
     assert call.expires_at == new
     outcomes = DecisionAttempt.objects.filter(action=Action.EXTEND).order_by("id")
@@ -240,7 +241,7 @@ def test_an_extension_is_bounded_by_the_policys_ttl_and_the_refusal_audited(turn
 def test_a_request_without_a_deadline_cannot_be_extended(turn):
     [call] = calls_of(turn(refund(10)))
     with pytest.raises(InvalidDecision):
-        port.extend(call.pk, actor=ALICE, ttl=timedelta(hours=1))
+        amendments.extend(call.pk, actor=ALICE, ttl=timedelta(hours=1))
 
 
 # --- remember ------------------------------------------------------------------------------------
@@ -292,11 +293,11 @@ def test_a_revoked_grant_asks_again(turn, decide):
     decide(port.approve, calls_of(first)[0].pk, actor=ALICE, remember=True)
     grant = RememberedApproval.objects.get()
     with pytest.raises(NotFound):
-        port.revoke(grant.pk, actor=BOB)
-    assert port.revoke(grant.pk, actor=ALICE) == port.Outcome.APPLIED
-    assert port.revoke(grant.pk, actor=ALICE) == port.Outcome.UNCHANGED
+        amendments.revoke(grant.pk, actor=BOB)
+    assert amendments.revoke(grant.pk, actor=ALICE) == port.Outcome.APPLIED
+    assert amendments.revoke(grant.pk, actor=ALICE) == port.Outcome.UNCHANGED
     with pytest.raises(NotFound):
-        port.revoke(grant.pk + 1000, actor=ALICE)
+        amendments.revoke(grant.pk + 1000, actor=ALICE)
     second = turn(refund(11), thread_id=first.thread_id)
     assert calls_of(second)[0].status == CallStatus.PENDING_APPROVAL
     revokes = DecisionAttempt.objects.filter(action=Action.REVOKE).order_by("id")

@@ -61,6 +61,7 @@ def test_a_campaign_needs_marketing_and_shows_the_audience(turn):
     run = turn('/call send_campaign {"campaign_id": "spring-sale"}')
     [call] = calls_of(run)
     assert call.status == CallStatus.PENDING_APPROVAL and call.approver == "marketing"
+    assert call.quorum.needed == 2  # the two-person rule
     assert call.expires_at is None
     assert call.confirmation == "Email “Spring sale” to 40,000 people."
 

@@ -13,10 +13,12 @@ from demo.models import Campaign, Customer, Order
 
 PASSWORD = "demo"
 USERS = [
-    # username, groups, staff: a requester, a finance approver, an operator who also does marketing
+    # username, groups, staff: a requester, a finance approver, an operator who also does marketing,
+    # and a second marketer (a campaign needs two marketing approvals)
     ("alice", [], False),
     ("fran", ["finance"], True),
     ("otto", ["operator", "marketing"], True),
+    ("mia", ["marketing"], True),
 ]
 CUSTOMERS = [
     # email, name, city, vip, opted in to marketing
@@ -52,6 +54,9 @@ class Command(BaseCommand):
             if created:
                 user.set_password(PASSWORD)
             user.is_staff = staff
+            user.email = (
+                f"{username}@airlock.example"  # the demo's notifications go to the terminal
+            )
             user.save()
             user.groups.set(Group.objects.get_or_create(name=g)[0] for g in groups)
         for email, name, city, vip, opt_in in CUSTOMERS:

@@ -1,0 +1,160 @@
+"""A run's stream in the Vercel AI SDK's UI message stream protocol (``useChat``'s data stream).
+
+``GET /agent/chat/<run_id>/ui-stream`` serves the same frames as ``…/stream`` (SPEC §9),
+translated chunk by chunk: text as ``text-start`` / ``text-delta`` / ``text-end``, steps as
+``start-step`` / ``finish-step``, tool calls as ``tool-input-available`` and
+``tool-output-available`` / ``tool-output-error`` / ``tool-output-denied``, a cancel as ``abort``,
+the end as ``finish`` then ``data: [DONE]``. What the protocol has no chunk for arrives as data
+parts: one ``data-approval`` part per call (``id`` = the call's id, so later events replace it in
+the message: requested, progress, escalated, extended, settled) and ``data-<kind>`` for the rest
+(``input-requested``, ``delegated``, ``tool-in-doubt``). The last chunk of each frame carries the
+frame's number as its SSE ``id``, so a client resumes exactly as on the native stream
+(``Last-Event-ID`` or ``?after=n``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from . import live, sse
+
+HEADER = "x-vercel-ai-ui-message-stream"
+Chunk = dict[str, Any]
+
+_APPROVAL_EVENTS = frozenset(
+    {
+        "approval-requested",
+        "approval-progress",
+        "approval-escalated",
+        "approval-extended",
+        "approval-settled",
+    }
+)
+
+
+class Translator:
+    """Turns one attach's events into UI message chunks, keeping the open text block."""
+
+    def __init__(self) -> None:
+        self.text_id: str | None = None
+
+    def chunks(self, event: live.Event) -> list[Chunk]:
+        """The chunks of one event (``meta``, a frame, ``done`` / ``error``)."""
+        data = dict(event.data)
+        match event.kind:
+            case "meta":
+                return [{"type": "start", "messageId": data["run_id"]}]
+            case "error":
+                return [*self._close_text(), {"type": "error", "errorText": data["message"]}]
+            case "frame":
+                kind = data.pop("kind")
+                return self._frame(kind, data, event.seq or 0)
+        return []
+
+    def _frame(self, kind: str, data: dict[str, Any], seq: int) -> list[Chunk]:
+        call_id = data.get("tool_call_id")
+        match kind:
+            case "text":
+                return self._text(data, seq)
+            case "step-start":
+                return [*self._close_text(), {"type": "start-step"}]
+            case "step-finish":
+                return [*self._close_text(), {"type": "finish-step"}]
+            case "tool-input-available":
+                return [
+                    *self._close_text(),
+                    {
+                        "type": "tool-input-available",
+                        "toolCallId": call_id,
+                        "toolName": data["tool_name"],
+                        "input": data["input"],
+                    },
+                ]
+            case "tool-output":
+                return [
+                    {
+                        "type": "tool-output-available",
+                        "toolCallId": call_id,
+                        "output": data["output"],
+                    }
+                ]
+            case "tool-output-error":
+                return [
+                    {"type": "tool-output-error", "toolCallId": call_id, "errorText": data["error"]}
+                ]
+            case "tool-output-denied":
+                denied = {"event": kind, **data}
+                return [
+                    {"type": "data-approval", "id": call_id, "data": denied},
+                    {"type": "tool-output-denied", "toolCallId": call_id},
+                ]
+            case "cancelled":
+                return [*self._close_text(), {"type": "abort", "reason": "cancelled"}]
+            case "finish":
+                return [*self._close_text(), {"type": "finish"}]
+            case _ if kind in _APPROVAL_EVENTS:
+                return [{"type": "data-approval", "id": call_id, "data": {"event": kind, **data}}]
+        return [{"type": f"data-{kind}", "data": data}]
+
+    def _text(self, data: dict[str, Any], seq: int) -> list[Chunk]:
+        if data.get("superseded"):
+            return []  # a model attempt a crash cut short: its text was replaced
+        opened: list[Chunk] = []
+        if self.text_id is None:
+            self.text_id = f"text-{seq}"
+            opened.append({"type": "text-start", "id": self.text_id})
+        return [*opened, {"type": "text-delta", "id": self.text_id, "delta": data["text"]}]
+
+    def _close_text(self) -> list[Chunk]:
+        if self.text_id is None:
+            return []
+        closed, self.text_id = [{"type": "text-end", "id": self.text_id}], None
+        return closed
+
+
+def encode(events: list[live.Event]) -> bytes:
+    """The SSE bytes of ``events`` translated (a helper for tests and one-shot replays)."""
+    translator = Translator()
+    return b"".join(_block(translator, event) for event in events)
+
+
+def _block(translator: Translator, event: live.Event) -> bytes:
+    if event.kind == "keepalive":
+        return b": keep-alive\n\n"
+    if event.kind == "done":
+        return b"data: [DONE]\n\n"
+    chunks = translator.chunks(event)
+    out = []
+    for i, chunk in enumerate(chunks):
+        data = json.dumps(chunk, separators=(",", ":"), default=str)
+        last_of_frame = event.kind == "frame" and i == len(chunks) - 1
+        out.append(f"id: {event.seq}\ndata: {data}\n\n" if last_of_frame else f"data: {data}\n\n")
+    if event.kind == "error":
+        out.append("data: [DONE]\n\n")
+    return "".join(out).encode()
+
+
+@csrf_exempt  # it only reads (GET); any other method is a JSON 405 (sse.attach)
+async def ui_stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
+    """The run's stream in the UI message stream protocol; resumable like the native one."""
+    attached = await sse.attach(request, run_id)
+    if not isinstance(attached, tuple):
+        return attached
+    run, after = attached
+    response = StreamingHttpResponse(_stream(live.follow(run, after)))
+    response["Content-Type"] = "text/event-stream"
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    response[HEADER] = "v1"
+    return response
+
+
+async def _stream(events: AsyncIterator[live.Event]) -> AsyncIterator[bytes]:
+    translator = Translator()
+    async for event in events:
+        yield _block(translator, event)

@@ -1,0 +1,40 @@
+"""``/agent/links/<approve|reject>/<token>``: the pages a signed decision link opens.
+
+A person opens these from an email or a chat message in a browser, so they answer HTML (with the
+status a JSON client would get). GET shows a confirmation page and never decides; POST spends the
+link and decides through the approval port (``approvals.links``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_http_methods
+
+from agent_core.api.errors import STATUS_BY_CODE
+from agent_core.exceptions import AgentCoreError
+from agent_core.models import ToolCall
+
+from .. import links
+
+_LINK_STATUS = {"link_invalid": 400, "link_expired": 410, "link_used": 409}
+
+
+@require_http_methods(["GET", "POST"])
+def link_page(request: HttpRequest, action: str, token: str) -> HttpResponse:
+    """Confirm (GET) or decide (POST) with one signed link."""
+    try:
+        if request.method == "GET":
+            link = links.check(action, token)
+            call = ToolCall.objects.filter(pk=link.tool_call_id).first()
+            context: dict[str, Any] = {"link": link, "call": call}
+            context["person"] = links.actor_of(link.actor_ref)
+            return render(request, "approvals/links/confirm.html", context)
+        outcome = links.use(action, token, reason=request.POST.get("reason", "")[:4096])
+    except AgentCoreError as refusal:
+        status = _LINK_STATUS.get(refusal.code) or STATUS_BY_CODE.get(refusal.code, 400)
+        context = {"code": refusal.code, "message": refusal.message, "action": action}
+        return render(request, "approvals/links/refused.html", context, status=status)
+    return render(request, "approvals/links/done.html", {"action": action, "outcome": outcome})

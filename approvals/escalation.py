@@ -1,0 +1,116 @@
+"""Escalation: a call still waiting some time before its deadline is announced to a second role.
+
+The gate stamps an ``Escalation`` (role, ``due_at`` = deadline - ``before``, ``may_decide``) on
+calls whose requirement names one. The sweep (the inline runner's thread, or Celery beat) calls
+``escalate_due``: under the run's lock, each due call still pending is marked escalated, the
+stream says ``approval-escalated``, the audit gets an ``escalate`` row, and after commit the role
+is notified. With ``may_decide`` the role's holders may then decide the call (``policy``).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.utils import timezone
+
+from agent_core import services as core
+from agent_core import streams
+from agent_core.actors import SYSTEM
+from agent_core.models import CallStatus, ToolCall
+
+from .models import Action, DecisionAttempt, Escalation
+from .notify import delivery
+from .notify.notice import ESCALATED
+from .policy import role_members
+from .requirement import Escalate
+
+logger = logging.getLogger(__name__)
+
+
+def stamp(call: ToolCall, escalate: Escalate, expires_at: datetime) -> None:
+    """Record the requirement's escalation for ``call`` (in the suspend transaction, before the
+    call row itself: the foreign key is checked at commit)."""
+    Escalation.objects.create(
+        tool_call_id=call.pk,
+        role=escalate.role,
+        may_decide=escalate.may_decide,
+        due_at=expires_at - escalate.before,
+    )
+
+
+def escalate_due(limit: int = 200) -> int:
+    """Escalate every pending call whose escalation is due; returns how many."""
+    due = list(
+        Escalation.objects.filter(
+            escalated_at__isnull=True,
+            due_at__lte=timezone.now(),
+            tool_call__status=CallStatus.PENDING_APPROVAL,
+        )
+        .order_by("due_at")
+        .values_list("tool_call_id", "tool_call__run_id")[:limit]
+    )
+    escalated = sum(_escalate(call_id, run_id) for call_id, run_id in due)
+    if escalated:
+        logger.info("sweep escalated %d approval requests", escalated)
+    return escalated
+
+
+def _escalate(call_id: str, run_id: str) -> bool:
+    with transaction.atomic():
+        run = core.lock_run(run_id)
+        call = ToolCall.objects.get(pk=call_id)
+        if call.status != CallStatus.PENDING_APPROVAL:
+            return False
+        now = timezone.now()
+        won = Escalation.objects.filter(pk=call_id, escalated_at__isnull=True).update(
+            escalated_at=now
+        )
+        if not won:
+            return False
+        escalation = Escalation.objects.get(pk=call_id)
+        streams.emit(run.pk, [("approval-escalated", frame(escalation))])
+        DecisionAttempt.objects.create(
+            tool_call_id=call_id,
+            run_id=run.pk,
+            thread_id=call.thread_id,
+            tool_name=call.tool_name,
+            action=Action.ESCALATE,
+            actor_ref=SYSTEM.ref,
+            via="escalation",
+            outcome="applied",
+            detail=f"escalated to {escalation.role}"
+            + (" (may decide)" if escalation.may_decide else ""),
+        )
+        delivery.notify_after_commit(
+            call, event=ESCALATED, refs=role_members(frozenset({escalation.role}))
+        )
+    return True
+
+
+def with_escalation(calls: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
+    """``calls`` annotated with ``escalated_to`` (the role, once escalated), in the same query."""
+    role = Escalation.objects.filter(tool_call=OuterRef("pk"), escalated_at__isnull=False)
+    return calls.annotate(escalated_to=Subquery(role.values("role")))
+
+
+def escalated_to(call: ToolCall) -> str:
+    """The role ``call`` was escalated to ("" if none), from ``with_escalation`` or a query."""
+    if hasattr(call, "escalated_to"):
+        return call.escalated_to or ""
+    found = Escalation.objects.filter(tool_call_id=call.pk, escalated_at__isnull=False)
+    return found.values_list("role", flat=True).first() or ""
+
+
+def frame(escalation: Escalation) -> dict[str, Any]:
+    """The ``approval-escalated`` frame."""
+    assert escalation.escalated_at is not None
+    return {
+        "tool_call_id": escalation.tool_call_id,
+        "role": escalation.role,
+        "may_decide": escalation.may_decide,
+        "escalated_at": escalation.escalated_at.isoformat(),
+    }

@@ -1,0 +1,1 @@
+"""Notifications: approvers told of a waiting call through pluggable channels (email, webhooks)."""

@@ -1,0 +1,46 @@
+"""The approvals app's receivers of the core's signals (sent after the causing commit)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models.signals import post_save
+
+from agent_core import signals, tracing
+from agent_core.models import ToolCall
+
+from .models import DecisionAttempt
+from .notify import delivery
+
+
+def _notify_approvers(sender: Any, *, call: ToolCall, **kwargs: Any) -> None:
+    # The signal comes after the suspend committed: "after commit" here is right away.
+    delivery.notify_after_commit(call)
+
+
+def _trace_decision(
+    sender: Any, *, instance: DecisionAttempt, created: bool, **kwargs: Any
+) -> None:
+    # Every decision attempt, refused ones too, is audited as one row: trace it with the row.
+    if created and instance.run_id:
+        tracing.event(
+            "airlock.decision",
+            instance.run_id,
+            **{
+                "airlock.tool_call_id": instance.tool_call_id,
+                "airlock.decision.action": instance.action,
+                "airlock.decision.via": instance.via,
+                "airlock.decision.outcome": instance.outcome,
+                "enduser.id": instance.actor_ref,
+            },
+        )
+
+
+def connect() -> None:
+    """Connect the receivers (from ``ApprovalsConfig.ready``)."""
+    signals.approval_requested.connect(
+        _notify_approvers, weak=False, dispatch_uid="approvals.notify"
+    )
+    post_save.connect(
+        _trace_decision, sender=DecisionAttempt, weak=False, dispatch_uid="approvals.trace"
+    )

@@ -1,0 +1,130 @@
+"""Escalation: a call still waiting shortly before its deadline is announced to a second role."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core import mail
+from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
+from django.urls import reverse
+
+from agent_core.actors import actor_for_user
+from agent_core.exceptions import NotFound
+from agent_core.gate import get_gate
+from agent_core.models import CallStatus, StreamFrame, ToolCall
+from approvals import services as port
+from approvals.models import DecisionAttempt, Escalation
+from approvals.rules import parse_rules
+from approvals.selectors import pending_for
+from tests.conftest import REFUND
+
+pytestmark = pytest.mark.django_db
+
+
+def rules(may_decide: bool) -> dict:
+    # Due one second after the request, well before it expires.
+    escalate = {"to": "managers", "before": 59, "may_decide": may_decide}
+    return {
+        "RULES": {"issue_refund": {"approver": "finance", "ttl": 60, "escalate": escalate}},
+        "NOTIFICATION_BACKENDS": ["approvals.notify.backends.EmailBackend"],
+        "BASE_URL": "https://airlock.example",
+    }
+
+
+@pytest.fixture
+def manager(db: None) -> User:
+    person = User.objects.create_user("mo", email="mo@example.com", is_staff=True)
+    person.groups.add(Group.objects.create(name="managers"))
+    return person
+
+
+def sweep(django_capture_on_commit_callbacks) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        get_gate().expire_due()
+
+
+def test_a_call_still_waiting_is_escalated_once_and_the_role_may_decide(
+    turn, manager, decide, client, django_capture_on_commit_callbacks
+):
+    mo = actor_for_user(manager)
+    with override_settings(APPROVALS=rules(may_decide=True)):
+        call = ToolCall.objects.get(run=turn(REFUND))
+        escalation = Escalation.objects.get(tool_call=call)
+        assert call.expires_at is not None
+        assert (call.expires_at - escalation.due_at).total_seconds() == 59
+        sweep(django_capture_on_commit_callbacks)  # not due yet
+        assert Escalation.objects.get().escalated_at is None and not mail.outbox
+        assert list(pending_for(mo)) == []
+
+        time.sleep(max(0.0, (escalation.due_at - call.requested_at).total_seconds()) + 0.1)
+        sweep(django_capture_on_commit_callbacks)
+        sweep(django_capture_on_commit_callbacks)  # once only
+    [frame] = StreamFrame.objects.filter(run=call.run, kind="approval-escalated")
+    assert (frame.data["role"], frame.data["may_decide"]) == ("managers", True)
+    [audit] = DecisionAttempt.objects.filter(action="escalate")
+    assert (audit.actor_ref, audit.via, audit.detail) == (
+        "system",
+        "escalation",
+        "escalated to managers (may decide)",
+    )
+    [message] = mail.outbox
+    assert message.to == ["mo@example.com"] and "Escalated: approval needed" in message.subject
+    assert list(pending_for(mo)) == [call]
+    client.force_login(manager)
+    assert "escalated to managers" in client.get(reverse("console:inbox")).content.decode()
+
+    decide(port.approve, call.pk, actor=mo)
+    call.refresh_from_db()
+    assert call.status == CallStatus.SUCCEEDED and call.decided_by_ref == mo.ref
+
+
+def test_without_may_decide_the_role_is_told_but_may_not_decide(
+    turn, manager, decide, django_capture_on_commit_callbacks
+):
+    with override_settings(APPROVALS=rules(may_decide=False)):
+        call = ToolCall.objects.get(run=turn(REFUND))
+        Escalation.objects.update(due_at=call.requested_at)  # due at once
+        sweep(django_capture_on_commit_callbacks)
+    assert len(mail.outbox) == 1
+    # Told, not an approver: the call is not the manager's to see (404, not 403; issue 12).
+    with pytest.raises(NotFound):
+        decide(port.approve, call.pk, actor=actor_for_user(manager))
+    assert list(pending_for(actor_for_user(manager))) == []
+
+
+def test_a_call_decided_in_time_is_never_escalated(
+    turn, manager, decide, django_capture_on_commit_callbacks
+):
+    fran = User.objects.create_user("fran")
+    fran.groups.add(Group.objects.create(name="finance"))
+    with override_settings(APPROVALS=rules(may_decide=True)):
+        call = ToolCall.objects.get(run=turn(REFUND))
+        decide(port.approve, call.pk, actor=actor_for_user(fran))
+        Escalation.objects.update(due_at=call.requested_at)
+        sweep(django_capture_on_commit_callbacks)
+    assert Escalation.objects.get().escalated_at is None
+    assert not StreamFrame.objects.filter(kind="approval-escalated").exists()
+
+
+@pytest.mark.parametrize(
+    "escalate",
+    [
+        {"to": "managers", "before": 3600},  # not shorter than the ttl
+        {"to": "managers"},  # no before
+        {"to": "requester", "before": 10},
+        {"to": "managers", "before": 10, "may_decide": "yes"},
+        {"to": "managers", "before": 10, "after": 1},
+        "managers",
+    ],
+)
+def test_a_bad_escalation_rule_is_reported(escalate):
+    with pytest.raises(ImproperlyConfigured):
+        parse_rules({"issue_refund": {"approver": "finance", "ttl": 3600, "escalate": escalate}})
+
+
+def test_an_escalation_needs_a_ttl():
+    with pytest.raises(ImproperlyConfigured):
+        parse_rules({"issue_refund": {"escalate": {"to": "managers", "before": 10}}})

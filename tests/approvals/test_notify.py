@@ -1,0 +1,197 @@
+"""Notifications: email through Django's framework, signed webhooks, retries, opt-out."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core import mail
+from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
+from rest_framework.test import APIClient
+
+from agent_core import services
+from agent_core.actors import actor_for_user
+from agent_core.models import ToolCall
+from agent_core.runner import set_runner
+from agent_core.runner.inline import InlineRunner
+from approvals.checks import check_approvals_settings
+from approvals.models import Delivery, NotificationOptOut
+from approvals.notify import signing
+from approvals.notify.backends import configured_backends
+from tests.approvals.receiver import SECRET, Receiver
+from tests.conftest import ALICE, REFUND
+
+EMAIL = "approvals.notify.backends.EmailBackend"
+FINANCE = {"issue_refund": {"approver": "finance"}}
+
+
+def webhook(url: str, **options: object) -> dict:
+    return {
+        "BACKEND": "approvals.notify.backends.WebhookBackend",
+        "OPTIONS": {"URL": url, "SECRET": SECRET, **options},
+    }
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    found = Receiver()
+    yield found
+    found.close()
+
+
+@pytest.fixture
+def finance(db: None) -> dict[str, User]:
+    group = Group.objects.create(name="finance")
+    people = {
+        "fran": User.objects.create_user("fran", email="fran@example.com", first_name="Fran"),
+        "felix": User.objects.create_user("felix", email="felix@example.com"),
+        "nomail": User.objects.create_user("nomail"),
+    }
+    for person in people.values():
+        person.groups.add(group)
+    User.objects.create_user("bob", email="bob@example.com")  # not in finance
+    return people
+
+
+@pytest.mark.django_db
+@override_settings(APPROVALS={"RULES": FINANCE, "NOTIFICATION_BACKENDS": [EMAIL]})
+def test_the_approver_role_is_emailed_once_each_except_who_opted_out(turn, finance):
+    NotificationOptOut.objects.create(actor_ref=actor_for_user(finance["felix"]).ref)
+    call = ToolCall.objects.get(run=turn(REFUND))
+    [message] = mail.outbox
+    assert message.to == ["fran@example.com"]
+    assert message.subject == (
+        f"[Airlock] Approval needed: issue_refund ({call.pk}), waiting on finance"
+    )
+    assert "Hello Fran" in message.body and '"order_id": "A-1001"' in message.body
+    assert message.alternatives[0].mimetype == "text/html"  # type: ignore[attr-defined]
+    rows = {d.recipient_ref: d for d in Delivery.objects.filter(tool_call=call)}
+    fran, nomail = (actor_for_user(finance[n]).ref for n in ("fran", "nomail"))
+    assert set(rows) == {fran, nomail}
+    assert (rows[fran].status, rows[fran].attempts, rows[fran].channel) == ("sent", 1, "email")
+    # Without an address nothing can be sent: recorded as failed at once, never retried.
+    assert (rows[nomail].status, rows[nomail].attempts) == ("failed", 1)
+    assert "cannot reach" in rows[nomail].error
+
+
+@pytest.mark.django_db
+@override_settings(APPROVALS={"NOTIFICATION_BACKENDS": [EMAIL]})
+def test_a_requester_approval_is_emailed_to_the_requester(turn):
+    alice = User.objects.create_user("alice", email="alice@example.com")
+    turn(REFUND, actor=actor_for_user(alice))
+    assert [m.to for m in mail.outbox] == [["alice@example.com"]]
+
+
+@pytest.mark.django_db
+def test_a_signed_json_webhook_reaches_the_receiver(turn, finance, receiver):
+    with override_settings(
+        APPROVALS={"RULES": FINANCE, "NOTIFICATION_BACKENDS": [webhook(receiver.url)]}
+    ):
+        call = ToolCall.objects.get(run=turn(REFUND))
+    [hit] = receiver.received
+    assert hit["verified"]
+    body = hit["body"]
+    assert (body["event"], body["tool_call_id"], body["approver"]) == (
+        "approval-requested",
+        call.pk,
+        "finance",
+    )
+    assert body["args"]["order_id"] == "A-1001" and body["recipient"] is None
+    delivery = Delivery.objects.get(tool_call=call)
+    assert (delivery.status, delivery.recipient_ref, delivery.attempts) == ("sent", "", 1)
+
+
+@pytest.mark.django_db
+def test_the_slack_format_posts_blocks_once_per_person(turn, finance, receiver):
+    backends = [webhook(receiver.url, FORMAT="slack", PER_RECIPIENT=True, NAME="slack")]
+    with override_settings(APPROVALS={"RULES": FINANCE, "NOTIFICATION_BACKENDS": backends}):
+        turn(REFUND)
+    assert len(receiver.received) == 3 and all(h["verified"] for h in receiver.received)
+    payload = receiver.received[0]["body"]
+    assert payload["text"].startswith("Approval needed: issue_refund")
+    kinds = [block["type"] for block in payload["blocks"]]
+    assert kinds[:3] == ["section", "section", "context"]
+    assert set(Delivery.objects.values_list("channel", flat=True)) == {"slack"}
+
+
+def test_signatures_verify_and_refuse_tampering_and_replays():
+    body = b'{"a":1}'
+    header = signing.signature("s3cret", body, int(time.time()))
+    assert signing.verify("s3cret", body, header)
+    assert not signing.verify("s3cret", b'{"a":2}', header)
+    assert not signing.verify("other", body, header)
+    assert not signing.verify("s3cret", body, header, now=time.time() + 600)
+    assert not signing.verify("s3cret", body, "v1=abc")
+
+
+@pytest.mark.parametrize(
+    "backends",
+    [
+        ["no.such.Backend"],
+        [{"BACKEND": "approvals.notify.backends.WebhookBackend", "OPTIONS": {"URL": "x"}}],
+        [webhook("http://127.0.0.1:9", FORMAT="xml")],
+        [EMAIL, EMAIL],
+        [42],
+    ],
+)
+def test_a_bad_backend_list_is_reported(backends):
+    with override_settings(APPROVALS={"NOTIFICATION_BACKENDS": backends}):
+        with pytest.raises(ImproperlyConfigured):
+            configured_backends()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failing_webhook_is_retried_with_backoff_and_recorded_as_failed(shop, finance, receiver):
+    receiver.status = 500
+    runner = InlineRunner(workers=2)
+    set_runner(runner)
+    settings = {
+        "RULES": FINANCE,
+        "NOTIFICATION_BACKENDS": [webhook(receiver.url)],
+        "NOTIFICATION_ATTEMPTS": 3,
+        "NOTIFICATION_BACKOFF": 0.05,
+    }
+    try:
+        with override_settings(APPROVALS=settings):
+            services.start_run(agent="support", message=REFUND, actor=ALICE)
+            deadline = time.monotonic() + 30
+            while not Delivery.objects.filter(status="failed").exists():
+                assert time.monotonic() < deadline, list(Delivery.objects.values())
+                threading.Event().wait(0.05)
+    finally:
+        runner.shutdown()
+        set_runner(None)
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.attempts) == ("failed", 3)
+    assert delivery.error.startswith("DeliveryFailed: HTTP 500")
+    assert len(receiver.received) == 3 and all(h["verified"] for h in receiver.received)
+
+
+@pytest.mark.django_db
+def test_a_person_opts_out_and_back_in_over_the_api():
+    fran = User.objects.create_user("fran")
+    client = APIClient()
+    client.force_authenticate(fran)
+    url = "/agent/notifications/preferences"
+    assert client.get(url).json() == {"opted_out": False}
+    assert client.put(url, {"opted_out": True}, format="json").json() == {"opted_out": True}
+    assert NotificationOptOut.objects.get().actor_ref == actor_for_user(fran).ref
+    bad = client.put(url, {"opted_out": "yes"}, format="json")
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid"
+    assert NotificationOptOut.objects.count() == 1
+    assert client.put(url, {"opted_out": False}, format="json").json() == {"opted_out": False}
+    assert not NotificationOptOut.objects.exists()
+    assert APIClient().get(url).status_code == 401
+
+
+def test_the_system_checks_report_bad_backends_and_a_missing_base_url():
+    with override_settings(APPROVALS={"NOTIFICATION_BACKENDS": ["no.such.Backend"]}):
+        assert [m.id for m in check_approvals_settings()] == ["approvals.E005"]
+    with override_settings(APPROVALS={"NOTIFICATION_BACKENDS": [EMAIL]}):
+        assert [m.id for m in check_approvals_settings()] == ["approvals.W002"]
+    with override_settings(APPROVALS={"NOTIFICATION_BACKENDS": [EMAIL], "BASE_URL": "https://a.b"}):
+        assert check_approvals_settings() == []

@@ -1,0 +1,32 @@
+"""The inbox card of a call that needs two approvals: "1 of 2" after the first yes."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from agent_core.models import CallStatus, ToolCall
+from demo.models import MailerSend
+from tests.console.conftest import actor, make_user
+
+CAMPAIGN = '/call send_campaign {"campaign_id": "spring-sale"}'
+
+
+def test_a_campaign_shows_its_count_of_approvals_until_the_second(
+    client, turn, people, demo_policy, decide
+):
+    otto, mia = people["otto"], make_user("mia", "marketing", staff=True)
+    otto.groups.add(mia.groups.get())
+    call = ToolCall.objects.get(run=turn(CAMPAIGN, actor=actor(people["alice"])))
+    client.force_login(otto)
+    assert "0 of 2 approvals" in client.get(reverse("console:inbox")).content.decode()
+
+    decide(client.post, reverse("console:approve", args=[call.pk]))
+    call.refresh_from_db()
+    assert call.status == CallStatus.PENDING_APPROVAL
+    client.force_login(mia)
+    html = client.get(reverse("console:inbox")).content.decode()
+    assert "1 of 2 approvals" in html and "otto approved" in html
+
+    decide(client.post, reverse("console:approve", args=[call.pk]))
+    call.refresh_from_db()
+    assert call.status == CallStatus.SUCCEEDED and MailerSend.objects.count() == 1

@@ -1,0 +1,52 @@
+"""A durable cycle's spans, from this (web) process and from a Celery worker, share one trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent_core.models import RunStatus, ToolCall
+from agent_core.tracing import run_trace_id
+from approvals import services as port
+from tests.conftest import ALICE, REFUND
+from tests.spans import in_memory, read_file
+
+from .conftest import Cluster, settled, start, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def test_spans_of_a_durable_cycle_share_the_runs_trace_id(
+    cluster: Cluster, tmp_path: Path, settings
+):
+    settings.AGENT = {**settings.AGENT, "TRACING": True}
+    web = in_memory()
+    web.clear()
+    worker_spans = tmp_path / "spans.jsonl"
+    cluster.worker(AIRLOCK_TEST_SPANS_FILE=str(worker_spans))
+    run = start(REFUND)
+    wait_for("the run to wait", settled(run.pk, RunStatus.WAITING), cluster)
+    call = ToolCall.objects.get(run=run)
+    assert port.approve(call.pk, actor=ALICE) == port.Outcome.APPLIED  # in this process
+    wait_for("the run to complete", settled(run.pk, RunStatus.COMPLETED), cluster)
+    wait_for(
+        "the worker's end span",
+        lambda: "airlock.run.end" in {s["name"] for s in read_file(worker_spans)},
+        cluster,
+    )
+
+    remote = read_file(worker_spans)
+    local = [s for s in web.get_finished_spans() if s.context]
+    trace_id = run_trace_id(run.pk)
+    assert {s["trace_id"] for s in remote} == {trace_id}
+    assert {s.context.trace_id for s in local if s.context} == {trace_id}
+    worker_names = {s["name"] for s in remote}
+    assert {
+        "chat demo",
+        "execute_tool issue_refund",
+        "airlock.step",
+        "airlock.run.end",
+    } <= worker_names
+    assert {"invoke_agent crash", "airlock.decision"} <= {s.name for s in local}
+    web.clear()
