@@ -4,20 +4,24 @@ role, a staff operator and nobody (SPEC §7: unseen is 404, seen but not yours i
 
 The scene (demo policy): alice's refund of 120 waits on finance in one run; her question
 waits on her in another. Each cell runs on a fresh scene (decisions and cancels change it).
-The stream and the WebSocket routes share ``live.find_visible_run``; their cells check it.
+The stream and the two WebSockets are asked for real: their reads run on ``live.read``'s
+threads with their own connections, so their cells commit the scene (``transaction=True``).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group, User
-from django.test import Client
+from django.test import AsyncClient, Client
 
 from agent_core.actors import actor_for_user
-from agent_core.live import find_visible_run
 from agent_core.models import Run, ToolCall
+from config.asgi import application
 from tests.conftest import calls_of
 
 pytestmark = pytest.mark.django_db
@@ -102,12 +106,65 @@ def test_every_api_endpoint_answers_each_actor_as_spec_7_and_8_say(
         assert response.json()["code"]
 
 
-@pytest.mark.parametrize("who", ACTORS[:-1])
-def test_the_stream_and_websocket_routes_see_what_the_run_endpoint_sees(scene, who):
-    actor = actor_for_user(scene["people"][who])
-    ids = _ids(scene)
-    for run_id, visible in ((ids["R"], (1, 0, 1, 0, 1)), (ids["QR"], (1, 0, 0, 0, 1))):
-        assert (find_visible_run(actor, run_id) is not None) == bool(visible[ACTORS.index(who)])
+#     owner stranger approver other operator anonymous (True: the handshake is accepted)
+LIVE = [
+    ("sse", "/agent/chat/{R}/stream", (200, 404, 200, 404, 200, 401)),
+    ("sse", "/agent/chat/{QR}/stream", (200, 404, 404, 404, 200, 401)),
+    ("ws", "/agent/chat/{R}/ws", (True, False, True, False, True, False)),
+    ("ws", "/agent/chat/{QR}/ws", (True, False, False, False, True, False)),
+    ("ws", "/console/ws/runs/{R}/", (False, False, True, False, True, False)),
+    ("ws", "/console/ws/runs/{QR}/", (False, False, False, False, True, False)),
+]  # fmt: skip
+
+
+def _cookie(client: Client) -> str:
+    """The session cookie ``force_login`` gave ``client`` (none for the anonymous)."""
+    return client.cookies.output(attrs=[], header="", sep=";").strip()
+
+
+async def _stream(client: Client, url: str) -> tuple[int, dict[str, str], bytes]:
+    """The stream's status, headers and body: for a stream, its first event (``meta``) only."""
+    browser = AsyncClient()
+    browser.cookies = client.cookies  # the session force_login started
+    response = await browser.get(url)
+    headers = dict(response.items())
+    if not response.streaming:
+        return response.status_code, headers, response.content
+    events: Any = aiter(response.streaming_content)  # type: ignore[attr-defined]
+    try:
+        return response.status_code, headers, await anext(events)
+    finally:
+        await events.aclose()
+
+
+async def _handshake(client: Client, url: str) -> bool:
+    # The project's ASGI stack (origin check, session, routing) without its start-up hook,
+    # which would start the inline runner's sweeper in the test process.
+    headers = [(b"origin", b"http://localhost"), (b"cookie", _cookie(client).encode())]
+    communicator = WebsocketCommunicator(application.router, url, headers=headers)
+    accepted, _ = await communicator.connect(timeout=10)
+    await communicator.disconnect()
+    return bool(accepted)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("kind", "path", "expected"), LIVE)
+@pytest.mark.parametrize("who", ACTORS)
+def test_the_stream_and_the_websockets_answer_each_actor(scene, who, kind, path, expected):
+    url = path.format(**_ids(scene))
+    want = expected[ACTORS.index(who)]
+    if kind == "ws":
+        assert async_to_sync(_handshake)(_client(scene, who), url) is want
+        return
+    status, headers, body = async_to_sync(_stream)(_client(scene, who), url)
+    assert status == want, body[:300]
+    if status == 200:
+        assert headers["Content-Type"] == "text/event-stream"
+        assert body.startswith(b"event: meta\n")
+    else:
+        assert headers["Content-Type"] == "application/json"
+        assert json.loads(body)["code"] == {401: "not_authenticated", 404: "not_found"}[status]
+        assert ("WWW-Authenticate" in headers) is (status == 401)
 
 
 #  owner stranger approver other operator anonymous (302: to the login page)
