@@ -64,9 +64,7 @@ STREAM_OPERATION: dict[str, Any] = {
             # Each event's data is a JSON object (a frame of SPEC §9, or `meta` / `done` /
             # `error`); clients ignore kinds they do not know, so the schema leaves it open.
             "content": {
-                "text/event-stream": {
-                    "schema": {"type": "object", "additionalProperties": True}
-                }
+                "text/event-stream": {"schema": {"type": "object", "additionalProperties": True}}
             },
         },
         "400": _error("`invalid`: `after` / `Last-Event-ID` is not a frame number"),
