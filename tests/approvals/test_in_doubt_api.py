@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from agent_core.actors import actor_for_user
 from agent_core.models import CallStatus, RunStatus, ToolCall
 from approvals.models import DecisionAttempt
 from demo.models import CachePurge
+from tests.approvals.test_api import user
 from tests.conftest import leave_in_doubt
 
 pytestmark = pytest.mark.django_db
 
 PURGE = '/call purge_cache {"path": "/sale"}'
-
-
-def user(name: str, *roles: str) -> User:
-    person = User.objects.create_user(name)
-    for role in roles:
-        person.groups.add(Group.objects.get_or_create(name=role)[0])
-    return person
 
 
 @pytest.fixture
