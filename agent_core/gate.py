@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from django.db.models import Q
 from django.utils.module_loading import import_string
 
 from .actors import Actor
@@ -38,6 +39,12 @@ class ApprovalGate(Protocol):
 
     def expire_due(self) -> int:
         """Settle every pending request whose deadline passed; return how many."""
+        ...
+
+    def decidable(self, actor: Actor) -> Q:
+        """The calls ``actor`` may decide other than as the approver stored on them (a call
+        escalated to its role, a policy's rule of its own), as a filter on ``ToolCall``: whoever
+        may decide a call may see its run and thread (``api.permissions``)."""
         ...
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db.models import Q
 from django.utils import timezone
 
 from agent_core.actors import Actor
@@ -11,7 +12,7 @@ from agent_core.tools import ToolSpec
 
 from . import escalation, quorum, services
 from .models import RememberedApproval
-from .policy import get_policy
+from .policy import escalated_to_roles, get_policy
 
 
 class ApprovalGate:
@@ -46,6 +47,11 @@ class ApprovalGate:
                     remembered_by_ref=grant.granted_by_ref,
                 )
         return Verdict(required=True, approver=approver, expires_at=expires_at)
+
+    def decidable(self, actor: Actor) -> Q:
+        """What the policy lets ``actor`` decide now, and the calls escalated to its roles with
+        the power to decide (decided or not: it may follow what it decided)."""
+        return get_policy().decidable(actor) | escalated_to_roles(actor.roles)
 
     def expire_due(self) -> int:
         """Escalate the requests whose escalation is due, then expire the overdue ones."""
