@@ -189,11 +189,12 @@ def _decide(actor: Actor, thread: Thread | None, message: dict[str, Any]) -> tup
             {"messages": ["The assistant's message carries no approval responses."]}
         )
     call_ids = {call_id for call_id, _ in answers}
-    calls = ToolCall.objects.filter(pk__in=call_ids, thread=thread)
-    run_ids = set(calls.values_list("run_id", flat=True)) if thread is not None else set()
-    if len(run_ids) != 1 or calls.count() != len(call_ids):
+    calls = ToolCall.objects.filter(pk__in=call_ids, thread=thread) if thread else None
+    found = dict(calls.values_list("pk", "run_id")) if calls is not None else {}
+    # Every answered call must be this chat's, all of one run; anything else is unknown here.
+    if set(found) != call_ids or len(set(found.values())) != 1:
         raise NotFound("no such approval request in this chat")
-    run = Run.objects.get(pk=run_ids.pop())
+    run = Run.objects.get(pk=next(iter(found.values())))
     after = run.last_seq  # stream what the answers bring about, not what the client has
     for call_id, approval in answers:
         if approval["approved"]:
