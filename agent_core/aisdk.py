@@ -38,7 +38,6 @@ _APPROVAL_EVENTS = frozenset(
     }
 )
 
-_ANSWERED = frozenset({"approved", "rejected"})
 # Frames after which a run may have stopped to wait on a person (its status is written in the
 # transaction that writes them): where a chat's response (``until_parked``) looks whether to end.
 _PARK_POINTS = frozenset(
@@ -136,21 +135,15 @@ class Translator:
 
 
 def _approval_chunks(kind: str, data: dict[str, Any]) -> list[Chunk]:
-    """The protocol's own approval chunks (``approvalId`` is the call's id): a request puts the
-    tool part in ``approval-requested`` (a ``useChat`` client answers it with
-    ``addToolApprovalResponse``); a person's yes or no puts it in ``approval-responded``. A call
-    approved by a remembered grant was never asked, so it gets no response chunk."""
-    call_id = data["tool_call_id"]
-    if kind == "approval-requested":
-        return [{"type": "tool-approval-request", "approvalId": call_id, "toolCallId": call_id}]
-    status = data.get("status")
-    if kind != "approval-settled" or status not in _ANSWERED or data["decided_via"] == "remembered":
+    """The protocol's own approval request (``approvalId`` is the call's id): it puts the tool
+    part in ``approval-requested``, which a ``useChat`` client answers with
+    ``addToolApprovalResponse``. No ``tool-approval-response`` chunk follows a decision: AI SDK 6
+    clients refuse that chunk type (7 knows it), and the answering client has marked the part
+    itself; the tool's output (or ``tool-output-denied``) settles it for everyone."""
+    if kind != "approval-requested":
         return []
-    response: Chunk = {"type": "tool-approval-response", "approvalId": call_id}
-    response["approved"] = status == "approved"
-    if data.get("reason"):
-        response["reason"] = data["reason"]
-    return [response]
+    call_id = data["tool_call_id"]
+    return [{"type": "tool-approval-request", "approvalId": call_id, "toolCallId": call_id}]
 
 
 def encode(events: list[live.Event]) -> bytes:

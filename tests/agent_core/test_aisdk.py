@@ -84,7 +84,6 @@ def test_every_frame_becomes_documented_chunks_and_each_frame_ends_on_its_id():
         "data-input-requested",
         "finish-step",
         "data-approval",
-        "tool-approval-response",
         "data-approval",
         "tool-output-denied",
         "tool-output-error",
@@ -99,7 +98,7 @@ def test_every_frame_becomes_documented_chunks_and_each_frame_ends_on_its_id():
         message.apply(chunk)
     assert message.text == "Let me check." and message.finished
     assert message.tool("tc_1")["state"] == "output-denied"
-    assert message.tool("tc_1")["approval"] == {"id": "tc_1", "approved": False, "reason": "no"}
+    assert message.tool("tc_1")["approval"] == {"id": "tc_1"}
     [approval] = [p for p in message.parts if p["type"] == "data-approval"]
     assert approval["data"] == {
         "event": "tool-output-denied",
@@ -123,18 +122,3 @@ def test_an_error_ends_the_message_with_an_error_chunk_then_done():
         '{"type":"error","errorText":"The run failed."}',
         "[DONE]",
     ]
-
-
-def test_a_remembered_approval_was_never_asked_so_it_gets_no_approval_response():
-    settled = frame(
-        1,
-        "approval-settled",
-        tool_call_id="tc_1",
-        status="approved",
-        decided_by="u",
-        decided_via="remembered",
-        remember=True,
-        reason="",
-    )
-    chunks = [json.loads(data) for _, data in blocks(aisdk.encode([settled]))]
-    assert [c["type"] for c in chunks] == ["data-approval"]

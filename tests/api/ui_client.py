@@ -27,7 +27,6 @@ SHAPES: dict[str, set[str]] = {
     "tool-output-error": {"toolCallId", "errorText"},
     "tool-output-denied": {"toolCallId"},
     "tool-approval-request": {"approvalId", "toolCallId"},
-    "tool-approval-response": {"approvalId", "approved"},
     "start-step": set(),
     "finish-step": set(),
     "finish": set(),
@@ -86,12 +85,6 @@ class UIMessage:
             self.tool(chunk["toolCallId"]).update(
                 state="approval-requested", approval={"id": chunk["approvalId"]}
             )
-        elif kind == "tool-approval-response":
-            asked = next(
-                p for p in self.parts if p.get("approval", {}).get("id") == chunk["approvalId"]
-            )
-            answer = {k: chunk[k] for k in ("approved", "reason") if k in chunk}
-            asked.update(state="approval-responded", approval={**asked["approval"], **answer})
         elif kind.startswith("tool-output"):
             part = self.tool(chunk["toolCallId"])  # a tool output needs its input first
             part["state"] = {
@@ -185,7 +178,7 @@ class Chat:
     def resume(self) -> int:
         """``resumeStream``: the status of the GET (204 leaves the messages as they are)."""
         url = f"{self.api}/{self.id}/stream"
-        with connect_sse(self.client, "GET", url, headers=self.headers) as source:
+        with connect_sse(self.client, "GET", url, headers={**self.headers}) as source:
             if source.response.status_code == 200:
                 self._fold(source)
             return source.response.status_code
@@ -200,7 +193,9 @@ class Chat:
         wire = [{k: v for k, v in m.items() if k != "_folded"} for m in self.messages]
         body = {**self.body, "id": self.id, "messages": wire, "trigger": "submit-message"}
         body["messageId"] = None
-        with connect_sse(self.client, "POST", self.api, json=body, headers=self.headers) as source:
+        with connect_sse(
+            self.client, "POST", self.api, json=body, headers={**self.headers}
+        ) as source:
             if source.response.status_code != 200:
                 source.response.read()
                 return source.response
