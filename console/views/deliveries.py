@@ -6,7 +6,7 @@ from django.core.paginator import Paginator
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 
-from agent_core.api.permissions import is_operator, visible_calls
+from agent_core.access import is_operator, visible_calls
 from agent_core.models import ToolCall
 from approvals.models import Delivery
 
