@@ -1,9 +1,10 @@
 """Following a run's stream live, from any process: the one reader behind SSE and WebSocket.
 
 Order matters so that nothing falls between the table and the live feed: subscribe to the run's
-group first, then read the table after the client's last id, then take live frames, dropping the
-ones already sent (by ``seq``) and reading the table again whenever a gap shows up or a keep-alive
-interval passes quietly (live delivery is best effort; the table is the truth).
+live feed first (``fanout``: one per run per process, shared by its local followers), then read
+the table after the client's last id, then take live frames, dropping the ones already sent (by
+``seq``) and reading the table again whenever a gap shows up or a keep-alive interval passes
+quietly (live delivery is best effort; the table is the truth).
 
 An open stream holds no database connection while it waits (SPEC §15): every read runs through
 ``read``, on a few threads of its own, and closes its connection when done, so however many
@@ -13,26 +14,21 @@ streams a process serves, at most ``READER_THREADS`` connections read for them a
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.db import connections
 
-from . import streams
+from . import fanout
 from .access import visible_runs
 from .actors import Actor
 from .conf import agent_settings
 from .models import Run, RunStatus, StreamFrame
 
-logger = logging.getLogger(__name__)
-
 GENERIC_FAILURE = "The run failed."
-_RETRY_SECONDS = 0.2
 
 EventKind = Literal["meta", "frame", "done", "error", "keepalive"]
 
@@ -101,13 +97,8 @@ def _closing(status: str, code: str, message: str) -> Event:
 
 async def follow(run: Run, after: int) -> AsyncIterator[Event]:
     """``meta``, the frames after ``after``, then live frames until ``done`` / ``error``."""
-    layer = get_channel_layer()
-    assert layer is not None, "CHANNEL_LAYERS must be configured to follow runs live"
-    group = streams.group_name(run.pk)
-    channel = await layer.new_channel()
-    await layer.group_add(group, channel)
     keepalive = agent_settings().STREAM_KEEPALIVE_SECONDS
-    try:
+    async with fanout.subscribe(run.pk) as feed:
         yield Event("meta", {"run_id": run.pk, "thread_id": run.thread_id})
         last, read_table = after, True
         while True:
@@ -127,15 +118,12 @@ async def follow(run: Run, after: int) -> AsyncIterator[Event]:
                     yield ending
                     return
             try:
-                message = await asyncio.wait_for(layer.receive(channel), keepalive)
+                message = await asyncio.wait_for(feed.get(), keepalive)
             except TimeoutError:
                 yield Event("keepalive")
                 read_table = True
                 continue
-            except Exception:
-                # Redis hiccup (e.g. a read timeout under load): the table still has every frame.
-                logger.warning("live feed of %s failed; reading the table", run.pk, exc_info=True)
-                await asyncio.sleep(_RETRY_SECONDS)
+            if message is fanout.LOST:
                 read_table = True
                 continue
             for frame in sorted(message.get("frames", []), key=lambda f: f["seq"]):
@@ -149,8 +137,6 @@ async def follow(run: Run, after: int) -> AsyncIterator[Event]:
                 if frame["kind"] == "finish":
                     yield await _final(run.pk)
                     return
-    finally:
-        await layer.group_discard(group, channel)
 
 
 async def _final(run_id: str) -> Event:

@@ -1,0 +1,29 @@
+"""One live feed per run per process: every local follower gets each message from it."""
+
+from __future__ import annotations
+
+import asyncio
+
+from channels.layers import get_channel_layer
+
+from agent_core import fanout, streams
+
+
+async def _followers_share_one_feed() -> None:
+    layer = get_channel_layer()
+    async with fanout.subscribe("run_fanout") as first, fanout.subscribe("run_fanout") as second:
+        assert fanout.followed() == {"run_fanout": 2}
+        await layer.group_send(streams.group_name("run_fanout"), {"type": "run.frames", "n": 1})
+        got = [await asyncio.wait_for(q.get(), 10) for q in (first, second)]
+        assert [m["n"] for m in got] == [1, 1]
+        # One channel in the group for both followers: the frame was sent to Redis once.
+        groups = layer._group_key(streams.group_name("run_fanout"))
+        connection = layer.connection(layer.consistent_hash(groups))
+        assert await connection.zcard(groups) == 1
+    assert fanout.followed() == {}
+    await asyncio.sleep(0.1)  # the stopped feed leaves the group
+    assert await connection.zcard(groups) == 0
+
+
+def test_followers_of_a_run_in_one_process_share_one_feed() -> None:
+    asyncio.run(_followers_share_one_feed())
