@@ -21,3 +21,4 @@ AGENT = _agent
 # should): otherwise every step task pays for a new PostgreSQL connection. Django's default of
 # no health checks: with them, every task would begin with a `SELECT 1` of its own.
 DATABASES["default"]["CONN_MAX_AGE"] = 60  # noqa: F405
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = False  # noqa: F405

@@ -19,6 +19,9 @@ DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 LOGGING = {"version": 1, "disable_existing_loggers": False}
 
+# A connection per request, as before, unless a test's process asks for persistent ones (the
+# production layout's test).
+DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("CONN_MAX_AGE", "0"))  # noqa: F405
 if os.environ.get("AIRLOCK_TEST_DB_NAME"):
     DATABASES["default"]["NAME"] = os.environ["AIRLOCK_TEST_DB_NAME"]  # noqa: F405
 
