@@ -118,7 +118,9 @@ async def follow(run: Run, after: int) -> AsyncIterator[Event]:
                     yield ending
                     return
             try:
-                message = await asyncio.wait_for(feed.get(), keepalive)
+                # asyncio.timeout, not wait_for: no task per message (a thousand followers).
+                async with asyncio.timeout(keepalive):
+                    message = await feed.get()
             except TimeoutError:
                 yield Event("keepalive")
                 read_table = True

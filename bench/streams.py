@@ -200,11 +200,11 @@ async def latency(server: Server, subscribers: int, frames: int, gap: float) -> 
                 process.kill()
 
 
-async def main(quick: bool, subscribers: list[int]) -> None:
+async def main(quick: bool, subscribers: list[int], server: str) -> None:
     name = settings.DATABASES["default"]["NAME"]
     logs = Path(tempfile.mkdtemp(prefix="airlock-bench-"))
-    a = start_server(name, logs / "a.log", AIRLOCK_FLUSH_BYTES="1")
-    b = start_server(name, logs / "b.log")
+    a = start_server(name, logs / "a.log", server=server, AIRLOCK_FLUSH_BYTES="1")
+    b = start_server(name, logs / "b.log", server=server)
     try:
         words = 300 if quick else 1500
         live_rate, replay_rate, count = await throughput(a, words)
@@ -238,6 +238,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--subscribers", default="1,10,25,50,100,1000", help="comma-separated subscriber counts"
     )
+    parser.add_argument("--server", default="daphne", choices=["daphne", "uvicorn"])
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
-    asyncio.run(main(args.quick, [int(n) for n in args.subscribers.split(",")]))
+    asyncio.run(main(args.quick, [int(n) for n in args.subscribers.split(",")], args.server))

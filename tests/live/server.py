@@ -41,10 +41,12 @@ def start_server(
     python: str = sys.executable,
     app: str = "config.asgi:application",
     cwd: str | Path = ROOT,
+    server: str = "daphne",
     **env: str,
 ) -> Server:
     """Start daphne on a fresh socket and wait until it answers HTTP (``python``, ``app`` and
-    ``cwd``: another virtualenv's daphne serving another project, as the packaging test does)."""
+    ``cwd``: another virtualenv's daphne serving another project, as the packaging test does;
+    ``server="uvicorn"``: uvicorn instead)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -59,7 +61,7 @@ def start_server(
     }
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [python, "-m", "daphne", "--fd", str(sock.fileno()), app],
+            [python, "-m", server, "--fd", str(sock.fileno()), app],
             cwd=cwd,
             env=environment,
             pass_fds=[sock.fileno()],
@@ -67,18 +69,18 @@ def start_server(
             stderr=subprocess.STDOUT,
         )
     sock.close()
-    server = Server(process, f"http://127.0.0.1:{port}", log)
+    started = Server(process, f"http://127.0.0.1:{port}", log)
     deadline = time.monotonic() + 60
     while True:
         if process.poll() is not None:
-            raise RuntimeError(f"daphne exited: {log.read_text()[-3000:]}")
+            raise RuntimeError(f"{server} exited: {log.read_text()[-3000:]}")
         try:
             # A cheap request (401): building the schema on a loaded machine is slow, and
             # drf-spectacular's first, lazy schema build is not safe to run twice at once.
-            httpx.get(f"{server.url}/agent/runs", timeout=30)
-            return server
+            httpx.get(f"{started.url}/agent/runs", timeout=30)
+            return started
         except httpx.TransportError:
             if time.monotonic() > deadline:
-                server.stop()
-                raise RuntimeError(f"daphne did not start: {log.read_text()[-3000:]}") from None
+                started.stop()
+                raise RuntimeError(f"{server} did not start: {log.read_text()[-3000:]}") from None
             time.sleep(0.1)
