@@ -1,5 +1,5 @@
 """The production layout of the README ("Run it in production"), as real processes: gunicorn
-(web), daphne (streams), a Celery worker and beat, with the durable runner and persistent
+(web), uvicorn (streams), a Celery worker and beat, with the durable runner and persistent
 database connections; one approval cycle through them."""
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from httpx_sse import connect_sse
 
 from agent_core.models import StreamFrame
 from tests.api.conftest import ALICE
+from tests.api.test_websocket import _receive_all, _ws_url
 from tests.conftest import REFUND
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -164,4 +165,7 @@ def test_an_approval_cycle_runs_through_the_documented_production_layout(layout:
     assert seqs == list(range(1, len(seqs) + 1))
     assert StreamFrame.objects.filter(run_id=run_id).count() == len(seqs)
     assert {"approval-requested", "approval-settled", "tool-output", "finish"} <= set(kinds)
+    # The streams process serves the WebSocket route too: the same frames, replayed.
+    messages = _receive_all(_ws_url(layout.streams, run_id), ALICE)
+    assert [m["id"] for m in messages if "id" in m] == seqs
     assert all(proc.poll() is None for proc in layout.procs.values()), layout.tail()
