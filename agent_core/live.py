@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar, cast
 
 from asgiref.sync import sync_to_async
 from django.db import connections
@@ -46,6 +46,9 @@ class Event:
     kind: EventKind
     data: dict[str, Any] = field(default_factory=dict)
     seq: int | None = None
+    # A live frame's Event is shared by every local follower of the run (``_shared``): a format
+    # keeps its encoding here, so the frame is encoded once per process, not once per follower.
+    encoded: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
 
 
 async def read(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -135,10 +138,21 @@ async def follow(run: Run, after: int) -> AsyncIterator[Event]:
                     read_table = True  # a gap: the table has what the live feed lost
                     break
                 last = frame["seq"]
-                yield Event("frame", {"kind": frame["kind"], **frame["data"]}, last)
+                yield _shared(frame)
                 if frame["kind"] == "finish":
                     yield await _final(run.pk)
                     return
+
+
+def _shared(frame: dict[str, Any]) -> Event:
+    """The frame's Event, made by the first local follower that sends it (the live message is
+    one dict for all of them: ``fanout``)."""
+    event = frame.get("event")
+    if event is None:
+        event = frame["event"] = Event(
+            "frame", {"kind": frame["kind"], **frame["data"]}, frame["seq"]
+        )
+    return cast(Event, event)
 
 
 async def _final(run_id: str) -> Event:

@@ -106,6 +106,13 @@ async def _events(events: AsyncIterator[live.Event]) -> AsyncIterator[bytes]:
 
 def format_event(event: live.Event) -> bytes:
     """One SSE block: frames carry ``id:``; ``meta``, ``done`` and ``error`` are named events."""
+    encoded = event.encoded.get("sse")
+    if encoded is None:
+        encoded = event.encoded["sse"] = _format(event)
+    return encoded
+
+
+def _format(event: live.Event) -> bytes:
     if event.kind == "keepalive":
         return b": keep-alive\n\n"
     data = _json(event.data)
