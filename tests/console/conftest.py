@@ -11,6 +11,7 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.test import override_settings
+from django.urls import reverse
 from playwright.sync_api import Browser, sync_playwright
 
 from agent_core.actors import Actor, actor_for_user
@@ -42,6 +43,18 @@ def people(db: None) -> dict[str, User]:
 
 def actor(user: User) -> Actor:
     return actor_for_user(user)
+
+
+def card_html(client: Any, call: ToolCall) -> str:
+    """The call's full card, as a row of the inbox opens it."""
+    response = client.get(reverse("console:call", args=[call.pk]), HTTP_X_CONSOLE_FRAGMENT="1")
+    assert response.status_code == 200
+    return str(response.content.decode())
+
+
+def listed(response: Any) -> list[str]:
+    """The ids of the calls on an inbox page, in order."""
+    return [row.call.pk for row in response.context["listing"].rows]
 
 
 @pytest.fixture
