@@ -145,8 +145,8 @@ def sql_time(actor: Any, cursor: str | None) -> tuple[float, bool]:
     from approvals.api.filters import PendingPagination
     from approvals.selectors import decidable_by, pending_calls
 
-    params = {"cursor": cursor} if cursor else {}
-    query = PendingPagination().page_queryset(pending_calls(), params, branches=decidable_by(actor))
+    page = {"cursor": cursor} if cursor else {}
+    query = PendingPagination().page_queryset(pending_calls(), page, branches=decidable_by(actor))
     sql, params = query.query.sql_with_params()
     with connection.cursor() as c:
         c.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)

@@ -126,7 +126,9 @@ class BulkForm(forms.Form):
         super().__init__(*args, **kwargs)
         # Any id is a choice here: the view finds the calls and the port judges each one.
         given = self.data.getlist("ids") if hasattr(self.data, "getlist") else []
-        self.fields["ids"].choices = [(i, i) for i in given]
+        ids_field = self.fields["ids"]
+        assert isinstance(ids_field, forms.MultipleChoiceField)
+        ids_field.choices = [(i, i) for i in given]
 
     def clean_ids(self) -> list[str]:
         ids: list[str] = list(dict.fromkeys(self.cleaned_data["ids"]))

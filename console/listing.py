@@ -20,7 +20,7 @@ from django.db.models import Q, QuerySet
 from agent_core.actors import Actor
 from agent_core.api.pagination import Page
 from agent_core.models import REQUESTER, CallStatus, ToolCall
-from approvals import quorum, selectors
+from approvals import escalation, quorum, selectors
 from approvals.api.filters import PendingFilter, PendingPagination
 
 from .people import ref_of
@@ -112,7 +112,7 @@ def calls_in(
 ) -> tuple[QuerySet[ToolCall], Q | None, InboxFilter]:
     """The scope's calls narrowed by the filters in ``params``, and the ``UNION`` branches."""
     who = selectors.decidable_by(actor)
-    pending = quorum.with_needed(selectors.pending_calls())
+    pending = escalation.with_escalation(quorum.with_needed(selectors.pending_calls()))
     filters = InboxFilter(params, queryset=pending)
     calls = filters.qs if filters.is_valid() else pending.none()
     if scope == "yours":

@@ -82,6 +82,8 @@ class KeysetPagination(BasePagination):
         """
         sort = self.sort_of(params)
         limit = self.limit_of(params)
+        if queryset.query.is_empty():  # ``none()``: say so without asking the database
+            return Page([], None, sort)
         rows = list(self.page_queryset(queryset, params, branches=branches))
         if len(rows) <= limit:
             return Page(rows, None, sort)
@@ -113,7 +115,7 @@ class KeysetPagination(BasePagination):
             return self.default_sort
         if sort not in self.orderings:
             choices = ", ".join(self.orderings)
-            raise ValidationError({self.sort_query_param: [f"One of: {choices}."]})
+            raise ValidationError({str(self.sort_query_param): [f"One of: {choices}."]})
         return str(sort)
 
     def limit_of(self, params: Any) -> int:
@@ -152,7 +154,7 @@ class KeysetPagination(BasePagination):
 
     # --- DRF's pagination interface ---------------------------------------------------------
 
-    def paginate_queryset(
+    def paginate_queryset(  # type: ignore[override]  # querysets only: the cursor filters them
         self, queryset: QuerySet[M], request: Request, view: Any = None
     ) -> list[M]:
         self.request = request
