@@ -139,15 +139,19 @@
   function openRow(row, then) {
     var slot = row.querySelector("[data-slot]"), link = row.querySelector("[data-open]");
     if (slot.firstElementChild) { if (then) then(slot.firstElementChild); return; }
+    if (row.opening) { if (then) row.opening.push(then); return; }  // one fetch per opening
+    row.opening = then ? [then] : [];
     fetch(link.href, { headers: FRAGMENT, credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
+        var waiting = row.opening;
+        row.opening = null;
         if (html === null) { row.remove(); showEmpty(); return; }
         slot.innerHTML = html;
         link.setAttribute("aria-expanded", "true");
         row.classList.add("open");
         tick();
-        if (then) then(slot.firstElementChild);
+        waiting.forEach(function (fn) { fn(slot.firstElementChild); });
       })
       .catch(function () { location.href = link.href; });
   }
@@ -375,7 +379,9 @@
       if (msg.type === "frames") appendFrames(msg.frames);
       if (inbox()) {
         // Only the changed row: an idle inbox never downloads the whole list again.
-        if (msg.call_id && (rowOf(msg.call_id) || msg.event === "approval_requested")) updateRow(msg.call_id);
+        // A call settled elsewhere still changes the counts: its (empty) answer carries them.
+        var news = msg.event === "approval_requested" || msg.event === "approval_settled";
+        if (msg.call_id && (rowOf(msg.call_id) || news)) updateRow(msg.call_id);
         return;
       }
       scheduleRefresh();
@@ -420,8 +426,12 @@
             row.remove();
             showEmpty();
             updateBulkBar();
-            if (nextRow) openRow(nextRow, function (c) { focusAfterDecision(c, area); });
+            if (nextRow) {
+              nextRow.querySelector("[data-open]").focus();  // at once: never <body>
+              openRow(nextRow, function (c) { focusAfterDecision(c, area); });
+            }
             else focusAfterDecision(null, area);
+            updateRow(row.getAttribute("data-row"));  // the counts (and the row, were it back)
             return;
           }
           var next = card && neighbour(card);
