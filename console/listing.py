@@ -35,7 +35,10 @@ class InboxFilter(PendingFilter):
     """The API's filters, with the requester given as a username (or an actor ref)."""
 
     requester = django_filters.CharFilter(
-        method="by_requester", max_length=200, help_text="a username or an actor ref"
+        method="by_requester",
+        max_length=200,
+        label="Requester",
+        help_text="a username or an actor ref",
     )
 
     def by_requester(

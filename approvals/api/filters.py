@@ -17,11 +17,13 @@ class PendingFilter(django_filters.FilterSet):
     ``q`` searches the tool's name, the call's summary, its confirmation text and its arguments.
     """
 
-    tool = django_filters.CharFilter(field_name="tool_name", max_length=100)
-    agent = django_filters.CharFilter(field_name="run__agent", max_length=100)
-    approver = django_filters.CharFilter(field_name="approver", max_length=100)
-    thread = django_filters.CharFilter(field_name="thread_id", max_length=40)
-    requester = django_filters.CharFilter(field_name="requester_ref", max_length=200)
+    tool = django_filters.CharFilter(field_name="tool_name", max_length=100, label="Tool")
+    agent = django_filters.CharFilter(field_name="run__agent", max_length=100, label="Agent")
+    approver = django_filters.CharFilter(field_name="approver", max_length=100, label="Approver")
+    thread = django_filters.CharFilter(field_name="thread_id", max_length=40, label="Thread")
+    requester = django_filters.CharFilter(
+        field_name="requester_ref", max_length=200, label="Requester"
+    )
     q = django_filters.CharFilter(method="search", max_length=200, label="Search")
 
     class Meta:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from django.test import override_settings
 from django.urls import reverse
 from playwright.sync_api import Browser, sync_playwright
 
+from agent_core import ids
 from agent_core.actors import Actor, actor_for_user
 from agent_core.models import Run, ToolCall
 from tests.console.browser import CHROMIUM, CHROMIUM_ARGS, Server, start_console_server
@@ -50,6 +52,22 @@ def card_html(client: Any, call: ToolCall) -> str:
     response = client.get(reverse("console:call", args=[call.pk]), HTTP_X_CONSOLE_FRAGMENT="1")
     assert response.status_code == 200
     return str(response.content.decode())
+
+
+def copies_of(call: ToolCall, n: int) -> list[ToolCall]:
+    """``n`` more pending calls like ``call``, a second apart, each with its own summary
+    ("Refund <i>.00 …"): rows to page through without starting ``n`` runs."""
+    copies = []
+    for i in range(n):
+        copy = ToolCall.objects.get(pk=call.pk)
+        copy.pk, copy.provider_call_id, copy.position = ids.tool_call_id(), f"c{i}", i + 1
+        copy.summary = f"Refund {i + 1}.00 on order A-1001 — Maria, order total 59.90"
+        copies.append(copy)
+    made = ToolCall.objects.bulk_create(copies)
+    for i, copy in enumerate(made):
+        at = call.requested_at + timedelta(seconds=i + 1)
+        ToolCall.objects.filter(pk=copy.pk).update(requested_at=at)
+    return made
 
 
 def listed(response: Any) -> list[str]:

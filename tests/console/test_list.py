@@ -2,40 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from agent_core import ids
 from agent_core.models import CallStatus, ToolCall
 from approvals import services as port
 from approvals.models import DecisionAttempt
-from tests.console.conftest import REFUND, actor, listed
+from tests.console.conftest import REFUND, actor, copies_of, listed
 
 FRAGMENT = {"HTTP_X_CONSOLE_FRAGMENT": "1"}
 PAGE_BYTES = 100_000  # issue #19: the first page of a 10,000-call inbox
 ROW_BYTES = 5_000  # and a live update, per changed card
 
 
-def _copies(call: ToolCall, n: int) -> list[ToolCall]:
-    """``n`` more pending calls like ``call``, a second apart (same run: rows, not runs, count)."""
-    start = call.requested_at
-    copies = []
-    for i in range(n):
-        copy = ToolCall.objects.get(pk=call.pk)
-        copy.pk, copy.provider_call_id, copy.position = ids.tool_call_id(), f"c{i}", i + 1
-        copy.summary = f"Refund {i + 1}.00 on order A-1001 — Maria, order total 59.90"
-        copies.append(copy)
-    made = ToolCall.objects.bulk_create(copies)
-    for i, copy in enumerate(made):
-        ToolCall.objects.filter(pk=copy.pk).update(requested_at=start + timedelta(seconds=i + 1))
-    return made
-
-
 def test_pages_of_rows_cover_the_inbox_once_in_order_and_stay_small(login, refund):
-    _copies(refund, 119)
+    copies_of(refund, 119)
     client = login("fran")
     first = client.get(reverse("console:inbox"))
     assert len(first.content) <= PAGE_BYTES
@@ -156,7 +138,7 @@ def test_bulk_without_javascript_is_two_pages(login, refund):
 
 @pytest.mark.parametrize("sort", ["oldest", "newest", "deadline"])
 def test_every_order_pages_through_calls_with_and_without_a_deadline(login, refund, sort):
-    copies = _copies(refund, 4)
+    copies = copies_of(refund, 4)
     ToolCall.objects.filter(pk__in=[c.pk for c in copies[:2]]).update(expires_at=None)
     ToolCall.objects.filter(pk=copies[3].pk).update(expires_at=timezone.now())
     client = login("fran")

@@ -279,7 +279,7 @@
     if (!bar) return;
     var picked = Array.prototype.slice.call(document.querySelectorAll("[data-select]:checked"));
     var tools = picked.map(function (b) { return b.closest("[data-row]").getAttribute("data-tool"); })
-      .filter(function (t, i, all) { return all.indexOf(t) === i; });
+      .filter(function (t, i, all) { return all.indexOf(t) === i; }).sort();
     var status = bar.querySelector("[data-bulk-status]");
     if (!picked.length) status.textContent = "Tick calls of one tool to decide them together.";
     else if (tools.length > 1) status.textContent = "Select calls of one tool (now: " + tools.join(", ") + ").";
@@ -397,7 +397,8 @@
     var form = e.target;
     if (form.hasAttribute("data-bulk") || form.hasAttribute("data-bulk-confirm")) {
       e.preventDefault();
-      fetch(form.action, { method: "POST", body: new FormData(form, e.submitter), headers: FRAGMENT, credentials: "same-origin" })
+      // getAttribute: the form's field named "action" shadows the form's own property.
+      fetch(form.getAttribute("action"), { method: "POST", body: new FormData(form, e.submitter), headers: FRAGMENT, credentials: "same-origin" })
         .then(function (r) { return r.text(); })
         .then(bulkDialog)
         .catch(function () { form.submit(); });
