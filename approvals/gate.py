@@ -1,7 +1,9 @@
-"""The approval gate the loop reaches through ``AGENT["APPROVAL_GATE"]``."""
+"""The approval gate the loop reaches through ``AGENT["APPROVAL_GATE"]``, or, that setting left
+unset, because ``ApprovalsConfig`` declares it (``agent_core.extensions``)."""
 
 from __future__ import annotations
 
+from django.db.models import Q
 from django.utils import timezone
 
 from agent_core.actors import Actor
@@ -9,13 +11,13 @@ from agent_core.gate import Verdict
 from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolContext, ToolSpec
 
-from . import escalation, quorum, services
+from . import escalation, quorum
 from .models import RememberedApproval
-from .policy import get_policy
+from .policy import escalated_to_roles, get_policy
 
 
 class ApprovalGate:
-    """Asks the policy, honours remembered approvals, escalates and expires overdue requests.
+    """Asks the policy, honours remembered approvals, stamps escalations and quorums.
 
     ``review`` runs inside the suspend transaction: its answer is stamped on the call and never
     re-derived, so a policy changed while the run waits does not re-decide the call. A call that
@@ -50,10 +52,10 @@ class ApprovalGate:
                 )
         return Verdict(required=True, approver=approver, expires_at=expires_at)
 
-    def expire_due(self) -> int:
-        """Escalate the requests whose escalation is due, then expire the overdue ones."""
-        escalation.escalate_due()
-        return services.expire_due()
+    def decidable(self, actor: Actor) -> Q:
+        """What the policy lets ``actor`` decide now, and the calls escalated to its roles with
+        the power to decide (decided or not: it may follow what it decided)."""
+        return get_policy().decidable(actor) | escalated_to_roles(actor.roles)
 
 
 def _context(call: ToolCall, actor: Actor, thread: Thread) -> ToolContext:

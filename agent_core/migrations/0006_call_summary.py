@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agent_core', '0004_conversation_control'),
+        ('agent_core', '0005_chat_alias'),
     ]
 
     operations = [
