@@ -1,4 +1,5 @@
-"""Running ``manage.py`` in real subprocesses against the test database, with or without a pty."""
+"""The environment of every process a test starts (``django_env``), and ``manage.py`` run in real
+subprocesses against the test database, with or without a pty."""
 
 from __future__ import annotations
 
@@ -31,13 +32,16 @@ def database_url() -> str:
 
 
 def django_env(**extra: str) -> dict[str, str]:
-    """The environment of a child process: same settings, services and test database."""
+    """The environment of a process a test starts (a worker, a server, the CLI): this repository
+    importable, the test settings, this run's test database and Redis, the inline runner;
+    ``extra`` on top (``DJANGO_SETTINGS_MODULE``, ``AGENT_RUNNER``, ``AIRLOCK_TEST_*``, ...)."""
     env = dict(os.environ)
     env.update(
         DATABASE_URL=database_url(),
         REDIS_URL=settings.REDIS_URL,
-        DJANGO_SETTINGS_MODULE="config.settings.test",
+        DJANGO_SETTINGS_MODULE="tests.settings",
         AGENT_RUNNER="inline",
+        PYTHONPATH=str(ROOT),
         PYTHONUNBUFFERED="1",
     )
     env.update(extra)

@@ -21,7 +21,6 @@ from typing import Any
 
 import httpx
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import Group, User
 from rest_framework.authtoken.models import Token
 
@@ -41,7 +40,6 @@ def token_server(
 ) -> Iterator[Server]:
     """daphne with the production resolver (Django users, tokens) and the demo policy."""
     server = start_server(
-        settings.DATABASES["default"]["NAME"],
         tmp_path_factory.mktemp("fuzz") / "daphne.log",
         AIRLOCK_ACTOR_RESOLVER="agent_core.actors.DjangoAuthResolver",
         AIRLOCK_TEST_APPROVAL_POLICY="demo.policy.DemoPolicy",

@@ -1,4 +1,5 @@
-"""Console fixtures: real users in real groups, and a policy that gives refunds to finance."""
+"""Console fixtures: policies (refunds to finance; the demo's), logins as ``people``, a console
+server and a browser."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import override_settings
 from playwright.sync_api import Browser, sync_playwright
 
@@ -20,24 +21,6 @@ from tests.console.browser import CHROMIUM, CHROMIUM_ARGS, Server, start_console
 FINANCE_POLICY = "tests.console.policy.FinancePolicy"
 DEMO_POLICY = "demo.policy.DemoPolicy"
 REFUND = '/call issue_refund {"order_id": "A-1001", "amount": 25}'
-
-
-def make_user(username: str, *groups: str, staff: bool = False) -> User:
-    user = User.objects.create_user(username=username, password="pw", is_staff=staff)
-    user.groups.set(Group.objects.get_or_create(name=g)[0] for g in groups)
-    return user
-
-
-@pytest.fixture
-def people(db: None) -> dict[str, User]:
-    """alice: requester, no console access; fran and felix: finance approvers (staff);
-    otto: operator (console role), not in finance."""
-    return {
-        "alice": make_user("alice"),
-        "fran": make_user("fran", "finance", staff=True),
-        "felix": make_user("felix", "finance", staff=True),
-        "otto": make_user("otto", "operator"),
-    }
 
 
 def actor(user: User) -> Actor:

@@ -10,9 +10,9 @@ from django.contrib.auth.models import Group, User
 
 from approvals.models import Delivery
 from tests.approvals.receiver import Receiver
-from tests.conftest import REFUND
+from tests.conftest import REFUND, wait_for
 
-from .conftest import Cluster, start, wait_for
+from .conftest import Cluster, start
 
 pytestmark = pytest.mark.slow
 

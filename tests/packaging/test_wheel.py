@@ -18,7 +18,8 @@ import pytest
 from django.conf import settings
 
 from tests.api.conftest import read_all, start
-from tests.durable.conftest import Cluster, _flush_broker, wait_for
+from tests.conftest import wait_for
+from tests.durable.conftest import Cluster, _flush_broker
 from tests.live.server import Server, start_server
 from tests.packaging.project import Dist, build, install, new_project, run
 
@@ -152,12 +153,11 @@ def test_an_approval_cycle_with_the_inline_runner(python, project, workdir, data
     env = project_env(workdir, database, AIRLOCK_RUNNER="inline")
     assert "no issues" in manage(python, project, env, "check")
     server = start_server(
-        database,
         workdir / "inline.log",
         python=str(python),
         app="mysite.asgi:application",
         cwd=project,
-        **env,
+        env=env,
     )
     try:
         one_cycle(server, token(python, project, env), "inline-1")
@@ -178,12 +178,11 @@ def test_an_approval_cycle_with_the_durable_runner(python, project, workdir, dat
     celery.worker()
     beat = celery.beat()
     server = start_server(
-        database,
         workdir / "durable.log",
         python=str(python),
         app="mysite.asgi:application",
         cwd=project,
-        **env,
+        env=env,
     )
     try:
         one_cycle(server, token(python, project, env), "durable-1")
