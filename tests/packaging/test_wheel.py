@@ -17,9 +17,9 @@ import psycopg
 import pytest
 from django.conf import settings
 
-from tests.api.conftest import read_all, start
 from tests.conftest import wait_for
 from tests.durable.conftest import Cluster, _flush_broker
+from tests.live.conftest import read_all, start
 from tests.live.server import Server, start_server
 from tests.packaging.project import Dist, build, install, new_project, run
 

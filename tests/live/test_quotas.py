@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from agent_core.models import Run, RunStatus
-from tests.api.conftest import read_all
+from tests.live.conftest import read_all
 from tests.live.server import start_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]

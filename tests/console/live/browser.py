@@ -34,7 +34,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-REPO = Path(__file__).resolve().parent.parent.parent
 T = TypeVar("T")
 
 
