@@ -3,6 +3,7 @@ threaded inline runner for in-process tests; ``wait_for``, for whatever runs els
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -92,13 +93,14 @@ def wait_for(what: str, predicate: Callable[[], Any], logged: _Logged | None = N
 def turn(
     shop: None, sync_runner: InlineRunner, django_capture_on_commit_callbacks: Any
 ) -> Callable[..., Run]:
-    """Start a turn of the demo agent and drive it until it parks or ends."""
+    """Start a turn (of the demo agent unless told another) and drive it until it parks or ends:
+    the runs and tool calls of in-process tests are made as the product makes them."""
 
-    def start(message: str, *, actor: Actor = ALICE, thread_id: str | None = None) -> Run:
+    def start(
+        message: str, *, actor: Actor = ALICE, thread_id: str | None = None, agent: str = "support"
+    ) -> Run:
         with django_capture_on_commit_callbacks(execute=True):
-            run = services.start_run(
-                agent="support", message=message, actor=actor, thread_id=thread_id
-            )
+            run = services.start_run(agent=agent, message=message, actor=actor, thread_id=thread_id)
         run.refresh_from_db()
         return run
 
@@ -124,19 +126,10 @@ OPS_AGENTS = ["demo.agents.support_agent", "tests.approvals.agents.ops_agent"]
 
 
 @pytest.fixture
-def ops_turn(
-    shop: None, sync_runner: InlineRunner, django_capture_on_commit_callbacks: Any, settings: Any
-) -> Callable[..., Run]:
+def ops_turn(turn: Callable[..., Run], settings: Any) -> Callable[..., Run]:
     """Like ``turn``, for the ``ops`` test agent (preflight and never-rememberable tools)."""
     settings.AGENT = {**settings.AGENT, "AGENTS": OPS_AGENTS}
-
-    def start(message: str, *, actor: Actor = ALICE, thread_id: str | None = None) -> Run:
-        with django_capture_on_commit_callbacks(execute=True):
-            run = services.start_run(agent="ops", message=message, actor=actor, thread_id=thread_id)
-        run.refresh_from_db()
-        return run
-
-    return start
+    return functools.partial(turn, agent="ops")
 
 
 def frame_kinds(run: Run) -> list[str]:

@@ -21,9 +21,9 @@ from typing import Any
 
 import httpx
 import pytest
-from django.contrib.auth.models import Group, User
 from rest_framework.authtoken.models import Token
 
+from tests.factories import make_user
 from tests.live.server import Server, start_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -49,9 +49,7 @@ def token_server(
 
 
 def _token(name: str, *groups: str) -> str:
-    user = User.objects.create_user(name)
-    user.groups.set(Group.objects.get_or_create(name=g)[0] for g in groups)
-    return Token.objects.create(user=user).key
+    return Token.objects.create(user=make_user(name, *groups)).key
 
 
 @pytest.fixture
