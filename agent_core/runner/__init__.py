@@ -1,9 +1,9 @@
 """The runners: both drive the same loop over the same rows (SPEC §12).
 
 ``get_runner()`` returns this process's runner for ``AGENT["RUNNER"]``; services hand it a run
-id after commit with ``dispatch``. ``sweep()`` re-drives runs whose driver died and expires
-approvals whose deadline passed; the inline runner calls it from a background thread, the durable
-runner from Celery beat.
+id after commit with ``dispatch``. ``sweep()`` runs the jobs installed apps ask for (``approvals``
+expires overdue requests, ``agent_core.extensions``) and re-drives runs whose driver died; the
+inline runner calls it from a background thread, the durable runner from Celery beat.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ..conf import agent_settings
-from ..gate import get_gate
+from ..extensions import sweep_jobs
 from ..models import Run, RunStatus
 
 if TYPE_CHECKING:
@@ -73,13 +73,15 @@ def stale_runs(limit: int = 100) -> list[str]:
 
 
 def sweep(runner: Runner | None = None) -> int:
-    """Re-drive stale runs and expire overdue approvals; returns how many runs were dispatched."""
+    """Run the installed apps' sweep jobs, settle abandoned cancels and re-drive stale runs;
+    returns how many runs were dispatched."""
     from .. import services  # services imports the runner package
 
     runner = runner or get_runner()
-    expired = get_gate().expire_due()
-    if expired:
-        logger.info("sweep expired %d approval requests", expired)
+    for job in sweep_jobs():
+        done = job()
+        if done:
+            logger.info("sweep: %s.%s settled %s", job.__module__, job.__qualname__, done)
     cancelled = services.settle_abandoned_cancels()
     if cancelled:
         logger.info("sweep settled %d cancelled runs whose driver died", cancelled)
@@ -88,10 +90,6 @@ def sweep(runner: Runner | None = None) -> int:
         logger.info("sweep re-drives %s", run_id)
         runner.dispatch(run_id)
     return len(run_ids)
-
-
-def sweep_period() -> float:
-    return float(agent_settings().SWEEP_SECONDS)
 
 
 def start_background() -> None:
