@@ -1,5 +1,6 @@
-"""The environment of every process a test starts (``django_env``), and ``manage.py`` run in real
-subprocesses against the test database, with or without a pty."""
+"""The environment of every process a test starts (``django_env``: this repository's; or
+``project_env``: a project built from scratch), and ``manage.py`` run in real subprocesses against
+the test database, with or without a pty."""
 
 from __future__ import annotations
 
@@ -46,6 +47,26 @@ def django_env(**extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
+
+
+def project_env(home: Path, database: str, **extra: str) -> dict[str, str]:
+    """The environment of a process of a project a test builds from scratch (the packaging
+    tests): nothing of this repository's, only ``PATH``, libpq's ``PG*`` naming ``database`` on
+    this run's server, and this run's Redis; ``extra`` on top."""
+    db = settings.DATABASES["default"]
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "PGHOST": str(db["HOST"]),
+        "PGPORT": str(db["PORT"] or 5432),
+        "PGUSER": str(db["USER"]),
+        "PGDATABASE": database,
+        "REDIS_URL": settings.REDIS_URL,
+        "PYTHONUNBUFFERED": "1",
+    }
+    if db["PASSWORD"]:
+        env["PGPASSWORD"] = str(db["PASSWORD"])
+    return {**env, **extra}
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
