@@ -12,7 +12,8 @@ from playwright.sync_api import expect
 
 from agent_core.models import CallStatus, ToolCall
 from approvals import services as port
-from tests.console.browser import (
+from tests.console.conftest import REFUND, actor, copies_of
+from tests.console.live.browser import (
     PHONE,
     call_of,
     in_thread,
@@ -22,7 +23,6 @@ from tests.console.browser import (
     start,
     wait_live,
 )
-from tests.console.conftest import REFUND, actor, copies_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
