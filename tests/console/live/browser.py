@@ -1,0 +1,127 @@
+"""Helpers of the browser tests: a real daphne serving the test database, a headless Chromium.
+
+The server is a separate process (inline runner inside it, like ``make demo``), pointed at the
+database pytest-django created; the browser is the Debian ``chromium`` driven by Playwright.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.db import connections
+from playwright.sync_api import Browser, Page, ViewportSize, expect
+
+from agent_core import services
+from agent_core.actors import actor_for_user
+from agent_core.models import Run, ToolCall
+from tests.conftest import leave_in_doubt
+from tests.live.server import Server, start_server
+
+# `make test` (scripts/browser.py) sets AIRLOCK_CHROMIUM to the browser it found or installed.
+CHROMIUM = os.environ.get("AIRLOCK_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+T = TypeVar("T")
+
+
+def start_console_server(log: Path) -> Server:
+    """daphne serving ``config.asgi`` with the test settings, static files and this test's
+    approval policy, on the test database (the inline runner runs inside it)."""
+    return start_server(
+        log,
+        DJANGO_SETTINGS_MODULE="tests.settings",
+        SERVE_STATIC="1",
+        AIRLOCK_TEST_APPROVAL_POLICY=settings.AGENT["APPROVAL_POLICY"],
+    )
+
+
+def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run ORM work outside Playwright's event loop (Django refuses it inside), and close the
+    thread's connection so the test database can be flushed."""
+
+    def work() -> T:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(work).result()
+
+
+LAPTOP: ViewportSize = {"width": 1280, "height": 860}
+PHONE: ViewportSize = {"width": 390, "height": 844}
+CAMPAIGN = '/call send_campaign {"campaign_id": "spring-sale"}'
+
+
+def open_as(
+    browser: Browser, server: Server, username: str, viewport: ViewportSize = LAPTOP
+) -> Page:
+    """A fresh browser context (its own cookies) logged in through the login form."""
+    context = browser.new_context(viewport=viewport, base_url=server.url)
+    page = context.new_page()
+    page.goto("/console/inbox/")
+    expect(page).to_have_url(re.compile(r"/console/login/"))
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill("pw")
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(re.compile(r"/console/inbox/"))
+    return page
+
+
+def wait_live(page: Page) -> None:
+    """Wait until the page's live socket is open."""
+    expect(page.locator("body")).to_have_attribute("data-socket", "open")
+
+
+def start(people: dict[str, Any], message: str, username: str = "alice") -> Run:
+    """Start a turn in this process; it parks on its approval (the sync runner drives it)."""
+
+    def go() -> Run:
+        who = actor_for_user(people[username])
+        run = services.start_run(agent="support", message=message, actor=who)
+        run.refresh_from_db()
+        return run
+
+    return in_thread(go)
+
+
+def call_of(run: Run) -> ToolCall:
+    """The run's one tool call."""
+    return in_thread(lambda: ToolCall.objects.get(run_id=run.pk))
+
+
+def card(page: Page, call: ToolCall) -> Any:
+    """The call's card on the page."""
+    return page.locator(f'[data-card="{call.pk}"]')
+
+
+def row(page: Page, call: ToolCall) -> Any:
+    """The call's row in the inbox's list."""
+    return page.locator(f'[data-row="{call.pk}"]')
+
+
+def open_card(page: Page, call: ToolCall) -> Any:
+    """Open the call's row into its card (fetched on opening) and return the card."""
+    row(page, call).locator("[data-open]").click()
+    opened = card(page, call)
+    expect(opened).to_be_visible()
+    return opened
+
+
+def put_in_doubt(call: ToolCall, approver: Any) -> None:
+    """Leave ``call`` in doubt, approved by the user ``approver`` (outside the browser's loop)."""
+    in_thread(lambda: leave_in_doubt(call.pk, actor_for_user(approver)))
