@@ -36,13 +36,13 @@ import django  # noqa: E402
 
 django.setup()
 
+from agent_core.dispatch import Runner, set_runner  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import DatabaseError, close_old_connections, connection, transaction  # noqa: E402
 
-from agent_core import services  # noqa: E402
+from agent_core import runs  # noqa: E402
 from agent_core.actors import Actor  # noqa: E402
 from agent_core.models import Run, RunStatus, StreamFrame, ToolCall  # noqa: E402
-from agent_core.runner import Runner, set_runner  # noqa: E402
 from agent_core.runner.durable import DurableRunner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
 from approvals import services as port  # noqa: E402
@@ -108,7 +108,7 @@ def wait_status(run_id: str, wanted: str) -> float:
 def cycle(synchronous: bool) -> tuple[float, float]:
     """One approval cycle; returns (start→waiting, approve→completed) in seconds."""
     t0 = time.time()
-    run = services.start_run(agent="bench", message="Refund B-1", actor=ACTOR)
+    run = runs.start_run(agent="bench", message="Refund B-1", actor=ACTOR)
     t1 = time.time() if synchronous else wait_status(run.pk, RunStatus.WAITING)
     call_id = ToolCall.objects.values_list("pk", flat=True).get(
         run_id=run.pk, status="pending_approval"

@@ -7,11 +7,11 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from agent_core.dispatch import get_runner, set_runner
 
-from agent_core import services
+from agent_core import calls, leases, runs
 from agent_core.actors import Actor
 from agent_core.models import Run, StreamFrame, ToolCall
-from agent_core.runner import get_runner, set_runner
 from agent_core.runner.inline import InlineRunner
 from approvals import services as port
 from demo.models import Campaign, Order
@@ -47,9 +47,7 @@ def turn(
 
     def start(message: str, *, actor: Actor = ALICE, thread_id: str | None = None) -> Run:
         with django_capture_on_commit_callbacks(execute=True):
-            run = services.start_run(
-                agent="support", message=message, actor=actor, thread_id=thread_id
-            )
+            run = runs.start_run(agent="support", message=message, actor=actor, thread_id=thread_id)
         run.refresh_from_db()
         return run
 
@@ -83,7 +81,7 @@ def ops_turn(
 
     def start(message: str, *, actor: Actor = ALICE, thread_id: str | None = None) -> Run:
         with django_capture_on_commit_callbacks(execute=True):
-            run = services.start_run(agent="ops", message=message, actor=actor, thread_id=thread_id)
+            run = runs.start_run(agent="ops", message=message, actor=actor, thread_id=thread_id)
         run.refresh_from_db()
         return run
 
@@ -111,8 +109,8 @@ def leave_in_doubt(call_id: str, approver: Actor) -> None:
     finally:
         set_runner(previous)
     run_id = ToolCall.objects.values_list("run_id", flat=True).get(pk=call_id)
-    lease = services.acquire_lease(run_id, "worker-that-dies")
+    lease = leases.acquire(run_id, "worker-that-dies")
     assert lease is not None
-    services.claim_call(lease, call_id)
-    services.mark_in_doubt(lease, call_id)
-    services.block_on_doubt(lease, call_id)
+    calls.claim_call(lease, call_id)
+    calls.mark_in_doubt(lease, call_id)
+    runs.block_on_doubt(lease, call_id)

@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .. import turns, usage
+from .. import usage
 from ..conf import agent_settings
 from ..models import Message, QueuedMessage, Run, Step, Thread, ToolCall
 from ..turns import Mode
@@ -130,7 +130,8 @@ class ThreadDetailSerializer(ThreadSerializer):
 
     @extend_schema_field(QueuedMessageSerializer(many=True))
     def get_queued_messages(self, thread: Thread) -> list[dict[str, Any]]:
-        return QueuedMessageSerializer(turns.waiting(thread.pk), many=True).data  # type: ignore[return-value]
+        waiting = QueuedMessage.objects.waiting(thread.pk)
+        return QueuedMessageSerializer(waiting, many=True).data  # type: ignore[return-value]
 
     @extend_schema_field(UsageSerializer)
     def get_usage(self, thread: Thread) -> dict[str, int]:

@@ -17,9 +17,9 @@ from django.shortcuts import get_object_or_404, redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from agent_core import services
 from agent_core.actors import Actor
 from agent_core.api.permissions import NotAllowed, check_may_cancel, visible_runs
+from agent_core.cancel import request_cancel
 from agent_core.models import Run, RunStatus, Step, StreamFrame, ToolCall
 from approvals.models import DecisionAttempt
 
@@ -143,7 +143,7 @@ def cancel(request: HttpRequest, run_id: str) -> HttpResponse:
         return _refused(request, run_id, exc.message, status=403)
     if run.is_terminal or run.status == RunStatus.CANCELLING:
         return _refused(request, run_id, _too_late(run), status=409)
-    run = services.request_cancel(run.pk, actor_ref=actor.ref)
+    run = request_cancel(run.pk, actor_ref=actor.ref)
     if run.status == RunStatus.CANCELLING:
         messages.success(request, f"Cancelling {run.pk}: it stops at its next safe point.")
     else:

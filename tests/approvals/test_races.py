@@ -8,13 +8,14 @@ import threading
 from datetime import timedelta
 
 import pytest
+from agent_core.dispatch import set_runner
 from django.db import connection
 from django.utils import timezone
 
-from agent_core import services
+from agent_core import runs
 from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, ToolCall
-from agent_core.runner import set_runner, sweep
 from agent_core.runner.inline import InlineRunner
+from agent_core.runner.sweep import sweep
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired
 from approvals.models import Action, DecisionAttempt
@@ -39,7 +40,7 @@ def wait_for(predicate, timeout: float = 20.0) -> None:
 
 
 def waiting_call() -> ToolCall:
-    run = services.start_run(agent="support", message=REFUND, actor=ALICE)
+    run = runs.start_run(agent="support", message=REFUND, actor=ALICE)
     wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.WAITING)
     [call] = calls_of(run)
     return call

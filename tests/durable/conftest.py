@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 import redis
+from agent_core.dispatch import set_runner
 from django.conf import settings
 from django.db import connection
 
-from agent_core import services
+from agent_core import runs
 from agent_core.actors import Actor
 from agent_core.models import Run, StreamFrame
-from agent_core.runner import set_runner
 from agent_core.runner.durable import DurableRunner
 from tests.conftest import ALICE
 
@@ -152,7 +152,7 @@ def settled(run_id: str, *statuses: str) -> Callable[[], bool]:
 
 
 def start(message: str, *, agent: str = "crash", actor: Actor = ALICE) -> Run:
-    return services.start_run(agent=agent, message=message, actor=actor)
+    return runs.start_run(agent=agent, message=message, actor=actor)
 
 
 def assert_frames_gapless(run_id: str) -> None:

@@ -1,0 +1,44 @@
+"""The sweeper: re-drives runs whose driver died, expires approvals whose deadline passed.
+
+The inline runner calls it from its background thread, the durable runner from Celery beat.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db.models import Q
+from django.utils import timezone
+
+from ..cancel import settle_abandoned_cancels
+from ..dispatch import Runner, get_runner
+from ..gate import get_gate
+from ..models import Run, RunStatus
+
+logger = logging.getLogger(__name__)
+
+
+def stale_runs(limit: int = 100) -> list[str]:
+    """Runs that should be moving but whose driver is gone: queued or running, lease expired."""
+    return list(
+        Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
+        .filter(Q(lease_expires_at__lt=timezone.now()) | Q(lease_expires_at__isnull=True))
+        .order_by("lease_expires_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
+def sweep(runner: Runner | None = None) -> int:
+    """Re-drive stale runs and expire overdue approvals; returns how many runs were dispatched."""
+    runner = runner or get_runner()
+    expired = get_gate().expire_due()
+    if expired:
+        logger.info("sweep expired %d approval requests", expired)
+    cancelled = settle_abandoned_cancels()
+    if cancelled:
+        logger.info("sweep settled %d cancelled runs whose driver died", cancelled)
+    run_ids = stale_runs()
+    for run_id in run_ids:
+        logger.info("sweep re-drives %s", run_id)
+        runner.dispatch(run_id)
+    return len(run_ids)
