@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
@@ -20,6 +20,7 @@ from approvals.models import DecisionAttempt, Escalation
 from approvals.rules import parse_rules
 from approvals.selectors import pending_for
 from tests.conftest import REFUND
+from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -36,9 +37,7 @@ def rules(may_decide: bool) -> dict:
 
 @pytest.fixture
 def manager(db: None) -> User:
-    person = User.objects.create_user("mo", email="mo@example.com", is_staff=True)
-    person.groups.add(Group.objects.create(name="managers"))
-    return person
+    return make_user("mo", "managers", staff=True, email="mo@example.com")
 
 
 def sweep(django_capture_on_commit_callbacks) -> None:
@@ -99,8 +98,7 @@ def test_without_may_decide_the_role_is_told_but_may_not_decide(
 def test_a_call_decided_in_time_is_never_escalated(
     turn, manager, decide, django_capture_on_commit_callbacks
 ):
-    fran = User.objects.create_user("fran")
-    fran.groups.add(Group.objects.create(name="finance"))
+    fran = make_user("fran", "finance")
     with override_settings(APPROVALS=rules(may_decide=True)):
         call = ToolCall.objects.get(run=turn(REFUND))
         decide(port.approve, call.pk, actor=actor_for_user(fran))
@@ -129,3 +127,32 @@ def test_a_bad_escalation_rule_is_reported(escalate):
 def test_an_escalation_needs_a_ttl():
     with pytest.raises(ImproperlyConfigured):
         parse_rules({"issue_refund": {"escalate": {"to": "managers", "before": 10}}})
+
+
+def test_whoever_may_decide_an_escalated_call_may_see_its_run(
+    turn, manager, client, django_capture_on_commit_callbacks
+):
+    with override_settings(APPROVALS=rules(may_decide=True)):
+        call = ToolCall.objects.get(run=turn(REFUND))
+        Escalation.objects.update(due_at=call.requested_at)  # due at once
+        sweep(django_capture_on_commit_callbacks)
+    client.force_login(manager)
+    # The run and thread they decide about: the console's run page (transcript) and the API.
+    assert client.get(reverse("console:run", args=[call.run_id])).status_code == 200
+    assert client.get(f"/agent/runs/{call.run_id}").status_code == 200
+    assert client.get(f"/agent/threads/{call.thread_id}").status_code == 200
+    assert call.run_id in {r["id"] for r in client.get("/agent/runs").json()["results"]}
+    # Seeing is not managing: the thread stays its owner's.
+    assert client.post(f"/agent/chat/{call.run_id}/cancel").status_code == 403
+
+
+def test_a_role_only_told_of_an_escalation_does_not_see_the_run(
+    turn, manager, client, django_capture_on_commit_callbacks
+):
+    with override_settings(APPROVALS=rules(may_decide=False)):
+        call = ToolCall.objects.get(run=turn(REFUND))
+        Escalation.objects.update(due_at=call.requested_at)
+        sweep(django_capture_on_commit_callbacks)
+    client.force_login(manager)
+    assert client.get(reverse("console:run", args=[call.run_id])).status_code == 404
+    assert client.get(f"/agent/runs/{call.run_id}").status_code == 404
