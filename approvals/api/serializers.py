@@ -123,6 +123,7 @@ class PendingCallSerializer(serializers.ModelSerializer[ToolCall]):
             "kind",
             "args",
             "confirmation",
+            "summary",
             "approver",
             "requester",
             "thread_id",
