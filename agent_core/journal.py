@@ -35,7 +35,8 @@ def read_run(run_id: str, *, lease: Lease | None = None) -> tuple[Run, dict[str,
 
 
 def run_calls(run: Run) -> list[ToolCall]:
-    """Every call of the run, in the order its steps proposed them (what a plan reads)."""
+    """Every call of the run, in the order its steps proposed them (what a plan reads), each
+    with ``delegated``: whether it started a child run."""
     return list(ToolCall.objects.raw(sql.RUN_CALLS, [run.pk]))
 
 

@@ -1,4 +1,5 @@
-"""The demo agent, registered in ``AGENT["AGENTS"]`` as ``demo.agents.support_agent``."""
+"""The demo agents, registered in ``AGENT["AGENTS"]``: ``support`` (``demo.agents.support_agent``)
+hands refunds to ``billing`` (``demo.agents.billing_agent``) with ``ask_billing``."""
 
 from __future__ import annotations
 
@@ -14,4 +15,12 @@ support_agent = Agent(
         "missing."
     ),
     tools=(lookup_order, issue_refund, send_campaign, purge_cache, ask_user),
+    delegates=("billing",),
+)
+
+billing_agent = Agent(
+    name="billing",
+    description="The billing desk: looks orders up and refunds them (finance approves refunds).",
+    instructions="You handle refunds. Look the order up, refund what is asked, say what you did.",
+    tools=(lookup_order, issue_refund),
 )

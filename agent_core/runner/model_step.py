@@ -11,7 +11,7 @@ from typing import Any
 
 import pydantic
 
-from .. import ids, jsonsafe, tracing
+from .. import delegation, ids, jsonsafe, tracing
 from ..agents import Agent
 from ..conf import agent_settings
 from ..dispatch import Next
@@ -146,6 +146,8 @@ def _propose(
     except pydantic.ValidationError as exc:
         details = json.dumps(exc.errors(include_url=False, include_context=False), default=str)
         return failed(tool.kind, f"invalid arguments: {details}")
+    if tool.delegate and (refused := delegation.refusal(run, tool.delegate)) is not None:
+        return failed(tool.kind, refused)
     proposed = ProposedCall(
         call_id, part.provider_call_id, tool.name, tool.kind, args, CallStatus.PROPOSED
     )

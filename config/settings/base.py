@@ -141,7 +141,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 AGENT: dict[str, Any] = {
-    "AGENTS": ["demo.agents.support_agent"],
+    "AGENTS": ["demo.agents.support_agent", "demo.agents.billing_agent"],
     "MODEL": "scripted:demo",
     "RUNNER": os.environ.get("AGENT_RUNNER", "inline"),
 }

@@ -30,6 +30,8 @@ _agent: dict[str, Any] = {
         "tests.durable.agents.crash_agent",
         "tests.durable.agents.slow_agent",
         "tests.durable.agents.flaky_agent",
+        "tests.durable.agents.desk_agent",
+        "tests.durable.agents.relay_agent",
     ],
     "PROVIDERS": {
         "scripted": "agent_core.providers.scripted.ScriptedProvider",

@@ -4,7 +4,7 @@
 dedupes on the idempotency key, ``purge_strict``, a plain tool that asks afresh for every
 attempt, and ``read_vault``, a read that runs only on the ``agent.vault`` queue. ``slow``
 streams a little text and then stalls for ``AIRLOCK_TEST_SLOW_MODEL`` seconds, so a test can
-kill a worker in the middle of a model step.
+kill a worker in the middle of a model step. ``desk`` and ``relay`` delegate (compositions).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from agent_core.agents import Agent
+from agent_core.agents import Agent, Delegate
 from agent_core.exceptions import ModelError
 from agent_core.providers.base import ModelEvent, ModelRequest, TextDelta
 from agent_core.providers.scripted import ScriptedProvider
@@ -89,3 +89,21 @@ class FlakyProvider(ScriptedProvider):
 
 
 flaky_agent = Agent(name="flaky", instructions="Crash tests.", model="flaky:demo", tools=_TOOLS)
+
+
+# Compositions (SPEC §14): ``desk`` hands work to ``billing`` (the demo's) awaited, gated and
+# detached, and to ``relay``, which hands it on to ``billing`` or back to ``desk`` (a cycle).
+desk_agent = Agent(
+    name="desk",
+    instructions="Composition tests.",
+    tools=_TOOLS,
+    delegates=(
+        "billing",
+        "relay",
+        Delegate("billing", kind="action", name="ask_billing_gated"),
+        Delegate("billing", detached=True),
+    ),
+)
+relay_agent = Agent(
+    name="relay", instructions="Composition tests.", tools=_TOOLS, delegates=("billing", "desk")
+)
