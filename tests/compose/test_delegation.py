@@ -64,8 +64,8 @@ def test_a_child_action_is_approved_by_id_alone_and_its_answer_reaches_the_paren
         row.refresh_from_db()
     assert child.status == parent.status == RunStatus.COMPLETED
     assert Refund.objects.filter(tool_call_id=refund.pk).count() == 1
-    assert (
-        delegation.status == CallStatus.SUCCEEDED and "issue_refund returned" in str(delegation.result)
+    assert delegation.status == CallStatus.SUCCEEDED and "issue_refund returned" in str(
+        delegation.result
     )
     seen = kinds(parent)
     assert seen.count("finish") == 2 and seen[-1] == "finish" and "delegated" in seen

@@ -1,0 +1,122 @@
+"""Delegation (SPEC §14) on real Celery workers, and under SIGKILL of a worker: every run reaches
+its outcome, each effect happens once, and no ancestor's stream has a gap or a duplicate."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_core import cancel
+from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, ToolCall
+from approvals import services as port
+from demo.models import Refund
+from tests.conftest import ALICE
+
+from .conftest import Cluster, assert_frames_gapless, idle_in_transaction, settled, start, wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shop")]
+
+LONG = "600"  # seconds a paused worker would wait; it is killed long before
+REFUND = '/call issue_refund {"order_id": "A-1001", "amount": 30}'
+ASK = f"/call ask_billing {json.dumps({'message': REFUND})}"
+
+
+def waiting_child(cluster: Cluster, parent: Run) -> tuple[Run, ToolCall]:
+    """The child run parked on its refund, and that refund's card."""
+    found = wait_for(
+        "the child's card",
+        lambda: ToolCall.objects.filter(
+            run__parent_run=parent, status=CallStatus.PENDING_APPROVAL
+        ).first(),
+        cluster,
+    )
+    wait_for("the parent to park", settled(parent.pk, RunStatus.WAITING), cluster)
+    return Run.objects.get(pk=found.run_id), found
+
+
+def completed_once(cluster: Cluster, parent: Run, child: Run, refund: ToolCall) -> None:
+    """Both runs completed; the refund ran once; the child's answer is the parent's result."""
+    wait_for("the parent to complete", settled(parent.pk, RunStatus.COMPLETED), cluster)
+    assert Run.objects.get(pk=child.pk).status == RunStatus.COMPLETED
+    assert Refund.objects.filter(tool_call_id=refund.pk).count() == 1
+    [delegation] = ToolCall.objects.filter(run=parent)
+    assert delegation.status == CallStatus.SUCCEEDED and delegation.attempts == 1
+    assert "issue_refund returned" in str(delegation.result)
+    assert Run.objects.filter(parent_run=parent).count() == 1
+    for run_id in (parent.pk, child.pk):
+        assert_frames_gapless(run_id)
+    # Each of the child's frames once in the parent's stream, in the child's order.
+    own = list(StreamFrame.objects.filter(run=child).order_by("seq").values_list("kind", flat=True))
+    mirrored = StreamFrame.objects.filter(run=parent, data__run_id=child.pk).order_by("seq")
+    assert [f.kind for f in mirrored] == own
+
+
+def test_a_child_card_approved_by_id_completes_the_child_then_the_parent(cluster: Cluster) -> None:
+    cluster.beat()
+    cluster.worker()
+    parent = start(ASK, agent="desk")
+    child, refund = waiting_child(cluster, parent)
+    assert port.approve(refund.pk, actor=ALICE) == port.Outcome.APPLIED
+    completed_once(cluster, parent, child, refund)
+
+
+def test_kill_while_the_parent_starts_its_child_starts_it_once(cluster: Cluster) -> None:
+    cluster.beat()
+    first = cluster.worker(AIRLOCK_PAUSE_BEFORE_TOOL=LONG)
+    parent = start(ASK, agent="desk")
+    wait_for(
+        "the delegation step to be taken",
+        lambda: (
+            Run.objects.filter(pk=parent.pk, lease_owner__startswith="celery:").exists()
+            and ToolCall.objects.filter(run=parent).exists()
+        ),
+        cluster,
+    )
+    cluster.kill(first)
+    assert not Run.objects.filter(parent_run=parent).exists()
+    cluster.worker()
+    child, refund = waiting_child(cluster, parent)
+    port.approve(refund.pk, actor=ALICE)
+    completed_once(cluster, parent, child, refund)
+
+
+def test_kill_while_a_child_step_runs_finishes_both_once(cluster: Cluster) -> None:
+    cluster.beat()
+    first = cluster.worker(DEMO_REFUND_DELAY=LONG)
+    parent = start(ASK, agent="desk")
+    child, refund = waiting_child(cluster, parent)
+    port.approve(refund.pk, actor=ALICE)
+    wait_for("the refund's open transaction", lambda: idle_in_transaction() > 0, cluster)
+    cluster.kill(first)
+    assert Refund.objects.count() == 0
+    cluster.worker()
+    completed_once(cluster, parent, child, refund)
+
+
+def test_kill_once_the_child_completed_resumes_the_parent_once(cluster: Cluster) -> None:
+    cluster.beat()
+    first = cluster.worker()
+    parent = start(ASK, agent="desk")
+    child, refund = waiting_child(cluster, parent)
+    port.approve(refund.pk, actor=ALICE)
+    wait_for("the child to complete", settled(child.pk, RunStatus.COMPLETED), cluster)
+    cluster.kill(first)  # the parent is queued, or being driven by the worker killed
+    cluster.worker()
+    completed_once(cluster, parent, child, refund)
+
+
+def test_cancel_of_the_parent_while_the_child_waits_cancels_both(cluster: Cluster) -> None:
+    cluster.beat()
+    cluster.worker()
+    parent = start(ASK, agent="desk")
+    child, refund = waiting_child(cluster, parent)
+    cancel.request_cancel(parent.pk, actor_ref=ALICE.ref)
+    wait_for("the child to be cancelled", settled(child.pk, RunStatus.CANCELLED), cluster)
+    assert Run.objects.get(pk=parent.pk).status == RunStatus.CANCELLED
+    refund.refresh_from_db()
+    assert refund.status == CallStatus.CANCELLED and not Refund.objects.exists()
+    for run_id in (parent.pk, child.pk):
+        assert_frames_gapless(run_id)
+        last = StreamFrame.objects.filter(run_id=run_id).order_by("-seq").first()
+        assert last is not None and last.kind == "finish" and "run_id" not in last.data
