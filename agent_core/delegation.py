@@ -30,6 +30,11 @@ def chain(run_id: str) -> list[str]:
     return [agent for _, agent, _ in reversed(sql.fetch_all(sql.ANCESTRY, [run_id]))]
 
 
+def chain_of(run: Run) -> list[str]:
+    """``chain`` of a run already read: no query for a run nobody delegated to."""
+    return [run.agent] if run.parent_run_id is None else chain(run.pk)
+
+
 def refusal(run: Run, agent: str) -> str | None:
     """Why ``run`` may not delegate to ``agent`` (a tool error the model sees), or ``None``."""
     try:
