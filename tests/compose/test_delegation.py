@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from agent_core import cancel, runs
+from agent_core.gate import get_gate
 from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, ToolCall
+from agent_core.runner.sweep import sweep
 from approvals import services as port
 from demo.models import Refund
 from tests.conftest import ALICE
@@ -140,3 +144,37 @@ def test_the_depth_limit_is_refused(desk, settings):
     assert deeper.error.startswith("delegation_depth_exceeded")
     parent.refresh_from_db()
     assert parent.status == RunStatus.COMPLETED
+
+
+def test_a_dead_child_settles_the_parents_call_and_the_parent_completes(desk, decide):
+    parent = desk(ask("ask_billing", REFUND_10))
+    child = child_of(parent)
+    decide(runs.fail_run, child.pk, code="model_error", message="the provider is down")
+    parent.refresh_from_db()
+    assert parent.status == RunStatus.COMPLETED
+    [delegation] = ToolCall.objects.filter(run=parent)
+    assert delegation.status == CallStatus.FAILED
+    assert "failed (model_error" in delegation.error
+    # The parent's model was told: its final answer says the delegation did not succeed.
+    assert "ask_billing did not succeed" in parent.messages.order_by("-seq").first().text
+
+
+def test_an_expired_child_card_is_said_as_such(desk, decide):
+    parent = desk(ask("ask_billing", REFUND_10))
+    [refund] = ToolCall.objects.filter(run=child_of(parent))
+    ToolCall.objects.filter(pk=refund.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    decide(get_gate().expire_due)
+    parent.refresh_from_db()
+    assert parent.status == RunStatus.COMPLETED
+    assert "expired" in str(ToolCall.objects.get(run=parent).result)
+
+
+def test_a_dead_parent_cancels_its_children(desk, decide):
+    parent = desk(ask("ask_billing", REFUND_10))
+    child = child_of(parent)
+    decide(runs.fail_run, parent.pk, code="run_failed", message="gone")
+    assert ToolCall.objects.get(run=parent).status == CallStatus.FAILED
+    decide(sweep)
+    child.refresh_from_db()
+    assert child.status == RunStatus.CANCELLED
+    assert ToolCall.objects.get(run=child).status == CallStatus.CANCELLED
