@@ -10,6 +10,8 @@ from django.utils.module_loading import import_string
 
 from .conf import agent_settings
 from .exceptions import AgentNotFound, ToolNotFound
+from .providers import get_provider
+from .providers.base import ModelProvider
 from .tools import ToolSpec
 
 
@@ -69,6 +71,10 @@ class Agent:
     @property
     def model_name(self) -> str:
         return self.model or agent_settings().MODEL
+
+    def provider(self) -> ModelProvider:
+        """What takes the agent's model steps (a composition plans its own: ``compositions``)."""
+        return get_provider(self.model_name)
 
     def get_tool(self, name: str) -> ToolSpec:
         try:

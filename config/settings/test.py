@@ -32,6 +32,11 @@ _agent: dict[str, Any] = {
         "tests.durable.agents.flaky_agent",
         "tests.durable.agents.desk_agent",
         "tests.durable.agents.relay_agent",
+        "tests.durable.agents.legal_agent",
+        "tests.durable.agents.brand_agent",
+        "tests.durable.agents.review_agent",
+        "tests.durable.agents.review_by_relay_agent",
+        "tests.durable.agents.chain_agent",
     ],
     "PROVIDERS": {
         "scripted": "agent_core.providers.scripted.ScriptedProvider",

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -26,19 +24,6 @@ def ask(tool: str, message: str) -> str:
 
 
 REFUND_10 = '/call issue_refund {"order_id": "A-1001", "amount": 30}'
-
-
-@pytest.fixture
-def desk(
-    shop: None, sync_runner: Any, django_capture_on_commit_callbacks: Any
-) -> Callable[..., Run]:
-    def start(message: str, *, agent: str = "desk") -> Run:
-        with django_capture_on_commit_callbacks(execute=True):
-            run = runs.start_run(agent=agent, message=message, actor=ALICE)
-        run.refresh_from_db()
-        return run
-
-    return start
 
 
 def child_of(run: Run) -> Run:

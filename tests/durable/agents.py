@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from agent_core.agents import Agent, Delegate
+from agent_core.compositions import Parallel, Pipeline
 from agent_core.exceptions import ModelError
 from agent_core.providers.base import ModelEvent, ModelRequest, TextDelta
 from agent_core.providers.scripted import ScriptedProvider
@@ -102,8 +103,26 @@ desk_agent = Agent(
         "relay",
         Delegate("billing", kind="action", name="ask_billing_gated"),
         Delegate("billing", detached=True),
+        "review",
+        "review_by_relay",
+        "chain",
     ),
 )
 relay_agent = Agent(
     name="relay", instructions="Composition tests.", tools=_TOOLS, delegates=("billing", "desk")
 )
+
+# Two reviewers, as branches of ``review`` (merged by a function), of ``review_by_relay`` (merged
+# by the ``relay`` agent) and as the steps of the pipeline ``chain``.
+legal_agent = Agent(name="legal", instructions="Composition tests.", tools=_TOOLS)
+brand_agent = Agent(name="brand", instructions="Composition tests.", tools=_TOOLS)
+
+
+def merge_reviews(answers: dict[str, str]) -> str:
+    """Both reviewers' answers, in branch order: what ``review`` answers."""
+    return " | ".join(f"{branch}: {answer}" for branch, answer in answers.items())
+
+
+review_agent = Parallel(name="review", branches=("legal", "brand"), merge=merge_reviews)
+review_by_relay_agent = Parallel(name="review_by_relay", branches=("legal", "brand"), merge="relay")
+chain_agent = Pipeline(name="chain", steps=("legal", "brand"))
