@@ -119,7 +119,9 @@ brand_agent = Agent(name="brand", instructions="Composition tests.", tools=_TOOL
 
 
 def merge_reviews(answers: dict[str, str]) -> str:
-    """Both reviewers' answers, in branch order: what ``review`` answers."""
+    """Both reviewers' answers, in branch order: what ``review`` answers (after
+    ``AIRLOCK_TEST_MERGE_DELAY`` seconds, so a test can kill a worker while it merges)."""
+    time.sleep(float(os.environ.get("AIRLOCK_TEST_MERGE_DELAY", "0")))
     return " | ".join(f"{branch}: {answer}" for branch, answer in answers.items())
 
 

@@ -4,11 +4,13 @@ its outcome, each effect happens once, and no ancestor's stream has a gap or a d
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
+from django.db import connection
 
 from agent_core import cancel
-from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, ToolCall
+from agent_core.models import CallStatus, Run, RunStatus, Step, StreamFrame, ToolCall
 from approvals import services as port
 from demo.models import Refund
 from tests.conftest import ALICE
@@ -120,3 +122,86 @@ def test_cancel_of_the_parent_while_the_child_waits_cancels_both(cluster: Cluste
         assert_frames_gapless(run_id)
         last = StreamFrame.objects.filter(run_id=run_id).order_by("-seq").first()
         assert last is not None and last.kind == "finish" and "run_id" not in last.data
+
+
+REVIEW = f"/call ask_review {json.dumps({'message': REFUND})}"
+
+
+def parked_branches(cluster: Cluster, parent: Run) -> tuple[Run, list[ToolCall]]:
+    """The review run, once both its branches wait on a person; their two cards."""
+    cards = wait_for(
+        "both branches' cards",
+        lambda: (
+            found
+            if len(
+                found := list(
+                    ToolCall.objects.filter(
+                        run__parent_run__parent_run=parent, status=CallStatus.PENDING_APPROVAL
+                    )
+                )
+            )
+            == 2
+            else None
+        ),
+        cluster,
+    )
+    review = Run.objects.get(parent_run=parent)
+    wait_for("the review to park", settled(review.pk, RunStatus.WAITING), cluster)
+    return review, cards
+
+
+def merged_once(cluster: Cluster, parent: Run, review: Run) -> None:
+    wait_for("the parent to complete", settled(parent.pk, RunStatus.COMPLETED), cluster)
+    answer = str(ToolCall.objects.get(run=parent).result)
+    assert answer.startswith("legal: Done.") and " | brand: Done." in answer
+    assert Refund.objects.count() == 2
+    assert Step.objects.filter(run=review, name__startswith="llm:").count() == 2
+    assert Run.objects.filter(parent_run=review).count() == 2
+    for run in Run.objects.all():
+        assert_frames_gapless(run.pk)
+    for run_id in (parent.pk, review.pk):
+        finishes = StreamFrame.objects.filter(run_id=run_id, kind="finish")
+        assert len([f for f in finishes if "run_id" not in f.data]) == 1
+
+
+def test_two_last_decisions_at_once_on_two_workers_merge_once(cluster: Cluster) -> None:
+    cluster.beat()
+    cluster.worker()
+    cluster.worker()
+    parent = start(REVIEW, agent="desk")
+    review, cards = parked_branches(cluster, parent)
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def approve(call_id: str) -> None:
+        try:
+            barrier.wait()
+            outcomes.append(port.approve(call_id, actor=ALICE))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=approve, args=(c.pk,)) for c in cards]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes == [port.Outcome.APPLIED] * 2
+    merged_once(cluster, parent, review)
+
+
+def test_kill_while_the_merge_runs_records_it_once(cluster: Cluster) -> None:
+    cluster.beat()
+    first = cluster.worker(AIRLOCK_TEST_MERGE_DELAY=LONG)
+    parent = start(REVIEW, agent="desk")
+    review, cards = parked_branches(cluster, parent)
+    for card in cards:
+        port.approve(card.pk, actor=ALICE)
+    wait_for(
+        "the merge step to start",
+        lambda: Step.objects.filter(run=review, name="llm:1").exists(),
+        cluster,
+    )
+    cluster.kill(first)
+    cluster.worker()
+    merged_once(cluster, parent, review)
+    assert Step.objects.get(run=review, name="llm:1").attempts == 2
