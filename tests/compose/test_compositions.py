@@ -17,13 +17,13 @@ def pending_of(agent: str) -> ToolCall:
     return ToolCall.objects.get(run__agent=agent, status=CallStatus.PENDING_APPROVAL)
 
 
-@pytest.mark.parametrize("order", [("legal", "brand"), ("brand", "legal")])
+@pytest.mark.parametrize("order", [("lawyer", "designer"), ("designer", "lawyer")])
 def test_parallel_branches_park_and_merge_once_in_either_order(desk, decide, order):
     parent = desk(ask("ask_review", REFUND_10))
     review = child_of(parent)
     assert review.agent == "review" and review.status == RunStatus.WAITING
     branches = Run.objects.filter(parent_run=review)
-    assert sorted(b.agent for b in branches) == ["brand", "legal"]
+    assert sorted(b.agent for b in branches) == ["designer", "lawyer"]
     assert all(b.status == RunStatus.WAITING for b in branches)
     decide(port.approve, pending_of(order[0]).pk, actor=ALICE)
     review.refresh_from_db()
@@ -34,8 +34,8 @@ def test_parallel_branches_park_and_merge_once_in_either_order(desk, decide, ord
     assert review.status == parent.status == RunStatus.COMPLETED
     assert Refund.objects.count() == 2
     merged = ToolCall.objects.get(run=parent).result
-    assert str(merged).startswith("legal: Done. issue_refund returned")
-    assert " | brand: Done. issue_refund returned" in str(merged)
+    assert str(merged).startswith("lawyer: Done. issue_refund returned")
+    assert " | designer: Done. issue_refund returned" in str(merged)
     assert Step.objects.get(run=review, name="llm:1").attempts == 1  # the merge, once
 
 
@@ -45,17 +45,17 @@ def test_a_merge_agent_answers_for_the_branches(desk, decide):
     assert parent.status == RunStatus.COMPLETED
     review = child_of(parent)
     agents = sorted(Run.objects.filter(parent_run=review).values_list("agent", flat=True))
-    assert agents == ["brand", "legal", "relay"]
+    assert agents == ["designer", "lawyer", "relay"]
     merge = Run.objects.get(parent_run=review, agent="relay")
-    assert merge.messages.order_by("seq")[0].text.startswith("legal: ")
+    assert merge.messages.order_by("seq")[0].text.startswith("lawyer: ")
 
 
 def test_a_pipeline_hands_each_answer_to_the_next_step(desk, decide):
     parent = desk(ask("ask_chain", REFUND_10))
     chain = child_of(parent)
     [legal] = Run.objects.filter(parent_run=chain)
-    decide(port.approve, pending_of("legal").pk, actor=ALICE)
-    brand = Run.objects.get(parent_run=chain, agent="brand")
+    decide(port.approve, pending_of("lawyer").pk, actor=ALICE)
+    brand = Run.objects.get(parent_run=chain, agent="designer")
     assert "issue_refund returned" in brand.messages.order_by("seq")[0].text
     parent.refresh_from_db()
     assert parent.status == RunStatus.COMPLETED and legal.pk != brand.pk
@@ -68,5 +68,5 @@ def test_a_pipeline_stops_at_a_failed_step(desk, settings):
     parent.refresh_from_db()
     assert parent.status == RunStatus.COMPLETED
     answer = str(ToolCall.objects.get(run=parent).result)
-    assert answer.startswith("The pipeline stopped at legal: delegation_depth_exceeded")
-    assert not Run.objects.filter(agent="brand").exists()
+    assert answer.startswith("The pipeline stopped at lawyer: delegation_depth_exceeded")
+    assert not Run.objects.filter(agent="designer").exists()

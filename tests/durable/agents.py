@@ -114,8 +114,8 @@ relay_agent = Agent(
 
 # Two reviewers, as branches of ``review`` (merged by a function), of ``review_by_relay`` (merged
 # by the ``relay`` agent) and as the steps of the pipeline ``chain``.
-legal_agent = Agent(name="legal", instructions="Composition tests.", tools=_TOOLS)
-brand_agent = Agent(name="brand", instructions="Composition tests.", tools=_TOOLS)
+lawyer_agent = Agent(name="lawyer", instructions="Composition tests.", tools=_TOOLS)
+designer_agent = Agent(name="designer", instructions="Composition tests.", tools=_TOOLS)
 
 
 def merge_reviews(answers: dict[str, str]) -> str:
@@ -125,6 +125,8 @@ def merge_reviews(answers: dict[str, str]) -> str:
     return " | ".join(f"{branch}: {answer}" for branch, answer in answers.items())
 
 
-review_agent = Parallel(name="review", branches=("legal", "brand"), merge=merge_reviews)
-review_by_relay_agent = Parallel(name="review_by_relay", branches=("legal", "brand"), merge="relay")
-chain_agent = Pipeline(name="chain", steps=("legal", "brand"))
+review_agent = Parallel(name="review", branches=("lawyer", "designer"), merge=merge_reviews)
+review_by_relay_agent = Parallel(
+    name="review_by_relay", branches=("lawyer", "designer"), merge="relay"
+)
+chain_agent = Pipeline(name="chain", steps=("lawyer", "designer"))

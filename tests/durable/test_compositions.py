@@ -153,7 +153,7 @@ def parked_branches(cluster: Cluster, parent: Run) -> tuple[Run, list[ToolCall]]
 def merged_once(cluster: Cluster, parent: Run, review: Run) -> None:
     wait_for("the parent to complete", settled(parent.pk, RunStatus.COMPLETED), cluster)
     answer = str(ToolCall.objects.get(run=parent).result)
-    assert answer.startswith("legal: Done.") and " | brand: Done." in answer
+    assert answer.startswith("lawyer: Done.") and " | designer: Done." in answer
     assert Refund.objects.count() == 2
     assert Step.objects.filter(run=review, name__startswith="llm:").count() == 2
     assert Run.objects.filter(parent_run=review).count() == 2
