@@ -21,7 +21,8 @@ MOVES_MONEY = frozenset({"issue_refund"})
 
 class DemoPolicy(ApprovalPolicy):
     """Refunds: finance, 15 minutes (small ones free); campaigns: two people from marketing, and
-    each review's sign-off one of them; purges: the requester. Money moves only with a yes each time: refunds are never remembered."""
+    each review's sign-off one of them; purges: the requester. Money moves only with a yes each
+    time: refunds are never remembered."""
 
     def requirement_for(
         self, tool: ToolSpec, args: dict[str, Any], actor: Actor, thread: Thread

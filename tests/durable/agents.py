@@ -106,6 +106,7 @@ desk_agent = Agent(
         "review",
         "review_by_relay",
         "chain",
+        "slow",
     ),
 )
 relay_agent = Agent(

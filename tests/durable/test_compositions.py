@@ -205,3 +205,26 @@ def test_kill_while_the_merge_runs_records_it_once(cluster: Cluster) -> None:
     cluster.worker()
     merged_once(cluster, parent, review)
     assert Step.objects.get(run=review, name="llm:1").attempts == 2
+
+
+def test_kill_during_a_childs_model_step_supersedes_its_text_in_the_parent_too(
+    cluster: Cluster,
+) -> None:
+    cluster.beat()
+    first = cluster.worker(AIRLOCK_TEST_SLOW_MODEL=LONG)
+    parent = start(f"/call ask_slow {json.dumps({'message': 'hello'})}", agent="desk")
+    wait_for(
+        "the child's first text in the parent's stream",
+        lambda: StreamFrame.objects.filter(run=parent, kind="text").exists(),
+        cluster,
+    )
+    cluster.kill(first)
+    cluster.worker()
+    wait_for("the parent to complete", settled(parent.pk, RunStatus.COMPLETED), cluster)
+    child = Run.objects.get(parent_run=parent)
+    for run_id in (parent.pk, child.pk):
+        assert_frames_gapless(run_id)
+    mirrored = list(StreamFrame.objects.filter(run=parent, kind="text", data__run_id=child.pk))
+    own = list(StreamFrame.objects.filter(run=child, kind="text"))
+    assert [f.superseded for f in mirrored] == [f.superseded for f in own]
+    assert any(f.superseded for f in mirrored) and not all(f.superseded for f in mirrored)
