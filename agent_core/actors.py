@@ -20,13 +20,6 @@ class Actor:
     def has_role(self, role: str) -> bool:
         return role in self.roles
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"ref": self.ref, "roles": sorted(self.roles)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Actor:
-        return cls(ref=data["ref"], roles=frozenset(data.get("roles", ())))
-
 
 SYSTEM = Actor(ref="system")
 

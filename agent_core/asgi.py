@@ -4,7 +4,8 @@ It routes HTTP to Django (and, with ``DEBUG`` on, static files, as ``runserver``
 WebSockets to the consumers the installed apps declare in their ``urls.py`` with
 :func:`websocket_view`, found by Django's own URL resolver, so a WebSocket lives under the same
 prefix as the app's ``include()`` and ``reverse()`` gives its URL. With the inline runner it
-starts the sweeper that re-drives runs whose driver died and expires overdue approvals.
+starts the sweeper that runs the installed apps' sweep jobs (approvals expires overdue requests)
+and re-drives runs whose driver died.
 """
 
 from __future__ import annotations

@@ -52,7 +52,9 @@ def check_agent_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
                         hint="List the delegate's dotted path in AGENT['AGENTS'].",
                     )
                 )
-    paths: dict[str, str] = {key: getattr(settings, key) for key in _DOTTED_PATHS}
+    paths: dict[str, str] = {
+        key: getattr(settings, key) for key in _DOTTED_PATHS if getattr(settings, key) is not None
+    }
     paths.update({f"PROVIDERS.{vendor}": path for vendor, path in settings.PROVIDERS.items()})
     for key, dotted in paths.items():
         try:
@@ -279,5 +281,32 @@ def check_tracing(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
             "AGENT['TRACING'] is on but opentelemetry is not installed",
             id="agent_core.E012",
             hint="pip install 'django-airlock[otel]' (and configure a tracer provider).",
+        )
+    ]
+
+
+@register()
+def check_action_tools_have_a_gate(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Without an approval app every action call is refused (``agent_core.gate.RefuseActions``)."""
+    from .agents import registered_agents
+    from .gate import RefuseActions, gate_path
+
+    try:
+        if import_string(gate_path()) is not RefuseActions:
+            return []
+        agents = registered_agents()
+    except (TypeError, ImportError):
+        return []  # reported by check_agent_settings
+    acting = sorted(
+        name for name, agent in agents.items() if any(t.kind == "action" for t in agent.tools)
+    )
+    if not acting:
+        return []
+    return [
+        Warning(
+            f"No approval app is installed, so the action tools of {', '.join(acting)} will be "
+            "refused whenever the model calls them.",
+            id="agent_core.W013",
+            hint="Add 'approvals' to INSTALLED_APPS (or set AGENT['APPROVAL_GATE']).",
         )
     ]

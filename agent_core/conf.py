@@ -65,8 +65,10 @@ class AgentSettings:
             "anthropic": "agent_core.providers.anthropic.AnthropicProvider",
         }
     )
-    APPROVAL_GATE: str = "approvals.gate.ApprovalGate"
-    APPROVAL_POLICY: str = "approvals.policy.DefaultPolicy"
+    # None: the gate an installed app declares (approvals'), else agent_core.gate.RefuseActions.
+    APPROVAL_GATE: str | None = None
+    # Read by the approval app; None: its default (approvals.policy.DefaultPolicy).
+    APPROVAL_POLICY: str | None = None
     ACTOR_RESOLVER: str = "agent_core.actors.DjangoAuthResolver"
     MAX_STEPS: int = 20
     MAX_TOOL_CALLS_PER_STEP: int = 16  # the calls of one model reply past this are refused

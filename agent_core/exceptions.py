@@ -1,7 +1,13 @@
-"""Errors of the agent core; each docstring is the default message, each has a stable code."""
+"""Errors of the agent core; each docstring is the default message, each has a stable code.
+
+Like DRF's ``APIException``, each class carries the HTTP status it answers (SPEC §8, §10): the
+REST API (``agent_core.api.errors``), the console and the decision links read it there, so a
+refusal means the same on every surface. 500 is a failure, not a refusal.
+"""
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any, ClassVar
 
 
@@ -9,6 +15,7 @@ class AgentCoreError(Exception):
     """An agent core operation failed."""
 
     code: ClassVar[str] = "run_failed"
+    status_code: ClassVar[int] = HTTPStatus.INTERNAL_SERVER_ERROR
 
     def __init__(self, message: str | None = None, *, errors: Any = None) -> None:
         super().__init__(message or self.__doc__ or self.code)
@@ -23,42 +30,49 @@ class NotFound(AgentCoreError):
     """No such object."""
 
     code = "not_found"
+    status_code = HTTPStatus.NOT_FOUND
 
 
 class AgentNotFound(AgentCoreError):
     """No agent is registered under that name."""
 
     code = "agent_not_found"
+    status_code = HTTPStatus.NOT_FOUND
 
 
 class ToolNotFound(AgentCoreError):
     """The agent has no tool of that name."""
 
     code = "tool_not_found"
+    status_code = HTTPStatus.NOT_FOUND
 
 
 class RunActive(AgentCoreError):
     """The thread already has an active run; wait for it to finish or cancel it."""
 
     code = "run_active"
+    status_code = HTTPStatus.CONFLICT
 
 
 class RunNotActive(AgentCoreError):
     """The run this call belongs to is no longer active."""
 
     code = "run_not_active"
+    status_code = HTTPStatus.CONFLICT
 
 
 class AlreadyDecided(AgentCoreError):
     """The call has already been decided differently."""
 
     code = "already_decided"
+    status_code = HTTPStatus.CONFLICT
 
 
 class AlreadyAnswered(AgentCoreError):
     """The question has already been answered."""
 
     code = "already_answered"
+    status_code = HTTPStatus.CONFLICT
 
 
 class InvalidTransition(AgentCoreError):
@@ -95,12 +109,6 @@ class ModelNoOutput(AgentCoreError):
     code = "model_no_output"
 
 
-class SideEffectRetryBlocked(AgentCoreError):
-    """A side effect may or may not have happened; a person must say which before going on."""
-
-    code = "side_effect_retry_blocked"
-
-
 class Cancelled(AgentCoreError):
     """The run was cancelled."""
 
@@ -119,27 +127,39 @@ class RunBusy(RetryAfter):
     """A request with this Idempotency-Key is still being handled; retry shortly."""
 
     code = "run_busy"
+    status_code = HTTPStatus.CONFLICT
 
 
 class QuotaExceeded(RetryAfter):
     """A quota of this actor is used up."""
 
     code = "quota_exceeded"
+    status_code = HTTPStatus.TOO_MANY_REQUESTS
 
 
 class IdempotencyKeyReused(AgentCoreError):
     """This Idempotency-Key was used with a different request body."""
 
     code = "idempotency_key_reused"
+    status_code = HTTPStatus.UNPROCESSABLE_ENTITY
 
 
 class TurnStarted(AgentCoreError):
     """The queued message has already started its run (or was withdrawn)."""
 
     code = "turn_started"
+    status_code = HTTPStatus.CONFLICT
+
+
+class NotAllowed(AgentCoreError):
+    """You may see this, but not do that to it."""
+
+    code = "forbidden"
+    status_code = HTTPStatus.FORBIDDEN
 
 
 class InvalidHeader(AgentCoreError):
     """A request header is invalid."""
 
     code = "invalid"
+    status_code = HTTPStatus.BAD_REQUEST

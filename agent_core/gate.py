@@ -1,7 +1,9 @@
 """The approval gate: how the loop asks whether an action call may run, without importing it.
 
-``AGENT["APPROVAL_GATE"]`` names the implementation (``approvals.gate.ApprovalGate`` by default),
-the way Django reaches an authentication backend.
+``AGENT["APPROVAL_GATE"]`` names the implementation, the way Django reaches an authentication
+backend. Unset, it is the gate an installed app declares (``approvals.gate.ApprovalGate`` when
+``approvals`` is installed, see ``agent_core.extensions``), else ``RefuseActions``: a core-only
+install has nobody to ask, so it fails safe and runs no action call at all.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from django.utils.module_loading import import_string
 
 from .actors import Actor
 from .conf import agent_settings
+from .extensions import declared_gate
 from .models import Thread, ToolCall
 from .tools import ToolSpec
 
@@ -27,21 +30,37 @@ class Verdict:
     expires_at: datetime | None = None
     # Set when a standing grant approves the call without asking (``decided_via="remembered"``).
     remembered_by_ref: str = ""
+    # Set when the call may not run at all: it is ``refused`` and the model is told this reason.
+    refused: str = ""
 
 
 class ApprovalGate(Protocol):
-    """Reviews proposed action calls inside the suspend transaction; sweeps expired requests."""
+    """Reviews proposed action calls inside the suspend transaction."""
 
     def review(self, call: ToolCall, *, tool: ToolSpec, actor: Actor, thread: Thread) -> Verdict:
         """Whether ``call`` needs a person's yes, whose, and until when."""
         ...
 
-    def expire_due(self) -> int:
-        """Settle every pending request whose deadline passed; return how many."""
-        ...
+
+class RefuseActions:
+    """The gate of an install without an approval app: every action call is refused, so nothing
+    with an effect runs unapproved and nothing waits on a person nobody can reach."""
+
+    reason = (
+        "No approval app is installed, so this action cannot run (install 'approvals' or set "
+        "AGENT['APPROVAL_GATE'])."
+    )
+
+    def review(self, call: ToolCall, *, tool: ToolSpec, actor: Actor, thread: Thread) -> Verdict:
+        return Verdict(required=True, refused=self.reason)
+
+
+def gate_path() -> str:
+    """The dotted path of the gate in effect: the setting, an installed app's, or the core's."""
+    return agent_settings().APPROVAL_GATE or declared_gate() or "agent_core.gate.RefuseActions"
 
 
 def get_gate() -> ApprovalGate:
-    """The configured approval gate."""
-    gate: ApprovalGate = import_string(agent_settings().APPROVAL_GATE)()
+    """The approval gate in effect."""
+    gate: ApprovalGate = import_string(gate_path())()
     return gate

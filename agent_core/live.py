@@ -24,8 +24,8 @@ from channels.layers import get_channel_layer
 from django.db import connections
 
 from . import frames, streams
+from .access import visible_runs
 from .actors import Actor
-from .api.permissions import visible_runs
 from .conf import agent_settings
 from .models import Run, RunStatus, StreamFrame
 

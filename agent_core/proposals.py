@@ -97,7 +97,13 @@ def record_model_step(
 def _apply_verdict(row: ToolCall, verdict: Verdict) -> None:
     """Stamp the gate's answer on a call being proposed; it is never re-derived later."""
     row.requires_approval = verdict.required
-    if not verdict.required:
+    if verdict.refused:
+        row.status, row.reason, row.finished_at = (
+            CallStatus.REFUSED,
+            verdict.refused,
+            timezone.now(),
+        )
+    elif not verdict.required:
         row.status, row.decided_via = CallStatus.APPROVED, "policy"
     elif verdict.remembered_by_ref:
         row.status, row.decided_via, row.remember = CallStatus.APPROVED, "remembered", True

@@ -6,8 +6,6 @@ from django.dispatch import Signal
 
 # run_started(sender, run)
 run_started = Signal()
-# message(sender, message)
-message = Signal()
 # tool_call(sender, call) — a call was proposed, with its stamped kind and status
 tool_call = Signal()
 # approval_requested(sender, call)
@@ -16,8 +14,6 @@ approval_requested = Signal()
 approval_settled = Signal()
 # call_in_doubt(sender, call) — an attempt died mid-effect; a person may have to say what happened
 call_in_doubt = Signal()
-# delegated(sender, call, child_run)
-delegated = Signal()
 # quota_exceeded(sender, run, actor_ref, reason) — reason names the limit; run is None when a
 # start was refused (429), else the run stopped at its token budget
 quota_exceeded = Signal()
@@ -27,3 +23,5 @@ run_failed = Signal()
 run_finished = Signal()
 # run_cancelled(sender, run)
 run_cancelled = Signal()
+# delegated(sender, call, child_run) — a delegation call started a child run (SPEC §14)
+delegated = Signal()

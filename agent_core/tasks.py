@@ -50,7 +50,8 @@ def advance_run(run_id: str, queue: str, token: int | None = None) -> None:
 
 @shared_task(name=SWEEP_TASK, ignore_result=True)
 def sweep() -> int:
-    """Re-drive runs whose worker died and expire overdue approvals (Celery beat)."""
+    """The sweep, on Celery beat: the installed apps' jobs (approvals expires overdue requests),
+    then runs whose worker died are re-driven."""
     with _like_a_request():
         return sweep_runs(_runner())
 

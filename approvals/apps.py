@@ -7,6 +7,11 @@ class ApprovalsConfig(AppConfig):
     name = "approvals"
     verbose_name = "Approvals"
     default_auto_field = "django.db.models.BigAutoField"
+    # What the core finds through the app registry (agent_core.extensions): the gate its loop
+    # asks, and the jobs of its sweeper (every SWEEP_SECONDS, inline and on Celery beat), in
+    # order: escalate what is due, then expire what is overdue.
+    airlock_approval_gate = "approvals.gate.ApprovalGate"
+    airlock_sweep = ("approvals.escalation.escalate_due", "approvals.services.expire_due")
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)

@@ -16,7 +16,7 @@ from agent_core.conf import agent_settings
 
 from .conf import approvals_settings
 from .notify.backends import configured_backends
-from .policy import REQUESTER, ApprovalPolicy
+from .policy import REQUESTER, ApprovalPolicy, policy_path
 from .rules import parse_rules
 
 
@@ -67,7 +67,7 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
 @register()
 def check_policy_mirrors_its_rules(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     try:
-        policy = import_string(agent_settings().APPROVAL_POLICY)
+        policy = import_string(policy_path())
     except ImportError:
         return []  # agent_core.E003 reports it
     if not (isinstance(policy, type) and issubclass(policy, ApprovalPolicy)):

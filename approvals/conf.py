@@ -1,18 +1,31 @@
 """The ``APPROVALS`` settings dict: approval rules, remembered-approval lifetime, notifications.
 
-Read through ``approvals_settings()`` (cached; ``override_settings(APPROVALS=...)`` clears it).
+Read through ``approvals_settings()``. It, and whatever other module derives from it (the parsed
+rules, the notification backends), is cached with ``per_settings`` until ``APPROVALS`` changes
+(``override_settings(APPROVALS=...)``): those modules import this one, never the reverse.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
+
+T = TypeVar("T")
+_CACHES: list[Callable[[], Any]] = []  # each cached function's cache_clear
+
+
+def per_settings(func: Callable[[], T]) -> Callable[[], T]:
+    """Cache ``func``'s answer until the ``APPROVALS`` setting changes."""
+    cached = functools.cache(func)
+    _CACHES.append(cached.cache_clear)
+    return cached
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,7 +82,7 @@ def to_timedelta(value: Any, *, key: str) -> timedelta | None:
     return ttl
 
 
-@functools.cache
+@per_settings
 def approvals_settings() -> ApprovalsSettings:
     """The current ``APPROVALS`` settings, parsed once and cached until the setting changes."""
     return ApprovalsSettings(**dict(getattr(settings, "APPROVALS", {})))
@@ -78,9 +91,5 @@ def approvals_settings() -> ApprovalsSettings:
 @receiver(setting_changed)
 def _reload(*, setting: str, **kwargs: Any) -> None:
     if setting == "APPROVALS":
-        approvals_settings.cache_clear()
-        from .notify.backends import configured_backends
-        from .rules import configured_rules
-
-        configured_rules.cache_clear()
-        configured_backends.cache_clear()
+        for clear in _CACHES:
+            clear()

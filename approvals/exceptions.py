@@ -1,6 +1,8 @@
-"""Refusals of the approval port; each carries the stable code of SPEC §10."""
+"""Refusals of the approval port; each carries the stable code of SPEC §10 and its HTTP status."""
 
 from __future__ import annotations
+
+from http import HTTPStatus
 
 from agent_core.exceptions import AgentCoreError
 
@@ -9,18 +11,21 @@ class ApprovalExpired(AgentCoreError):
     """The approval request expired before the decision arrived."""
 
     code = "approval_expired"
+    status_code = HTTPStatus.GONE
 
 
 class NotApprover(AgentCoreError):
     """You may not decide this call."""
 
     code = "not_approver"
+    status_code = HTTPStatus.FORBIDDEN
 
 
 class InvalidDecision(AgentCoreError):
     """The decision's arguments or answer do not fit the tool's schema."""
 
     code = "invalid"
+    status_code = HTTPStatus.BAD_REQUEST
 
 
 class EditNeedsApprover(AgentCoreError):
@@ -28,3 +33,4 @@ class EditNeedsApprover(AgentCoreError):
     reject it and let the model ask again."""
 
     code = "edit_needs_approver"
+    status_code = HTTPStatus.FORBIDDEN

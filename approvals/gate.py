@@ -1,4 +1,5 @@
-"""The approval gate the loop reaches through ``AGENT["APPROVAL_GATE"]``."""
+"""The approval gate the loop reaches through ``AGENT["APPROVAL_GATE"]``, or, that setting left
+unset, because ``ApprovalsConfig`` declares it (``agent_core.extensions``)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ from agent_core.gate import Verdict
 from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolSpec
 
-from . import escalation, quorum, services
+from . import escalation, quorum
 from .models import RememberedApproval
 from .policy import get_policy
 
 
 class ApprovalGate:
-    """Asks the policy, honours remembered approvals, escalates and expires overdue requests.
+    """Asks the policy, honours remembered approvals, stamps escalations and quorums.
 
     ``review`` runs inside the suspend transaction: its answer is stamped on the call and never
     re-derived, so a policy changed while the run waits does not re-decide the call.
@@ -46,8 +47,3 @@ class ApprovalGate:
                     remembered_by_ref=grant.granted_by_ref,
                 )
         return Verdict(required=True, approver=approver, expires_at=expires_at)
-
-    def expire_due(self) -> int:
-        """Escalate the requests whose escalation is due, then expire the overdue ones."""
-        escalation.escalate_due()
-        return services.expire_due()

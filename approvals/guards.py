@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from agent_core.access import may_see_run
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
-from agent_core.api.permissions import may_see_run
 from agent_core.exceptions import ToolNotFound
 from agent_core.models import REQUESTER, SYSTEM_VIAS, Run, ToolCall
 from agent_core.tools import ToolSpec

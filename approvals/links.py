@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from http import HTTPStatus
 
 from django.contrib.auth import get_user_model
 from django.core import signing
@@ -35,18 +36,21 @@ class LinkRefused(AgentCoreError):
     """This link is not valid (it was changed or cut short)."""
 
     code = "link_invalid"
+    status_code = HTTPStatus.BAD_REQUEST
 
 
 class LinkExpired(LinkRefused):
     """This link has expired: decide in the inbox instead."""
 
     code = "link_expired"
+    status_code = HTTPStatus.GONE
 
 
 class LinkUsed(LinkRefused):
     """This link has already been used: each link works once."""
 
     code = "link_used"
+    status_code = HTTPStatus.CONFLICT
 
 
 @dataclass(frozen=True)

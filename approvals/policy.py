@@ -138,7 +138,12 @@ class DefaultPolicy(RulesPolicy):
     """Every action call requires the requester, no expiry (SPEC §7), unless a rule says else."""
 
 
+def policy_path() -> str:
+    """The dotted path of the configured policy: ``AGENT["APPROVAL_POLICY"]``, else the default."""
+    return agent_settings().APPROVAL_POLICY or "approvals.policy.DefaultPolicy"
+
+
 def get_policy() -> ApprovalPolicy:
     """The configured approval policy."""
-    policy: ApprovalPolicy = import_string(agent_settings().APPROVAL_POLICY)()
+    policy: ApprovalPolicy = import_string(policy_path())()
     return policy

@@ -27,7 +27,6 @@ string ``"150.00"`` a Decimal argument is stored as.
 
 from __future__ import annotations
 
-import functools
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .conf import approvals_settings, to_timedelta
+from .conf import approvals_settings, per_settings, to_timedelta
 from .requirement import REQUESTER, Escalate, Requirement
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
@@ -189,7 +188,7 @@ def _condition(where: str, key: str, operand: Any) -> Condition:
     return Condition(arg, op, operand)
 
 
-@functools.cache
+@per_settings
 def configured_rules() -> dict[str, tuple[Rule, ...]]:
     """The parsed rules of the current settings (cached until ``APPROVALS`` changes)."""
     return parse_rules(approvals_settings().RULES)

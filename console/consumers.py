@@ -10,8 +10,8 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from agent_core.access import may_see_run
 from agent_core.actors import actor_for_user
-from agent_core.api.permissions import may_see_run
 from agent_core.streams import group_name
 
 from .access import has_console_access

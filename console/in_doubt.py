@@ -12,8 +12,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.timesince import timesince
 
+from agent_core.access import visible_calls
 from agent_core.actors import Actor
-from agent_core.api.permissions import visible_calls
 from agent_core.models import CallStatus, ToolCall
 from approvals.models import Action, DecisionAttempt
 

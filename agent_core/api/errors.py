@@ -1,4 +1,8 @@
-"""Every API error is JSON ``{"code": ..., "detail": ...}`` with the status SPEC §8 gives it."""
+"""Every API error is JSON ``{"code": ..., "detail": ...}`` with the status SPEC §8 gives it.
+
+A domain error answers the ``status_code`` its class carries (``agent_core.exceptions``), as the
+console and the decision links do.
+"""
 
 from __future__ import annotations
 
@@ -16,28 +20,6 @@ from ..conf import agent_settings
 from ..exceptions import AgentCoreError, RetryAfter
 
 logger = logging.getLogger(__name__)
-
-# Codes of AgentCoreError (and subclasses in other apps) and the HTTP status each answers.
-STATUS_BY_CODE: dict[str, int] = {
-    "not_found": status.HTTP_404_NOT_FOUND,
-    "agent_not_found": status.HTTP_404_NOT_FOUND,
-    "tool_not_found": status.HTTP_404_NOT_FOUND,
-    "invalid": status.HTTP_400_BAD_REQUEST,
-    "not_approver": status.HTTP_403_FORBIDDEN,
-    "edit_needs_approver": status.HTTP_403_FORBIDDEN,
-    "forbidden": status.HTTP_403_FORBIDDEN,
-    "body_too_large": status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-    "run_active": status.HTTP_409_CONFLICT,
-    "run_not_active": status.HTTP_409_CONFLICT,
-    "already_decided": status.HTTP_409_CONFLICT,
-    "already_answered": status.HTTP_409_CONFLICT,
-    "approval_expired": status.HTTP_410_GONE,
-    "quota_exceeded": status.HTTP_429_TOO_MANY_REQUESTS,
-    "run_busy": status.HTTP_409_CONFLICT,
-    "idempotency_key_reused": status.HTTP_422_UNPROCESSABLE_ENTITY,
-    "turn_started": status.HTTP_409_CONFLICT,
-}
-
 
 # The scheme a 401 names when no authenticator of the view names one (session login has none).
 DEFAULT_AUTHENTICATE_HEADER = "Token"
@@ -72,9 +54,8 @@ def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's ``EXCEPTION_HANDLER``: domain errors and DRF errors alike get a stable code."""
     if isinstance(exc, AgentCoreError):
-        http_status = STATUS_BY_CODE.get(exc.code, status.HTTP_500_INTERNAL_SERVER_ERROR)
         extra = {"errors": exc.errors} if exc.errors is not None else {}
-        response = error_response(exc.code, exc.message, http_status, **extra)
+        response = error_response(exc.code, exc.message, exc.status_code, **extra)
         if isinstance(exc, RetryAfter):
             response["Retry-After"] = str(exc.retry_after)
         return response

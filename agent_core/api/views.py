@@ -24,6 +24,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from .. import cancel, idempotency, turns
+from ..access import check_may_cancel, check_may_manage, visible_runs, visible_threads
 from ..exceptions import InvalidHeader, NotFound, RunActive
 from ..ids import ID_REGEX
 from ..models import Message, QueuedMessage, Run, Thread, ToolCall
@@ -31,7 +32,6 @@ from . import serializers
 from .actors import request_actor
 from .base import AirlockAPIView, extend_schema
 from .filters import RunFilter, ThreadFilter
-from .permissions import check_may_cancel, check_may_manage, visible_runs, visible_threads
 from .throttles import ChatThrottle
 
 _ERRORS = {

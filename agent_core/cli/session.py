@@ -11,7 +11,14 @@ from ..conf import agent_settings
 from ..dispatch import get_runner
 from ..exceptions import AgentCoreError, QuotaExceeded
 from ..models import Run, Thread
-from .follow import RunFollower
+from .follow import RunFollower, shown
+
+
+def refused(exc: AgentCoreError) -> CommandError:
+    """A refusal as the command line says it: the code and message every surface shows (the API
+    as ``{code, detail}`` with the class's ``status_code``), and its field errors."""
+    details = f" {shown(exc.errors)}" if exc.errors else ""
+    return CommandError(f"{exc.code}: {exc.message}{details}")
 
 
 def actor_named(username: str) -> Actor:
@@ -41,7 +48,7 @@ def start_turn(agent: str, message: str, actor: Actor, thread_id: str | None) ->
     except QuotaExceeded as exc:
         raise QuotaRefused(f"{exc.code}: {exc.message} (retry in {exc.retry_after}s)") from exc
     except AgentCoreError as exc:
-        raise CommandError(f"{exc.code}: {exc.message}") from exc
+        raise refused(exc) from exc
     assert isinstance(run, Run), "a turn in mode reject starts now or not at all"
     return run
 

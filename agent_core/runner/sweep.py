@@ -1,4 +1,5 @@
-"""The sweeper: re-drives runs whose driver died, expires approvals whose deadline passed.
+"""The sweeper: the jobs installed apps ask for (``approvals`` expires overdue requests,
+``agent_core.extensions``), abandoned cancels settled, runs whose driver died re-driven.
 
 The inline runner calls it from its background thread, the durable runner from Celery beat.
 """
@@ -12,7 +13,7 @@ from django.utils import timezone
 
 from ..cancel import cancel_orphans, settle_abandoned_cancels
 from ..dispatch import Runner, get_runner
-from ..gate import get_gate
+from ..extensions import sweep_jobs
 from ..models import Run, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -29,11 +30,13 @@ def stale_runs(limit: int = 100) -> list[str]:
 
 
 def sweep(runner: Runner | None = None) -> int:
-    """Re-drive stale runs and expire overdue approvals; returns how many runs were dispatched."""
+    """Run the installed apps' sweep jobs, settle abandoned cancels and re-drive stale runs;
+    returns how many runs were dispatched."""
     runner = runner or get_runner()
-    expired = get_gate().expire_due()
-    if expired:
-        logger.info("sweep expired %d approval requests", expired)
+    for job in sweep_jobs():
+        done = job()
+        if done:
+            logger.info("sweep: %s.%s settled %s", job.__module__, job.__qualname__, done)
     cancelled = settle_abandoned_cancels()
     if cancelled:
         logger.info("sweep settled %d cancelled runs whose driver died", cancelled)

@@ -13,13 +13,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
-from agent_core.api.errors import STATUS_BY_CODE
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 
 from .. import links
-
-_LINK_STATUS = {"link_invalid": 400, "link_expired": 410, "link_used": 409}
 
 
 @require_http_methods(["GET", "POST"])
@@ -34,7 +31,6 @@ def link_page(request: HttpRequest, action: str, token: str) -> HttpResponse:
             return render(request, "approvals/links/confirm.html", context)
         outcome = links.use(action, token, reason=request.POST.get("reason", "")[:4096])
     except AgentCoreError as refusal:
-        status = _LINK_STATUS.get(refusal.code) or STATUS_BY_CODE.get(refusal.code, 400)
         context = {"code": refusal.code, "message": refusal.message, "action": action}
-        return render(request, "approvals/links/refused.html", context, status=status)
+        return render(request, "approvals/links/refused.html", context, status=refusal.status_code)
     return render(request, "approvals/links/done.html", {"action": action, "outcome": outcome})

@@ -7,7 +7,6 @@ signed links; the others one notice per call for the channel as a whole.
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 from typing import Any
@@ -19,7 +18,7 @@ from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 from django.utils.module_loading import import_string
 
-from ..conf import approvals_settings
+from ..conf import approvals_settings, per_settings
 from . import signing, slack
 from .notice import Notice
 
@@ -121,7 +120,7 @@ class WebhookBackend(NotificationBackend):
             raise DeliveryFailed(f"HTTP {response.status_code}: {response.text[:200]}")
 
 
-@functools.cache
+@per_settings
 def configured_backends() -> tuple[NotificationBackend, ...]:
     """The backends of ``APPROVALS["NOTIFICATION_BACKENDS"]``, built once per settings."""
     backends = tuple(_build(entry) for entry in approvals_settings().NOTIFICATION_BACKENDS)

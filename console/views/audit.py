@@ -10,7 +10,7 @@ from django.core.paginator import Paginator
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 
-from agent_core.api.permissions import is_operator, visible_runs
+from agent_core.access import is_operator, visible_runs
 from approvals.models import DecisionAttempt
 
 from ..access import console_view

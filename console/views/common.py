@@ -7,8 +7,8 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from agent_core.access import visible_calls
 from agent_core.actors import Actor, actor_for_user
-from agent_core.api.permissions import visible_calls
 from agent_core.models import CallStatus, ToolCall
 from approvals.guards import may_see
 from approvals.selectors import pending_for

@@ -26,7 +26,6 @@ from ..in_doubt import explain_resolved, in_doubt_calls
 from .common import actor_of, fragment, page, tool_call_or_404
 
 VIA = "console"
-STATUS_OF = {NotApprover: 403, AlreadyDecided: 409, RunNotActive: 409}
 
 
 def _item(actor: Actor, call: ToolCall, form: MarkDoneForm | None = None) -> dict[str, Any]:
@@ -124,7 +123,7 @@ def _resolve(
             call=call,
             form=form,
             error=_refusal_text(exc, call),
-            status=STATUS_OF.get(type(exc), 400),
+            status=exc.status_code,
         )
     messages.success(request, f"{done}: {call.tool_name} ({call.pk}).")
     return redirect("console:in_doubt")

@@ -23,7 +23,7 @@ from agent_core.exceptions import AgentCoreError, AlreadyAnswered, AlreadyDecide
 from agent_core.models import CALL_PENDING, ToolCall
 from approvals import amendments, escalation, quorum
 from approvals import services as port
-from approvals.exceptions import ApprovalExpired, EditNeedsApprover, InvalidDecision, NotApprover
+from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
 
 from ..access import console_view
 from ..cards import Card, answer_form_for, card_for, explain
@@ -33,16 +33,6 @@ from ..people import ref_of
 from .common import actor_of, fragment, is_fragment, page, tool_call_or_404
 
 VIA = "console"
-# The status each refusal of the port stands for (SPEC §8).
-STATUS_OF = {
-    NotApprover: 403,
-    EditNeedsApprover: 403,
-    AlreadyDecided: 409,
-    AlreadyAnswered: 409,
-    RunNotActive: 409,
-    ApprovalExpired: 410,
-    InvalidDecision: 400,
-}
 
 
 def _filtered(calls: QuerySet[ToolCall], filters: dict[str, Any]) -> QuerySet[ToolCall]:
@@ -217,7 +207,7 @@ def _decide(
         card = card_for(actor, call, data=request.POST, form=form_name)
         card.error = _refusal_text(exc, call)
         card.errors = _field_errors(exc)
-        return _card_response(request, card, status=STATUS_OF.get(type(exc), 400))
+        return _card_response(request, card, status=exc.status_code)
     if outcome == port.Outcome.UNCHANGED:
         call.refresh_from_db()
         return _unchanged(request, _unchanged_text(call, actor, form_name))

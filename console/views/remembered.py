@@ -12,9 +12,8 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from agent_core.exceptions import AgentCoreError, NotFound
+from agent_core.exceptions import AgentCoreError
 from approvals import amendments
-from approvals.exceptions import NotApprover
 from approvals.models import RememberedApproval
 from approvals.selectors import remembered_for
 
@@ -52,8 +51,9 @@ def revoke(request: HttpRequest, grant_id: int) -> HttpResponse:
     try:
         outcome = amendments.revoke(grant_id, actor=actor_of(request), via=VIA)
     except AgentCoreError as exc:
-        status = 404 if isinstance(exc, NotFound) else 403 if isinstance(exc, NotApprover) else 400
-        return _page(request, show_all=show_all, error=exc.message, failed=grant_id, status=status)
+        return _page(
+            request, show_all=show_all, error=exc.message, failed=grant_id, status=exc.status_code
+        )
     grant = RememberedApproval.objects.get(pk=grant_id)
     if outcome == amendments.Outcome.UNCHANGED:
         messages.info(request, f"{grant.tool_name} in this thread was already revoked.")

@@ -1,6 +1,6 @@
 """Runs: the list with filters, a run's page (transcript, steps, calls, live stream), Cancel.
 
-Who may cancel follows the REST API's rule (``agent_core.api.permissions.check_may_cancel``):
+Who may cancel is the one rule of every surface (``agent_core.access.check_may_cancel``):
 the thread's owner or an ``AGENT["OPERATOR_ROLE"]`` holder.
 """
 
@@ -17,9 +17,10 @@ from django.shortcuts import get_object_or_404, redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from agent_core.access import check_may_cancel, visible_runs
 from agent_core.actors import Actor
-from agent_core.api.permissions import NotAllowed, check_may_cancel, visible_runs
 from agent_core.cancel import request_cancel
+from agent_core.exceptions import NotAllowed
 from agent_core.models import Run, RunStatus, Step, StreamFrame, ToolCall
 from approvals.models import DecisionAttempt
 

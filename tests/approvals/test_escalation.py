@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from agent_core.actors import actor_for_user
 from agent_core.exceptions import NotFound
-from agent_core.gate import get_gate
+from agent_core.extensions import sweep_jobs
 from agent_core.models import CallStatus, StreamFrame, ToolCall
 from approvals import services as port
 from approvals.models import DecisionAttempt, Escalation
@@ -43,7 +43,8 @@ def manager(db: None) -> User:
 
 def sweep(django_capture_on_commit_callbacks) -> None:
     with django_capture_on_commit_callbacks(execute=True):
-        get_gate().expire_due()
+        for job in sweep_jobs():  # what approvals asks the sweeper to run: escalate, expire
+            job()
 
 
 def test_a_call_still_waiting_is_escalated_once_and_the_role_may_decide(

@@ -9,7 +9,6 @@ import pytest
 from django.utils import timezone
 
 from agent_core import cancel, runs
-from agent_core.gate import get_gate
 from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, ToolCall
 from agent_core.runner.sweep import sweep
 from approvals import services as port
@@ -148,7 +147,7 @@ def test_an_expired_child_card_is_said_as_such(desk, decide):
     parent = desk(ask("ask_billing", REFUND_10))
     [refund] = ToolCall.objects.filter(run=child_of(parent))
     ToolCall.objects.filter(pk=refund.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
-    decide(get_gate().expire_due)
+    decide(port.expire_due)
     parent.refresh_from_db()
     assert parent.status == RunStatus.COMPLETED
     assert "expired" in str(ToolCall.objects.get(run=parent).result)

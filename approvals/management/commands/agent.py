@@ -21,7 +21,7 @@ from agent_core import idempotency
 from agent_core.cli.ages import parse_age
 from agent_core.cli.follow import shown
 from agent_core.cli.invoke import ExitCode, invoke
-from agent_core.cli.session import actor_named, finish_driving
+from agent_core.cli.session import actor_named, finish_driving, refused
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import CALL_PENDING, ToolCall
 from agent_core.retention import delete_finished_threads, finished_threads
@@ -193,8 +193,7 @@ class Command(BaseCommand):
         try:
             outcome = decide()
         except AgentCoreError as exc:
-            details = f" {shown(exc.errors)}" if exc.errors else ""
-            raise CommandError(f"{exc.code}: {exc.message}{details}") from exc
+            raise refused(exc) from exc
         self.out(f"{tool_call_id}: {outcome.value}")
         self.stdout.flush()
         # With the inline runner this process drives the resumed run: to its next wait or end.

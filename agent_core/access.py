@@ -1,4 +1,5 @@
-"""Who may see and who may manage a thread or a run (SPEC §8).
+"""Who may see, follow and cancel a thread or a run (SPEC §7, §8): one rule for the REST API,
+the streams, the console and the approval port.
 
 * The thread's owner (``owner_ref``) sees and manages its threads and runs.
 * ``AGENT["OPERATOR_ROLE"]`` (default ``operator``) sees and may cancel every run.
@@ -7,9 +8,9 @@
   follow what it decides; it may not cancel them or delete the thread (403).
 * Anyone else gets 404: the id might as well not exist.
 
-The console shows what these functions return, and the approval port answers 404 for a call
-outside them that the policy does not let the actor decide (``approvals.guards.may_see``): one
-rule for every surface.
+The console shows what these functions return, the streams follow only what they allow, and the
+approval port answers 404 for a call outside them that the policy does not let the actor decide
+(``approvals.guards.may_see``).
 """
 
 from __future__ import annotations
@@ -18,16 +19,10 @@ import re
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from ..actors import Actor
-from ..conf import agent_settings
-from ..exceptions import AgentCoreError
-from ..models import REQUESTER, Run, Thread, ToolCall
-
-
-class NotAllowed(AgentCoreError):
-    """You may see this, but not do that to it."""
-
-    code = "forbidden"
+from .actors import Actor
+from .conf import agent_settings
+from .exceptions import NotAllowed
+from .models import REQUESTER, Run, Thread, ToolCall
 
 
 def is_operator(actor: Actor) -> bool:
