@@ -4,8 +4,9 @@ the streams, the console and the approval port.
 * The thread's owner (``owner_ref``) sees and manages its threads and runs.
 * ``AGENT["OPERATOR_ROLE"]`` (default ``operator``) sees and may cancel every run.
 * An approver sees the runs and threads holding a call it is the approver of (a role it has;
-  the ``requester`` marker is matched only as the owner, never as a role name), so it can
-  follow what it decides; it may not cancel them or delete the thread (403).
+  the ``requester`` marker is matched only as the owner, never as a role name), or a call the
+  approval gate says it may decide otherwise (an escalation), so it can follow what it decides;
+  it may not cancel them or delete the thread (403).
 * Anyone else gets 404: the id might as well not exist.
 
 The console shows what these functions return, the streams follow only what they allow, and the
@@ -22,6 +23,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from .actors import Actor
 from .conf import agent_settings
 from .exceptions import NotAllowed
+from .gate import get_gate
 from .models import REQUESTER, Run, Thread, ToolCall
 
 
@@ -36,7 +38,7 @@ def _approves(actor: Actor, **on: OuterRef) -> Exists:
         # A call several roles may approve stores them joined by "|" ("legal|marketing").
         alternatives = "|".join(re.escape(role) for role in roles)
         approver |= Q(approver__regex=rf"(^|\|)({alternatives})(\||$)")
-    return Exists(ToolCall.objects.filter(approver, **on))
+    return Exists(ToolCall.objects.filter(approver | get_gate().decidable(actor), **on))
 
 
 def visible_threads(actor: Actor) -> QuerySet[Thread]:

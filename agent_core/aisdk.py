@@ -15,13 +15,15 @@ frame's number as its SSE ``id``, so a client resumes exactly as on the native s
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from . import live, sse
+from .models import Run, RunStatus
 
 HEADER = "x-vercel-ai-ui-message-stream"
 Chunk = dict[str, Any]
@@ -33,6 +35,20 @@ _APPROVAL_EVENTS = frozenset(
         "approval-escalated",
         "approval-extended",
         "approval-settled",
+    }
+)
+
+# Frames after which a run may have stopped to wait on a person (its status is written in the
+# transaction that writes them): where a chat's response (``until_parked``) looks whether to end.
+_PARK_POINTS = frozenset(
+    {
+        *_APPROVAL_EVENTS,
+        "step-finish",
+        "input-requested",
+        "tool-output",
+        "tool-output-error",
+        "tool-output-denied",
+        "tool-in-doubt",
     }
 )
 
@@ -50,7 +66,7 @@ class Translator:
             case "meta":
                 return [{"type": "start", "messageId": data["run_id"]}]
             case "error":
-                return [*self._close_text(), {"type": "error", "errorText": data["message"]}]
+                return [*self.close_text(), {"type": "error", "errorText": data["message"]}]
             case "frame":
                 kind = data.pop("kind")
                 return self._frame(kind, data, event.seq or 0)
@@ -65,12 +81,12 @@ class Translator:
             case "text":
                 return self._text(data, seq)
             case "step-start":
-                return [*self._close_text(), {"type": "start-step"}]
+                return [*self.close_text(), {"type": "start-step"}]
             case "step-finish":
-                return [*self._close_text(), {"type": "finish-step"}]
+                return [*self.close_text(), {"type": "finish-step"}]
             case "tool-input-available":
                 return [
-                    *self._close_text(),
+                    *self.close_text(),
                     {
                         "type": "tool-input-available",
                         "toolCallId": call_id,
@@ -97,11 +113,12 @@ class Translator:
                     {"type": "tool-output-denied", "toolCallId": call_id},
                 ]
             case "cancelled":
-                return [*self._close_text(), {"type": "abort", "reason": "cancelled"}]
+                return [*self.close_text(), {"type": "abort", "reason": "cancelled"}]
             case "finish":
-                return [*self._close_text(), {"type": "finish"}]
+                return [*self.close_text(), {"type": "finish"}]
             case _ if kind in _APPROVAL_EVENTS:
-                return [{"type": "data-approval", "id": call_id, "data": {"event": kind, **data}}]
+                part = {"type": "data-approval", "id": call_id, "data": {"event": kind, **data}}
+                return [part, *_approval_chunks(kind, data)]
         return [{"type": f"data-{kind}", "data": data}]
 
     def _text(self, data: dict[str, Any], seq: int) -> list[Chunk]:
@@ -113,17 +130,33 @@ class Translator:
             opened.append({"type": "text-start", "id": self.text_id})
         return [*opened, {"type": "text-delta", "id": self.text_id, "delta": data["text"]}]
 
-    def _close_text(self) -> list[Chunk]:
+    def close_text(self) -> list[Chunk]:
         if self.text_id is None:
             return []
         closed, self.text_id = [{"type": "text-end", "id": self.text_id}], None
         return closed
 
 
+def _approval_chunks(kind: str, data: dict[str, Any]) -> list[Chunk]:
+    """The protocol's own approval request (``approvalId`` is the call's id): it puts the tool
+    part in ``approval-requested``, which a ``useChat`` client answers with
+    ``addToolApprovalResponse``. No ``tool-approval-response`` chunk follows a decision: AI SDK 6
+    clients refuse that chunk type (7 knows it), and the answering client has marked the part
+    itself; the tool's output (or ``tool-output-denied``) settles it for everyone."""
+    if kind != "approval-requested":
+        return []
+    call_id = data["tool_call_id"]
+    return [{"type": "tool-approval-request", "approvalId": call_id, "toolCallId": call_id}]
+
+
 def encode(events: list[live.Event]) -> bytes:
     """The SSE bytes of ``events`` translated (a helper for tests and one-shot replays)."""
     translator = Translator()
     return b"".join(_block(translator, event) for event in events)
+
+
+def _json(chunk: Chunk) -> str:
+    return json.dumps(chunk, separators=(",", ":"), default=str)
 
 
 def _block(translator: Translator, event: live.Event) -> bytes:
@@ -134,7 +167,7 @@ def _block(translator: Translator, event: live.Event) -> bytes:
     chunks = translator.chunks(event)
     out = []
     for i, chunk in enumerate(chunks):
-        data = json.dumps(chunk, separators=(",", ":"), default=str)
+        data = _json(chunk)
         last_of_frame = event.kind == "frame" and i == len(chunks) - 1
         out.append(f"id: {event.seq}\ndata: {data}\n\n" if last_of_frame else f"data: {data}\n\n")
     if event.kind == "error":
@@ -149,7 +182,17 @@ async def ui_stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
     if not isinstance(attached, tuple):
         return attached
     run, after = attached
-    response = StreamingHttpResponse(_stream(live.follow(run, after)))
+    return stream_response(run, after)
+
+
+def stream_response(run: Run, after: int, *, until_parked: bool = False) -> StreamingHttpResponse:
+    """The UI message stream of ``run`` after frame ``after``, with the protocol's headers.
+
+    ``until_parked``: the response of a chat request ends (``finish``, ``[DONE]``) as soon as
+    the run waits on a person, as an AI SDK server's does when its step ends on an approval
+    request; the client answers with its next request. Otherwise it follows the run to its end.
+    """
+    response = StreamingHttpResponse(_stream(run, after, until_parked))
     response["Content-Type"] = "text/event-stream"
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
@@ -157,7 +200,29 @@ async def ui_stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
     return response
 
 
-async def _stream(events: AsyncIterator[live.Event]) -> AsyncIterator[bytes]:
+def parked(run_id: str, seq: int) -> bool:
+    """Whether the run waits on a person with no frame after ``seq`` (sync; through
+    ``live.read``)."""
+    return Run.objects.filter(pk=run_id, status=RunStatus.WAITING, last_seq__lte=seq).exists()
+
+
+async def _stream(run: Run, after: int, until_parked: bool) -> AsyncIterator[bytes]:
     translator = Translator()
-    async for event in events:
-        yield _block(translator, event)
+    events = cast(AsyncGenerator[live.Event, None], live.follow(run, after))
+    last = after
+    async with aclosing(events):
+        async for event in events:
+            yield _block(translator, event)
+            if not until_parked:
+                continue
+            if event.kind == "frame":
+                last = event.seq or last
+                if event.data["kind"] not in _PARK_POINTS:
+                    continue
+            if event.kind in ("meta", "frame", "keepalive") and await live.read(
+                parked, run.pk, last
+            ):
+                ending = [*translator.close_text(), {"type": "finish"}]
+                yield "".join(f"data: {_json(chunk)}\n\n" for chunk in ending).encode()
+                yield b"data: [DONE]\n\n"
+                return

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from django.db.models import Q
 from django.utils.module_loading import import_string
 
 from .actors import Actor
@@ -41,6 +42,12 @@ class ApprovalGate(Protocol):
         """Whether ``call`` needs a person's yes, whose, and until when."""
         ...
 
+    def decidable(self, actor: Actor) -> Q:
+        """The calls ``actor`` may decide other than as the approver stored on them (a call
+        escalated to its role, a policy's rule of its own), as a filter on ``ToolCall``: whoever
+        may decide a call may see its run and thread (``agent_core.access``)."""
+        ...
+
 
 class RefuseActions:
     """The gate of an install without an approval app: every action call is refused, so nothing
@@ -53,6 +60,9 @@ class RefuseActions:
 
     def review(self, call: ToolCall, *, tool: ToolSpec, actor: Actor, thread: Thread) -> Verdict:
         return Verdict(required=True, refused=self.reason)
+
+    def decidable(self, actor: Actor) -> Q:
+        return Q(pk__in=[])  # nobody decides anything here
 
 
 def gate_path() -> str:

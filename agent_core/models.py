@@ -368,3 +368,22 @@ class IdempotencyKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor_ref} {self.key}"
+
+
+class ChatAlias(models.Model):
+    """A client's own name for one of its owner's threads: the AI SDK's ``useChat`` names each
+    chat itself (``id``) and sends that name with every message (``POST /agent/ui-chat``)."""
+
+    owner_ref = models.CharField(max_length=200)
+    chat_id = models.CharField(max_length=64)
+    thread = models.OneToOneField(Thread, on_delete=models.CASCADE, related_name="chat_alias")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "chat aliases"
+        constraints = [
+            models.UniqueConstraint(fields=["owner_ref", "chat_id"], name="chat_alias_owner_id")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.chat_id} → {self.thread_id}"

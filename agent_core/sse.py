@@ -51,16 +51,31 @@ async def attach(request: HttpRequest, run_id: str) -> tuple[Run, int] | JsonRes
     The views that call it are ``csrf_exempt``: they only read (GET), and any other method is
     this JSON 405, not a CSRF page.
     """
+    actor = await authenticate(request)
+    if not isinstance(actor, Actor):
+        return actor
+    return await attach_as(request, actor, run_id)
+
+
+async def authenticate(request: HttpRequest) -> Actor | JsonResponse:
+    """The actor of a GET, or the JSON 405 / 401 that refuses the request."""
     if request.method != "GET":
         refused = _error("method_not_allowed", f'Method "{request.method}" not allowed.', 405)
         refused["Allow"] = "GET"
         return refused
     try:
-        actor = await live.read(resolve_actor, request)
+        actor: Actor = await live.read(resolve_actor, request)
     except APIException as exc:
         refused = _error("not_authenticated", str(exc.detail), 401)
         refused["WWW-Authenticate"] = authenticate_header(request)
         return refused
+    return actor
+
+
+async def attach_as(
+    request: HttpRequest, actor: Actor, run_id: str
+) -> tuple[Run, int] | JsonResponse:
+    """``attach`` once the actor is known: the 404 and the 400 (``after``)."""
     run = await live.read(live.find_visible_run, actor, run_id)
     if run is None:
         return _error("not_found", f"no run {run_id}", 404)

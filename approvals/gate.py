@@ -3,6 +3,7 @@ unset, because ``ApprovalsConfig`` declares it (``agent_core.extensions``)."""
 
 from __future__ import annotations
 
+from django.db.models import Q
 from django.utils import timezone
 
 from agent_core.actors import Actor
@@ -12,7 +13,7 @@ from agent_core.tools import ToolSpec
 
 from . import escalation, quorum
 from .models import RememberedApproval
-from .policy import get_policy
+from .policy import escalated_to_roles, get_policy
 
 
 class ApprovalGate:
@@ -47,3 +48,8 @@ class ApprovalGate:
                     remembered_by_ref=grant.granted_by_ref,
                 )
         return Verdict(required=True, approver=approver, expires_at=expires_at)
+
+    def decidable(self, actor: Actor) -> Q:
+        """What the policy lets ``actor`` decide now, and the calls escalated to its roles with
+        the power to decide (decided or not: it may follow what it decided)."""
+        return get_policy().decidable(actor) | escalated_to_roles(actor.roles)

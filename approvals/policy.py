@@ -8,6 +8,7 @@ changing the policy while a run waits does not re-decide it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -102,11 +103,16 @@ class ApprovalPolicy:
             sep = re.escape(ROLE_SEPARATOR)
             alternatives = "|".join(re.escape(role) for role in roles)
             cases |= pending_approval & Q(approver__regex=f"(^|{sep})({alternatives})({sep}|$)")
-            escalated = Escalation.objects.filter(
-                role__in=roles, may_decide=True, escalated_at__isnull=False
-            )
-            cases |= pending_approval & Q(pk__in=escalated.values("tool_call_id"))
+            cases |= pending_approval & escalated_to_roles(roles)
         return cases
+
+
+def escalated_to_roles(roles: Iterable[str]) -> Q:
+    """The calls escalated to one of ``roles`` with the power to decide, as a filter."""
+    escalated = Escalation.objects.filter(
+        role__in=roles, may_decide=True, escalated_at__isnull=False
+    )
+    return Q(pk__in=escalated.values("tool_call_id"))
 
 
 def role_members(roles: frozenset[str]) -> list[str]:

@@ -10,7 +10,7 @@ from django import forms
 
 from agent_core import jsonsafe
 from agent_core.models import RunStatus
-from approvals.models import Action
+from approvals.models import Action, DeliveryStatus
 
 
 def parse_json(text: str) -> Any:
@@ -118,4 +118,15 @@ class AuditFilterForm(forms.Form):
     outcome = forms.CharField(required=False)
     via = forms.CharField(required=False)
     tool = forms.CharField(required=False)
+    call = forms.CharField(required=False, label="Tool call id")
+
+
+class DeliveryFilterForm(forms.Form):
+    """Filters of the notification deliveries."""
+
+    status = forms.ChoiceField(
+        required=False, choices=[("", "Any status"), *DeliveryStatus.choices]
+    )
+    channel = forms.CharField(required=False)
+    recipient = forms.CharField(required=False, help_text="a username or an actor ref")
     call = forms.CharField(required=False, label="Tool call id")

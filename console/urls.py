@@ -9,7 +9,7 @@ from django.views.generic import RedirectView
 from agent_core.asgi import websocket_view
 
 from .consumers import ConsoleConsumer
-from .views import audit, doubt, inbox, metrics, remembered, runs
+from .views import audit, deliveries, doubt, inbox, metrics, remembered, runs
 
 app_name = "console"
 
@@ -46,6 +46,7 @@ urlpatterns = [
     path("audit/", audit.audit, name="audit"),
     path("audit.csv", audit.audit_csv, name="audit_csv"),
     path("metrics/", metrics.metrics_page, name="metrics"),
+    path("deliveries/", deliveries.deliveries, name="deliveries"),
     # Live updates (WebSocket only; with_airlock in the project's asgi.py routes them).
     path("ws/", websocket_view(ConsoleConsumer), name="ws"),
     path("ws/runs/<airlock_id:run_id>/", websocket_view(ConsoleConsumer), name="ws_run"),

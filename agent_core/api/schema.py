@@ -29,6 +29,10 @@ def _error(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": _ERROR}}}
 
 
+# Each event's data is a JSON object (a frame of SPEC §9, or `meta` / `done` / `error`; a chunk of
+# the AI SDK's UI message stream); clients ignore kinds they do not know, so the schema is open.
+EVENT_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
+
 _FRAME_NUMBER = {"type": "integer", "minimum": 0, "maximum": 999_999_999_999}
 
 STREAM_OPERATION: dict[str, Any] = {
@@ -61,11 +65,7 @@ STREAM_OPERATION: dict[str, Any] = {
     "responses": {
         "200": {
             "description": "The event stream; it ends after a `done` or `error` event.",
-            # Each event's data is a JSON object (a frame of SPEC §9, or `meta` / `done` /
-            # `error`); clients ignore kinds they do not know, so the schema leaves it open.
-            "content": {
-                "text/event-stream": {"schema": {"type": "object", "additionalProperties": True}}
-            },
+            "content": {"text/event-stream": {"schema": EVENT_SCHEMA}},
         },
         "400": _error("`invalid`: `after` / `Last-Event-ID` is not a frame number"),
         "401": _error("`not_authenticated`: no actor"),
@@ -75,14 +75,42 @@ STREAM_OPERATION: dict[str, Any] = {
 }
 
 
+UI_STREAM_OPERATION: dict[str, Any] = {
+    **STREAM_OPERATION,
+    "operationId": "chat_ui_stream",
+    "summary": "Follow a run in the Vercel AI SDK's UI message stream protocol",
+    "description": (
+        "The same frames as the stream, as UI message chunks (`data:` lines of JSON, header "
+        "`x-vercel-ai-ui-message-stream: v1`), ending with `data: [DONE]`. Reattach as on the "
+        "stream: `?after=<last id>` or `Last-Event-ID`."
+    ),
+    "responses": {
+        **STREAM_OPERATION["responses"],
+        "200": {
+            "description": "The UI message stream; it ends with `data: [DONE]`.",
+            "content": {"text/event-stream": {"schema": EVENT_SCHEMA}},
+        },
+    },
+}
+
+# Async (SSE) views of any Airlock app, which drf-spectacular cannot see: URL name → operation,
+# the path's one parameter named by the operation's first parameter.
+SSE_OPERATIONS: dict[str, dict[str, Any]] = {
+    "agent_core_api:chat-stream": STREAM_OPERATION,
+    "agent_core_api:chat-ui-stream": UI_STREAM_OPERATION,
+}
+
+
 class AirlockSchemaGenerator(SchemaGenerator):
-    """drf-spectacular's generator plus the SSE stream's operation."""
+    """drf-spectacular's generator plus the SSE streams' operations (``SSE_OPERATIONS``)."""
 
     def parse(self, input_request: Any, public: bool) -> dict[str, Any]:
         paths: dict[str, Any] = super().parse(input_request, public)
-        marker = "RUN-ID-PLACEHOLDER"
-        path = reverse("agent_core_api:chat-stream", args=[marker]).replace(marker, "{run_id}")
-        paths[path] = {"get": STREAM_OPERATION}
+        marker = "PATH-PARAMETER-PLACEHOLDER"
+        for name, operation in SSE_OPERATIONS.items():
+            parameter = operation["parameters"][0]["name"]
+            path = reverse(name, args=[marker]).replace(marker, "{" + parameter + "}")
+            paths[path] = {"get": operation}
         return paths
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import links, notifications, views
+from . import links, notifications, ui_chat, views
 
 app_name = "approvals_api"
 
@@ -19,6 +19,8 @@ urlpatterns = [
     path("remembered", views.RememberedListView.as_view(), name="remembered"),
     path("remembered/<str:pk>", views.RememberedDetailView.as_view(), name="remembered-detail"),
     path("links/<str:action>/<str:token>", links.link_page, name="link"),
+    path("ui-chat", ui_chat.UIChatView.as_view(), name="ui-chat"),
+    path("ui-chat/<airlock_id:chat_id>/stream", ui_chat.ui_chat_stream_view, name="ui-chat-stream"),
     path(
         "notifications/preferences",
         notifications.NotificationPreferencesView.as_view(),

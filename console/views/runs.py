@@ -22,7 +22,7 @@ from agent_core.actors import Actor
 from agent_core.cancel import request_cancel
 from agent_core.exceptions import NotAllowed
 from agent_core.models import Run, RunStatus, Step, StreamFrame, ToolCall
-from approvals.models import DecisionAttempt
+from approvals.models import DecisionAttempt, Delivery
 
 from ..access import console_view
 from ..conf import console_settings
@@ -98,12 +98,18 @@ def _run_context(request: HttpRequest, run_id: str) -> dict[str, Any]:
     by_call: dict[str, list[DecisionAttempt]] = {}
     for attempt in attempts:
         by_call.setdefault(attempt.tool_call_id, []).append(attempt)
+    notified: dict[str, list[Delivery]] = {}
+    for delivery in Delivery.objects.filter(tool_call__run=run).order_by("created_at", "id"):
+        notified.setdefault(delivery.tool_call_id, []).append(delivery)
     return {
         "run": run,
         "may_cancel": _may_cancel(actor_of(request), run),
         "transcript": list(run.messages.order_by("seq")),
         "steps": [{"step": s, "took": _took(s, calls)} for s in steps],
-        "calls": [{"call": c, "attempts": by_call.get(c.pk, [])} for c in calls],
+        "calls": [
+            {"call": c, "attempts": by_call.get(c.pk, []), "deliveries": notified.get(c.pk, [])}
+            for c in calls
+        ],
         "frames": frames,
         "last_seq": frames[-1].seq if frames else 0,
         # The delegation tree around the run (SPEC §14): who started it, what it started.

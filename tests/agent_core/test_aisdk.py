@@ -80,6 +80,7 @@ def test_every_frame_becomes_documented_chunks_and_each_frame_ends_on_its_id():
         "text-end",
         "tool-input-available",
         "data-approval",
+        "tool-approval-request",
         "data-input-requested",
         "finish-step",
         "data-approval",
@@ -97,6 +98,7 @@ def test_every_frame_becomes_documented_chunks_and_each_frame_ends_on_its_id():
         message.apply(chunk)
     assert message.text == "Let me check." and message.finished
     assert message.tool("tc_1")["state"] == "output-denied"
+    assert message.tool("tc_1")["approval"] == {"id": "tc_1"}
     [approval] = [p for p in message.parts if p["type"] == "data-approval"]
     assert approval["data"] == {
         "event": "tool-output-denied",

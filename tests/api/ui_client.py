@@ -7,8 +7,12 @@ one tool part per ``toolCallId`` moving through its states, and data parts repla
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
+
+import httpx
+from httpx_sse import connect_sse
 
 # The documented chunk types and the fields each must carry (stream-protocol docs).
 SHAPES: dict[str, set[str]] = {
@@ -22,6 +26,7 @@ SHAPES: dict[str, set[str]] = {
     "tool-output-available": {"toolCallId", "output"},
     "tool-output-error": {"toolCallId", "errorText"},
     "tool-output-denied": {"toolCallId"},
+    "tool-approval-request": {"approvalId", "toolCallId"},
     "start-step": set(),
     "finish-step": set(),
     "finish": set(),
@@ -76,6 +81,10 @@ class UIMessage:
                     "input": chunk["input"],
                 }
             )
+        elif kind == "tool-approval-request":
+            self.tool(chunk["toolCallId"]).update(
+                state="approval-requested", approval={"id": chunk["approvalId"]}
+            )
         elif kind.startswith("tool-output"):
             part = self.tool(chunk["toolCallId"])  # a tool output needs its input first
             part["state"] = {
@@ -103,3 +112,105 @@ class UIMessage:
     @property
     def text(self) -> str:
         return "".join(p["text"] for p in self.parts if p["type"] == "text")
+
+
+def read_stream(source: Any, message: UIMessage) -> None:
+    """Fold an open UI message stream into ``message`` until ``[DONE]``."""
+    assert source.response.headers["x-vercel-ai-ui-message-stream"] == "v1"
+    for event in source.iter_sse():
+        assert event.event == "message"  # the protocol has data lines only
+        if event.data == "[DONE]":
+            message.done = True
+            return
+        message.apply(json.loads(event.data))
+    raise AssertionError("the stream ended without [DONE]")
+
+
+@dataclass
+class Chat:
+    """What ``useChat`` does over ``DefaultChatTransport`` (``ai``'s ``chat.ts`` and
+    ``http-chat-transport.ts``): POST ``{id, messages, trigger, messageId, ...body}`` to ``api``
+    and fold the answer into the last assistant message (or a new one); resume with GET
+    ``{api}/{id}/stream`` (204: nothing to resume); answer approvals in the message and send
+    again once every approval of the last step is answered."""
+
+    client: httpx.Client
+    id: str
+    headers: dict[str, str]
+    body: dict[str, Any] = field(default_factory=dict)
+    api: str = "/agent/ui-chat"
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    def send_message(self, text: str) -> httpx.Response | None:
+        user = {
+            "id": f"u{len(self.messages)}",
+            "role": "user",
+            "parts": [{"type": "text", "text": text}],
+        }
+        self.messages.append(user)
+        return self._request()
+
+    def add_tool_approval_response(
+        self, approval_id: str, approved: bool, reason: str = ""
+    ) -> None:
+        for part in self.messages[-1]["parts"]:
+            if part.get("state") == "approval-requested" and part["approval"]["id"] == approval_id:
+                answer = {"id": approval_id, "approved": approved, "reason": reason or None}
+                part.update(state="approval-responded", approval=answer)
+
+    def complete_with_approval_responses(self) -> bool:
+        """``lastAssistantMessageIsCompleteWithApprovalResponses``."""
+        last = self.messages[-1] if self.messages else None
+        if last is None or last["role"] != "assistant":
+            return False
+        starts = [i for i, p in enumerate(last["parts"]) if p["type"] == "step-start"]
+        step = last["parts"][(starts[-1] + 1 if starts else 0) :]
+        tools = [p for p in step if p["type"].startswith("tool-")]
+        done = ("output-available", "output-error", "approval-responded")
+        return any(p["state"] == "approval-responded" for p in tools) and all(
+            p["state"] in done for p in tools
+        )
+
+    def send_automatically(self) -> httpx.Response | None:
+        assert self.complete_with_approval_responses()
+        return self._request()
+
+    def resume(self) -> int:
+        """``resumeStream``: the status of the GET (204 leaves the messages as they are)."""
+        url = f"{self.api}/{self.id}/stream"
+        with connect_sse(self.client, "GET", url, headers={**self.headers}) as source:
+            if source.response.status_code == 200:
+                self._fold(source)
+            return source.response.status_code
+
+    @property
+    def last(self) -> UIMessage:
+        message = self.messages[-1]
+        assert message["role"] == "assistant"
+        return message["_folded"]
+
+    def _request(self) -> httpx.Response | None:
+        wire = [{k: v for k, v in m.items() if k != "_folded"} for m in self.messages]
+        body = {**self.body, "id": self.id, "messages": wire, "trigger": "submit-message"}
+        body["messageId"] = None
+        with connect_sse(
+            self.client, "POST", self.api, json=body, headers={**self.headers}
+        ) as source:
+            if source.response.status_code != 200:
+                source.response.read()
+                return source.response
+            self._fold(source)
+        return None
+
+    def _fold(self, source: Any) -> None:
+        last = self.messages[-1] if self.messages else None
+        if last is not None and last["role"] == "assistant":
+            message: UIMessage = last["_folded"]
+            message.parts = last["parts"]  # the answers given in place are part of it
+            message.finished = message.done = False
+        else:
+            message = UIMessage()
+            last = {"role": "assistant", "_folded": message}
+            self.messages.append(last)
+        read_stream(source, message)
+        last.update(id=message.id, parts=message.parts)

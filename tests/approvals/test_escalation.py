@@ -129,3 +129,32 @@ def test_a_bad_escalation_rule_is_reported(escalate):
 def test_an_escalation_needs_a_ttl():
     with pytest.raises(ImproperlyConfigured):
         parse_rules({"issue_refund": {"escalate": {"to": "managers", "before": 10}}})
+
+
+def test_whoever_may_decide_an_escalated_call_may_see_its_run(
+    turn, manager, client, django_capture_on_commit_callbacks
+):
+    with override_settings(APPROVALS=rules(may_decide=True)):
+        call = ToolCall.objects.get(run=turn(REFUND))
+        Escalation.objects.update(due_at=call.requested_at)  # due at once
+        sweep(django_capture_on_commit_callbacks)
+    client.force_login(manager)
+    # The run and thread they decide about: the console's run page (transcript) and the API.
+    assert client.get(reverse("console:run", args=[call.run_id])).status_code == 200
+    assert client.get(f"/agent/runs/{call.run_id}").status_code == 200
+    assert client.get(f"/agent/threads/{call.thread_id}").status_code == 200
+    assert call.run_id in {r["id"] for r in client.get("/agent/runs").json()["results"]}
+    # Seeing is not managing: the thread stays its owner's.
+    assert client.post(f"/agent/chat/{call.run_id}/cancel").status_code == 403
+
+
+def test_a_role_only_told_of_an_escalation_does_not_see_the_run(
+    turn, manager, client, django_capture_on_commit_callbacks
+):
+    with override_settings(APPROVALS=rules(may_decide=False)):
+        call = ToolCall.objects.get(run=turn(REFUND))
+        Escalation.objects.update(due_at=call.requested_at)
+        sweep(django_capture_on_commit_callbacks)
+    client.force_login(manager)
+    assert client.get(reverse("console:run", args=[call.run_id])).status_code == 404
+    assert client.get(f"/agent/runs/{call.run_id}").status_code == 404

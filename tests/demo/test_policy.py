@@ -9,10 +9,12 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
+from django.contrib.auth.models import User
+from django.core import mail
 from django.core.management import call_command
 from django.utils import timezone
 
-from agent_core.actors import Actor
+from agent_core.actors import Actor, actor_for_user
 from agent_core.models import CallStatus, Run, RunStatus, ToolCall
 from approvals import services as port
 from approvals.exceptions import NotApprover
@@ -116,6 +118,45 @@ def test_the_demo_uses_an_openai_compatible_endpoint_when_configured(env, model)
         check=True,
     ).stdout.split()
     assert out == [model, "demo.policy.DemoPolicy"]
+
+
+def test_the_demo_emails_approvers_on_the_terminal():
+    code = (
+        "import config.settings.dev as s; a = s.APPROVALS;"
+        "print(s.EMAIL_BACKEND, *a['NOTIFICATION_BACKENDS'], bool(a['BASE_URL']))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == [
+        "django.core.mail.backends.console.EmailBackend",
+        "approvals.notify.backends.EmailBackend",
+        "True",
+    ]
+
+
+def test_a_campaign_emails_both_marketers_and_needs_both_yeses(turn, decide, settings):
+    # The demo's notification settings (config/settings/dev.py), its users and campaigns.
+    settings.APPROVALS = {
+        "NOTIFICATION_BACKENDS": ["approvals.notify.backends.EmailBackend"],
+        "BASE_URL": "http://127.0.0.1:8000",
+    }
+    call_command("seed_demo", stdout=StringIO())
+    alice, mia, otto = (
+        actor_for_user(User.objects.get(username=name)) for name in ("alice", "mia", "otto")
+    )
+    run = turn('/call send_campaign {"campaign_id": "spring-sale"}', actor=alice)
+    [call] = calls_of(run)
+    assert sorted(m.to[0] for m in mail.outbox) == ["mia@airlock.example", "otto@airlock.example"]
+    message = mail.outbox[0]
+    assert f"send_campaign ({call.pk}), waiting on marketing" in message.subject
+    assert "http://127.0.0.1:8000/agent/links/approve/" in message.body
+    decide(port.approve, call.pk, actor=mia, via="test")
+    call.refresh_from_db()
+    assert call.status == CallStatus.PENDING_APPROVAL  # 1 of 2
+    decide(port.approve, call.pk, actor=otto, via="test")
+    call.refresh_from_db()
+    assert call.status == CallStatus.SUCCEEDED and call.decided_by_ref == otto.ref
 
 
 def test_support_has_a_campaign_reviewed_in_parallel_then_sends_it(turn, decide):
