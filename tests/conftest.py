@@ -7,10 +7,10 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from agent_core.dispatch import get_runner, set_runner
 
 from agent_core import calls, leases, runs
 from agent_core.actors import Actor
+from agent_core.dispatch import get_runner, set_runner
 from agent_core.models import Run, StreamFrame, ToolCall
 from agent_core.runner.inline import InlineRunner
 from approvals import services as port

@@ -15,11 +15,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from agent_core.dispatch import get_runner
 from django.db import transaction
 from django.utils import timezone
 
 from agent_core.conf import agent_settings
+from agent_core.dispatch import get_runner
 from agent_core.models import ToolCall
 from agent_core.runner.inline import InlineRunner
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from agent_core.dispatch import Next
 from django.db import transaction
 
 from agent_core import calls, leases
+from agent_core.dispatch import Next
 from agent_core.exceptions import LeaseLost
 from agent_core.leases import Claim
 from agent_core.models import CallStatus, Run, RunStatus, Step

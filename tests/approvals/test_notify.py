@@ -7,7 +7,6 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from agent_core.dispatch import set_runner
 from django.contrib.auth.models import Group, User
 from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
@@ -16,6 +15,7 @@ from rest_framework.test import APIClient
 
 from agent_core import runs
 from agent_core.actors import actor_for_user
+from agent_core.dispatch import set_runner
 from agent_core.models import ToolCall
 from agent_core.runner.inline import InlineRunner
 from approvals.checks import check_approvals_settings

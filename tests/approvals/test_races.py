@@ -8,11 +8,11 @@ import threading
 from datetime import timedelta
 
 import pytest
-from agent_core.dispatch import set_runner
 from django.db import connection
 from django.utils import timezone
 
 from agent_core import runs
+from agent_core.dispatch import set_runner
 from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, ToolCall
 from agent_core.runner.inline import InlineRunner
 from agent_core.runner.sweep import sweep

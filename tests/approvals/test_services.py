@@ -6,11 +6,11 @@ import threading
 from datetime import timedelta
 
 import pytest
-from agent_core.dispatch import set_runner
 from django.db import connection
 from django.utils import timezone
 
 from agent_core import runs
+from agent_core.dispatch import set_runner
 from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, NotFound, RunNotActive
 from agent_core.models import CallStatus, Run, RunStatus, ToolCall
 from agent_core.runner.inline import InlineRunner
