@@ -228,3 +228,34 @@ def test_kill_during_a_childs_model_step_supersedes_its_text_in_the_parent_too(
     own = list(StreamFrame.objects.filter(run=child, kind="text"))
     assert [f.superseded for f in mirrored] == [f.superseded for f in own]
     assert any(f.superseded for f in mirrored) and not all(f.superseded for f in mirrored)
+
+
+def test_a_rejected_child_card_is_told_to_the_parent_which_completes(cluster: Cluster) -> None:
+    cluster.worker()
+    parent = start(ASK, agent="desk")
+    _, refund = waiting_child(cluster, parent)
+    port.reject(refund.pk, actor=ALICE, reason="not this one")
+    wait_for("the parent to complete", settled(parent.pk, RunStatus.COMPLETED), cluster)
+    answer = str(ToolCall.objects.get(run=parent).result)
+    assert "rejected" in answer and "not this one" in answer and not Refund.objects.exists()
+
+
+def test_a_detached_child_runs_on_its_own(cluster: Cluster) -> None:
+    cluster.worker()
+    parent = start(f"/call start_billing {json.dumps({'message': REFUND})}", agent="desk")
+    wait_for("the parent to complete", settled(parent.pk, RunStatus.COMPLETED), cluster)
+    child = Run.objects.get(parent_run=parent)
+    assert ToolCall.objects.get(run=parent).result == {"run_id": child.pk}
+    wait_for("the child to park", settled(child.pk, RunStatus.WAITING), cluster)
+    port.approve(ToolCall.objects.get(run=child).pk, actor=ALICE)
+    wait_for("the child to complete", settled(child.pk, RunStatus.COMPLETED), cluster)
+    assert not StreamFrame.objects.filter(run=parent, data__run_id=child.pk).exists()
+
+
+def test_a_cycle_is_refused_on_the_workers_too(cluster: Cluster) -> None:
+    cluster.worker()
+    back = f"/call ask_desk {json.dumps({'message': 'hi'})}"
+    parent = start(f"/call ask_relay {json.dumps({'message': back})}", agent="desk")
+    wait_for("the parent to complete", settled(parent.pk, RunStatus.COMPLETED), cluster)
+    [refused] = ToolCall.objects.filter(run__parent_run=parent)
+    assert refused.status == CallStatus.FAILED and refused.error.startswith("delegation_cycle")
