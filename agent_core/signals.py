@@ -25,3 +25,9 @@ run_finished = Signal()
 run_cancelled = Signal()
 # delegated(sender, call, child_run) — a delegation call started a child run (SPEC §14)
 delegated = Signal()
+# step_ready(sender, run_id, kind) — a durable worker holds the run's lease and is about to take
+# its opened step (kind: "llm" or "tool"); for a task's first step, before the lease's heartbeat
+step_ready = Signal()
+# step_recorded(sender, run_id, kind) — a durable worker committed the record of the run's step
+# (kind: "llm" or "tool") and the run goes on: its next step is not taken or enqueued yet
+step_recorded = Signal()

@@ -36,7 +36,6 @@ django.setup()
 
 import httpx  # noqa: E402
 from asgiref.sync import sync_to_async  # noqa: E402
-from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import transaction  # noqa: E402
 
@@ -151,10 +150,9 @@ async def latency(server: Server, subscribers: int, frames: int, gap: float) -> 
 
 
 async def main(quick: bool) -> None:
-    name = settings.DATABASES["default"]["NAME"]
     logs = Path(tempfile.mkdtemp(prefix="airlock-bench-"))
-    a = start_server(name, logs / "a.log", AIRLOCK_FLUSH_BYTES="1")
-    b = start_server(name, logs / "b.log")
+    a = start_server(logs / "a.log", AIRLOCK_FLUSH_BYTES="1")
+    b = start_server(logs / "b.log")
     try:
         words = 300 if quick else 1500
         live_rate, replay_rate, count = await throughput(a, words)

@@ -1,4 +1,6 @@
-"""Running ``manage.py`` in real subprocesses against the test database, with or without a pty."""
+"""The environment of every process a test starts (``django_env``: this repository's; or
+``project_env``: a project built from scratch), and ``manage.py`` run in real subprocesses against
+the test database, with or without a pty."""
 
 from __future__ import annotations
 
@@ -31,17 +33,40 @@ def database_url() -> str:
 
 
 def django_env(**extra: str) -> dict[str, str]:
-    """The environment of a child process: same settings, services and test database."""
+    """The environment of a process a test starts (a worker, a server, the CLI): this repository
+    importable, the test settings, this run's test database and Redis, the inline runner;
+    ``extra`` on top (``DJANGO_SETTINGS_MODULE``, ``AGENT_RUNNER``, ``AIRLOCK_TEST_*``, ...)."""
     env = dict(os.environ)
     env.update(
         DATABASE_URL=database_url(),
         REDIS_URL=settings.REDIS_URL,
-        DJANGO_SETTINGS_MODULE="config.settings.test",
+        DJANGO_SETTINGS_MODULE="tests.settings",
         AGENT_RUNNER="inline",
+        PYTHONPATH=str(ROOT),
         PYTHONUNBUFFERED="1",
     )
     env.update(extra)
     return env
+
+
+def project_env(home: Path, database: str, **extra: str) -> dict[str, str]:
+    """The environment of a process of a project a test builds from scratch (the packaging
+    tests): nothing of this repository's, only ``PATH``, libpq's ``PG*`` naming ``database`` on
+    this run's server, and this run's Redis; ``extra`` on top."""
+    db = settings.DATABASES["default"]
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "PGHOST": str(db["HOST"]),
+        "PGPORT": str(db["PORT"] or 5432),
+        "PGUSER": str(db["USER"]),
+        "PGDATABASE": database,
+        "REDIS_URL": settings.REDIS_URL,
+        "PYTHONUNBUFFERED": "1",
+    }
+    if db["PASSWORD"]:
+        env["PGPASSWORD"] = str(db["PASSWORD"])
+    return {**env, **extra}
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

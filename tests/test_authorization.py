@@ -16,34 +16,28 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth.models import Group, User
 from django.test import AsyncClient, Client
 
 from agent_core.actors import actor_for_user
 from agent_core.models import Run, ToolCall
 from config.asgi import application
 from tests.conftest import calls_of
+from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
 ACTORS = ["owner", "stranger", "approver", "other_approver", "operator", "anonymous"]
 
 
-def _user(name: str, *groups: str, staff: bool = False) -> User:
-    user = User.objects.create_user(name, is_staff=staff)
-    user.groups.set(Group.objects.get_or_create(name=g)[0] for g in groups)
-    return user
-
-
 @pytest.fixture
 def scene(turn, settings) -> dict[str, Any]:
     settings.AGENT = {**settings.AGENT, "APPROVAL_POLICY": "demo.policy.DemoPolicy"}
     people = {
-        "owner": _user("alice"),
-        "stranger": _user("bob"),
-        "approver": _user("fran", "finance", staff=True),
-        "other_approver": _user("mark", "marketing"),
-        "operator": _user("otto", "operator", staff=True),
+        "owner": make_user("alice"),
+        "stranger": make_user("bob"),
+        "approver": make_user("fran", "finance", staff=True),
+        "other_approver": make_user("mark", "marketing"),
+        "operator": make_user("otto", "operator", staff=True),
     }
     alice = actor_for_user(people["owner"])
     run = turn('/call issue_refund {"order_id": "A-1001", "amount": 120}', actor=alice)

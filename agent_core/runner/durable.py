@@ -25,7 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.db import connection
+from django.dispatch import Signal
 
+from .. import signals
 from ..agents import get_agent
 from ..celery import STEP_TASK
 from ..conf import agent_settings
@@ -35,7 +37,7 @@ from ..journal import read_run
 from ..leases import Claim, Lease, hand_off, renew
 from . import loop
 from .model_step import RetryLater
-from .plan import Recover, RunTool, plan
+from .plan import CallModel, Recover, RunTool, plan
 from .queues import queue_of
 
 logger = logging.getLogger(__name__)
@@ -119,7 +121,9 @@ class DurableRunner:
             return
         lease, opened = found
         if isinstance(opened, loop.Opened):
-            _pause("BEFORE", opened)  # before the heartbeat starts: a stall the lease outlives
+            _announce(
+                signals.step_ready, opened
+            )  # before the heartbeat: a stall the lease outlives
         with _heartbeat(lease):
             onward = self._chain(lease, queue, opened)
         if onward is None:
@@ -149,7 +153,7 @@ class DurableRunner:
                 continue
             taking = opened
             if budget.taken:
-                _pause("BEFORE", taking)
+                _announce(signals.step_ready, taking)
             last = budget.count()
             try:
                 # The slice's last step opens nothing after it: the next task opens its own.
@@ -164,7 +168,7 @@ class DurableRunner:
                 logger.warning("lost the lease of %s; another driver has it", lease.run_id)
                 return None
             if opened != Next.STOP:
-                _pause("AFTER", taking)
+                _announce(signals.step_recorded, taking)
 
 
 @contextmanager
@@ -194,10 +198,8 @@ def _heartbeat(lease: Lease) -> Iterator[None]:
         thread.join()
 
 
-def _pause(moment: str, step: loop.Opened) -> None:
-    # Lets the crash tests stop a worker between two commits, e.g. AIRLOCK_PAUSE_AFTER_LLM=30
-    # (a model step recorded, with the step after it opened, before that step is taken).
-    kind = "LLM" if isinstance(step.step, loop.CallModel) else "TOOL"
-    delay = os.environ.get(f"AIRLOCK_PAUSE_{moment}_{kind}")
-    if delay:
-        time.sleep(float(delay))
+def _announce(signal: Signal, step: loop.Opened) -> None:
+    # Between two commits: where instrumentation hooks in, and where the crash tests' workers
+    # stop (tests/durable/faults.py) to be killed at a precise moment.
+    kind = Next.MODEL if isinstance(step.step, CallModel) else Next.TOOL
+    signal.send(DurableRunner, run_id=step.run.pk, kind=kind)

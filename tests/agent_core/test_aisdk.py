@@ -6,7 +6,7 @@ import json
 
 from agent_core import aisdk
 from agent_core.live import Event
-from tests.api.ui_client import UIMessage, check
+from tests.live.ui_client import UIMessage, check
 
 
 def frame(seq: int, kind: str, **data: object) -> Event:

@@ -26,15 +26,15 @@ from demo.models import CachePurge, Refund
 from tests.conftest import leave_in_doubt
 from tests.processes import Terminal, manage
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+# ``people`` (alice, bob, ...) start turns here in this process (``waiting``), on the demo's shop.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("shop", "sync_runner"),
+]
 
 WAITING = 3
 QUOTA_EXCEEDED = 4
-
-
-@pytest.fixture
-def people(shop: None, sync_runner: object) -> dict[str, User]:
-    return {name: User.objects.create(username=name) for name in ("alice", "bob")}
 
 
 @pytest.fixture

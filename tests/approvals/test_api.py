@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.db.models import Q
 from django.test import override_settings
 from django.utils import timezone
@@ -22,24 +22,13 @@ from approvals.models import DecisionAttempt, RememberedApproval
 from approvals.policy import DefaultPolicy
 from demo.models import Refund
 from tests.conftest import calls_of
+from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
 
 def refund(amount: int) -> str:
     return f'/call issue_refund {{"order_id": "A-1001", "amount": {amount}}}'
-
-
-def user(name: str, *roles: str) -> User:
-    person = User.objects.create_user(name)
-    for role in roles:
-        person.groups.add(Group.objects.get_or_create(name=role)[0])
-    return person
-
-
-@pytest.fixture
-def people(db):
-    return {"alice": user("alice"), "bob": user("bob"), "fran": user("fran", "finance")}
 
 
 def client_for(person: User | None) -> APIClient:
@@ -392,7 +381,7 @@ def test_the_inbox_honours_a_custom_policys_decidable(turn, people, post, settin
         **settings.AGENT,
         "APPROVAL_POLICY": "tests.approvals.test_api.SupervisorsDecideAll",
     }
-    sam = user("sam", "supervisor")
+    sam = make_user("sam", "supervisor")
     mine = calls_of(turn(refund(10), actor=actor(sam)))[0]
     alices = calls_of(turn(refund(11), actor=actor(people["alice"])))[0]
     bobs = calls_of(turn(refund(12), actor=actor(people["bob"])))[0]
@@ -421,7 +410,7 @@ def test_a_group_named_requester_sees_nobody_elses_runs_and_the_check_refuses_it
     run = turn('/call purge_cache {"path": "/"}', actor=actor(people["alice"]))
     [call] = calls_of(run)
     assert call.approver == "requester"
-    mallory = user("mallory", "requester")
+    mallory = make_user("mallory", "requester")
     client = client_for(mallory)
     assert client.get(f"/agent/runs/{run.pk}").status_code == 404
     assert client.get(f"/agent/threads/{run.thread_id}").status_code == 404

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
@@ -20,6 +20,7 @@ from approvals.models import DecisionAttempt, Escalation
 from approvals.rules import parse_rules
 from approvals.selectors import pending_for
 from tests.conftest import REFUND
+from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -36,9 +37,7 @@ def rules(may_decide: bool) -> dict:
 
 @pytest.fixture
 def manager(db: None) -> User:
-    person = User.objects.create_user("mo", email="mo@example.com", is_staff=True)
-    person.groups.add(Group.objects.create(name="managers"))
-    return person
+    return make_user("mo", "managers", staff=True, email="mo@example.com")
 
 
 def sweep(django_capture_on_commit_callbacks) -> None:
@@ -99,8 +98,7 @@ def test_without_may_decide_the_role_is_told_but_may_not_decide(
 def test_a_call_decided_in_time_is_never_escalated(
     turn, manager, decide, django_capture_on_commit_callbacks
 ):
-    fran = User.objects.create_user("fran")
-    fran.groups.add(Group.objects.create(name="finance"))
+    fran = make_user("fran", "finance")
     with override_settings(APPROVALS=rules(may_decide=True)):
         call = ToolCall.objects.get(run=turn(REFUND))
         decide(port.approve, call.pk, actor=actor_for_user(fran))

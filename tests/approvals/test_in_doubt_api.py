@@ -10,17 +10,11 @@ from agent_core.actors import actor_for_user
 from agent_core.models import CallStatus, RunStatus, ToolCall
 from approvals.models import DecisionAttempt
 from demo.models import CachePurge
-from tests.approvals.test_api import user
 from tests.conftest import leave_in_doubt
 
 pytestmark = pytest.mark.django_db
 
 PURGE = '/call purge_cache {"path": "/sale"}'
-
-
-@pytest.fixture
-def people(db):
-    return {"alice": user("alice"), "bob": user("bob"), "otto": user("otto", "operator")}
 
 
 @pytest.fixture

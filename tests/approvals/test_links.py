@@ -7,7 +7,7 @@ import time
 from unittest import mock
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core import mail
 from django.core.mail import EmailMultiAlternatives
 from django.test import Client, override_settings
@@ -19,6 +19,7 @@ from approvals import services as port
 from approvals.models import DecisionAttempt, LinkUse
 from demo.models import Refund
 from tests.conftest import REFUND
+from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -32,9 +33,7 @@ SETTINGS = {
 
 @pytest.fixture
 def fran(db: None) -> User:
-    person = User.objects.create_user("fran", email="fran@example.com")
-    person.groups.add(Group.objects.create(name="finance"))
-    return person
+    return make_user("fran", "finance", email="fran@example.com")
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
@@ -24,6 +24,7 @@ from approvals.notify import signing
 from approvals.notify.backends import configured_backends
 from tests.approvals.receiver import SECRET, Receiver
 from tests.conftest import ALICE, REFUND
+from tests.factories import make_user
 
 EMAIL = "approvals.notify.backends.EmailBackend"
 FINANCE = {"issue_refund": {"approver": "finance"}}
@@ -45,15 +46,12 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture
 def finance(db: None) -> dict[str, User]:
-    group = Group.objects.create(name="finance")
     people = {
-        "fran": User.objects.create_user("fran", email="fran@example.com", first_name="Fran"),
-        "felix": User.objects.create_user("felix", email="felix@example.com"),
-        "nomail": User.objects.create_user("nomail"),
+        "fran": make_user("fran", "finance", email="fran@example.com", first_name="Fran"),
+        "felix": make_user("felix", "finance", email="felix@example.com"),
+        "nomail": make_user("nomail", "finance"),
     }
-    for person in people.values():
-        person.groups.add(group)
-    User.objects.create_user("bob", email="bob@example.com")  # not in finance
+    make_user("bob", email="bob@example.com")  # not in finance
     return people
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 from rest_framework.test import APIClient
@@ -20,6 +20,7 @@ from approvals.rules import parse_rules
 from approvals.selectors import pending_for
 from demo.models import Refund
 from tests.conftest import ALICE, REFUND, calls_of
+from tests.factories import make_user
 from tests.processes import MANAGE, ROOT, django_env
 
 FRAN = Actor(ref="user:fran", roles=frozenset({"finance"}))
@@ -148,8 +149,7 @@ def test_a_bad_quorum_rule_is_reported(rule):
 def test_the_api_shows_who_approved_and_how_many_are_needed(
     turn, django_capture_on_commit_callbacks
 ):
-    fran = User.objects.create_user("fran")
-    fran.groups.add(Group.objects.create(name="finance"))
+    fran = make_user("fran", "finance")
     [call] = calls_of(turn(REFUND))
     client = APIClient()
     client.force_authenticate(fran)
@@ -167,10 +167,8 @@ def test_the_api_shows_who_approved_and_how_many_are_needed(
 @pytest.mark.django_db(transaction=True)
 @override_settings(APPROVALS={"RULES": {"issue_refund": {"approver": "finance", "quorum": 3}}})
 def test_concurrent_approvals_on_separate_processes_each_count_once(shop, sync_runner):
-    finance = Group.objects.create(name="finance")
-    names = ["fran", "finn", "fred"]
-    for name in names:
-        User.objects.create_user(name).groups.add(finance)
+    for name in ["fran", "finn", "fred"]:
+        make_user(name, "finance")
     run = runs.start_run(agent="support", message=REFUND, actor=ALICE)
     [call] = calls_of(run)
     # Two people at once, each twice: four processes racing on one call.

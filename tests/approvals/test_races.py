@@ -13,35 +13,19 @@ from django.utils import timezone
 
 from agent_core import runs
 from agent_core.dispatch import set_runner
-from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, ToolCall
+from agent_core.models import CallStatus, RunStatus, StreamFrame, ToolCall
 from agent_core.runner.inline import InlineRunner
 from agent_core.runner.sweep import sweep
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired
 from approvals.models import Action, DecisionAttempt
 from demo.models import Refund
-from tests.conftest import ALICE, REFUND, calls_of
-
-
-@pytest.fixture
-def threaded_runner():
-    runner = InlineRunner(workers=4)
-    set_runner(runner)
-    yield runner
-    runner.shutdown()
-    set_runner(None)
-
-
-def wait_for(predicate, timeout: float = 20.0) -> None:
-    deadline = timezone.now() + timedelta(seconds=timeout)
-    while not predicate():
-        assert timezone.now() < deadline, "timed out"
-        threading.Event().wait(0.02)
+from tests.conftest import ALICE, REFUND, calls_of, settled, wait_for
 
 
 def waiting_call() -> ToolCall:
     run = runs.start_run(agent="support", message=REFUND, actor=ALICE)
-    wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.WAITING)
+    wait_for("the run to wait", settled(run.pk, RunStatus.WAITING))
     [call] = calls_of(run)
     return call
 
@@ -88,11 +72,14 @@ def test_a_decision_racing_the_expiry_has_one_outcome_recorded_once(shop, thread
             expires_at=timezone.now() + timedelta(milliseconds=150)
         )
         outcome = race(call, max(0.0, 0.05 * i + random.uniform(-0.02, 0.02)))
-        wait_for(lambda call=call: Run.objects.get(pk=call.run_id).status == RunStatus.COMPLETED)
+        wait_for(
+            "the run to complete",
+            settled(call.run_id, RunStatus.COMPLETED),
+        )
         call.refresh_from_db()
-        settled = StreamFrame.objects.filter(run_id=call.run_id, kind="approval-settled")
+        frames = StreamFrame.objects.filter(run_id=call.run_id, kind="approval-settled")
         applied = DecisionAttempt.objects.filter(tool_call_id=call.pk, outcome="applied")
-        assert settled.count() == 1 and applied.count() == 1
+        assert frames.count() == 1 and applied.count() == 1
         if outcome == "applied":
             assert call.status == CallStatus.SUCCEEDED
             assert applied.get().action == Action.APPROVE
@@ -101,7 +88,7 @@ def test_a_decision_racing_the_expiry_has_one_outcome_recorded_once(shop, thread
             assert outcome == "expired" and call.status == CallStatus.EXPIRED
             assert applied.get().action == Action.EXPIRE
             assert Refund.objects.filter(tool_call_id=call.pk).count() == 0
-            assert settled.get().data["status"] == "expired"
+            assert frames.get().data["status"] == "expired"
 
 
 @pytest.mark.slow
@@ -118,7 +105,10 @@ def test_a_deadline_that_passes_with_no_process_alive_is_kept_by_the_next_sweep(
     set_runner(restarted)
     try:
         sweep(restarted)  # what the next process does first when it starts
-        wait_for(lambda: Run.objects.get(pk=call.run_id).status == RunStatus.COMPLETED)
+        wait_for(
+            "the run to complete",
+            settled(call.run_id, RunStatus.COMPLETED),
+        )
         call.refresh_from_db()
         assert call.status == CallStatus.EXPIRED and Refund.objects.count() == 0
         with pytest.raises(ApprovalExpired):

@@ -12,13 +12,13 @@ from django.utils import timezone
 from agent_core import runs
 from agent_core.dispatch import set_runner
 from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, NotFound, RunNotActive
-from agent_core.models import CallStatus, Run, RunStatus, ToolCall
+from agent_core.models import CallStatus, RunStatus, ToolCall
 from agent_core.runner.inline import InlineRunner
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired, InvalidDecision
 from approvals.models import DecisionAttempt
 from demo.models import Refund
-from tests.conftest import ALICE, BOB, REFUND, calls_of
+from tests.conftest import ALICE, BOB, REFUND, calls_of, settled, wait_for
 
 
 @pytest.mark.django_db
@@ -117,26 +117,10 @@ def test_ask_the_user(turn, decide):
         decide(port.answer, call.pk, actor=ALICE, answer={"answer": "A-1002"})
 
 
-@pytest.fixture
-def threaded_runner():
-    runner = InlineRunner(workers=2)
-    set_runner(runner)
-    yield runner
-    runner.shutdown()
-    set_runner(None)
-
-
-def wait_for(predicate, timeout: float = 10.0) -> None:
-    deadline = timezone.now() + timedelta(seconds=timeout)
-    while not predicate():
-        assert timezone.now() < deadline, "timed out"
-        threading.Event().wait(0.02)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_decisions_on_one_call_have_one_winner(shop, threaded_runner):
     run = runs.start_run(agent="support", message=REFUND, actor=ALICE)
-    wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.WAITING)
+    wait_for("the run to wait", settled(run.pk, RunStatus.WAITING))
     [call] = calls_of(run)
     barrier = threading.Barrier(8)
     results: list[str] = []
@@ -164,7 +148,7 @@ def test_concurrent_decisions_on_one_call_have_one_winner(shop, threaded_runner)
     )
     # Identical repeats of the winner are unchanged; the other kind conflicts.
     assert results.count("unchanged") == 3 and results.count("conflict") == 4
-    wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED)
+    wait_for("the run to complete", settled(run.pk, RunStatus.COMPLETED))
     assert Refund.objects.count() == (0 if winner_rejected else 1)
     assert DecisionAttempt.objects.count() == 8
 
@@ -172,7 +156,7 @@ def test_concurrent_decisions_on_one_call_have_one_winner(shop, threaded_runner)
 @pytest.mark.django_db(transaction=True)
 def test_a_waiting_run_is_redriven_by_a_new_runner_after_a_restart(shop, threaded_runner):
     run = runs.start_run(agent="support", message=REFUND, actor=ALICE)
-    wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.WAITING)
+    wait_for("the run to wait", settled(run.pk, RunStatus.WAITING))
     threaded_runner.shutdown()
     set_runner(None)  # the process is gone; what remains is the database
     restarted = InlineRunner(workers=2)
@@ -180,7 +164,7 @@ def test_a_waiting_run_is_redriven_by_a_new_runner_after_a_restart(shop, threade
     try:
         [call] = calls_of(run)
         port.approve(call.pk, actor=ALICE)
-        wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED)
+        wait_for("the run to complete", settled(run.pk, RunStatus.COMPLETED))
         assert Refund.objects.filter(tool_call_id=call.pk).count() == 1
     finally:
         restarted.shutdown()

@@ -1,43 +1,22 @@
-"""Console fixtures: real users in real groups, and a policy that gives refunds to finance."""
+"""Console fixtures: policies (refunds to finance; the demo's), a pending refund, logins as
+``people``."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import override_settings
-from playwright.sync_api import Browser, sync_playwright
 
 from agent_core.actors import Actor, actor_for_user
 from agent_core.models import Run, ToolCall
-from tests.console.browser import CHROMIUM, CHROMIUM_ARGS, Server, start_console_server
 
 FINANCE_POLICY = "tests.console.policy.FinancePolicy"
 DEMO_POLICY = "demo.policy.DemoPolicy"
 REFUND = '/call issue_refund {"order_id": "A-1001", "amount": 25}'
-
-
-def make_user(username: str, *groups: str, staff: bool = False) -> User:
-    user = User.objects.create_user(username=username, password="pw", is_staff=staff)
-    user.groups.set(Group.objects.get_or_create(name=g)[0] for g in groups)
-    return user
-
-
-@pytest.fixture
-def people(db: None) -> dict[str, User]:
-    """alice: requester, no console access; fran and felix: finance approvers (staff);
-    otto: operator (console role), not in finance."""
-    return {
-        "alice": make_user("alice"),
-        "fran": make_user("fran", "finance", staff=True),
-        "felix": make_user("felix", "finance", staff=True),
-        "otto": make_user("otto", "operator"),
-    }
 
 
 def actor(user: User) -> Actor:
@@ -72,29 +51,3 @@ def login(client: Any, people: dict[str, User]) -> Callable[[str], Any]:
         return client
 
     return as_user
-
-
-@pytest.fixture
-def server(people: Any, shop: None, demo_policy: None, tmp_path: Path) -> Iterator[Server]:
-    """The console served as ``make demo`` serves it: the demo's approval policy (refunds need
-    finance, campaigns marketing), here and in the server."""
-    running = start_console_server(tmp_path / "daphne.log")
-    yield running
-    running.stop()
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def shots(tmp_path: Path) -> Path:
-    target = Path(os.environ.get("SCREENSHOTS_DIR") or tmp_path / "screenshots")
-    target.mkdir(parents=True, exist_ok=True)
-    return target

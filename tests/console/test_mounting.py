@@ -10,7 +10,7 @@ from django.test import override_settings
 from django.urls import include, path
 
 from agent_core.asgi import websocket_application
-from tests.console.conftest import make_user
+from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,7 +6,8 @@ from django.urls import reverse
 
 from agent_core.models import CallStatus, ToolCall
 from demo.models import MailerSend
-from tests.console.conftest import actor, make_user
+from tests.console.conftest import actor
+from tests.factories import make_user
 
 CAMPAIGN = '/call send_campaign {"campaign_id": "spring-sale"}'
 

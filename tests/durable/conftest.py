@@ -1,18 +1,16 @@
 """Real Celery worker processes (and beat) against pytest-django's test database and Redis.
 
 The tests SIGKILL workers at chosen moments; ``Cluster`` starts them with the environment the
-test picks (pause points, tool delays) and always cleans up: it stops whatever it started before
-the transactional test database is flushed.
+test picks (pause points, see ``faults.py``; tool delays) and always cleans up: it stops whatever
+it started before the transactional test database is flushed.
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +25,10 @@ from agent_core.dispatch import set_runner
 from agent_core.models import Run, StreamFrame
 from agent_core.runner.durable import DurableRunner
 from tests.conftest import ALICE
+from tests.processes import django_env
 
 REPO = Path(__file__).resolve().parents[2]
 LEASE_SECONDS = 2
-WAIT_SECONDS = 90.0  # a guard against hanging forever, not a speed assertion
 
 
 class Cluster:
@@ -55,17 +53,12 @@ class Cluster:
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         if self.base_env is not None:
             return {**self.base_env, **(extra or {})}
-        env = dict(os.environ)
-        env.update(
-            DJANGO_SETTINGS_MODULE="config.settings.test",
-            AIRLOCK_TEST_DB_NAME=str(settings.DATABASES["default"]["NAME"]),
+        return django_env(
             AGENT_RUNNER="durable",
             AIRLOCK_TEST_LEASE_SECONDS=str(LEASE_SECONDS),
             AIRLOCK_TEST_SWEEP_SECONDS="1",
-            REDIS_URL=settings.REDIS_URL,
+            **(extra or {}),
         )
-        env.update(extra or {})
-        return env
 
     def _spawn(self, args: list[str], name: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
         log = open(self.tmp / f"{name}.log", "wb")
@@ -130,25 +123,6 @@ def cluster(transactional_db: None, tmp_path: Path, settings: Any) -> Iterator[C
     found.stop_all()
     set_runner(None)
     _flush_broker()
-
-
-def wait_for(what: str, predicate: Callable[[], Any], cluster: Cluster | None = None) -> Any:
-    """Poll the database until ``predicate`` holds (a hang guard, not a timing assertion)."""
-    deadline = time.monotonic() + WAIT_SECONDS
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"gave up waiting for {what}\n{cluster.logs() if cluster else ''}")
-
-
-def run_status(run_id: str) -> str:
-    return Run.objects.values_list("status", flat=True).get(pk=run_id)
-
-
-def settled(run_id: str, *statuses: str) -> Callable[[], bool]:
-    return lambda: run_status(run_id) in statuses
 
 
 def start(message: str, *, agent: str = "crash", actor: Actor = ALICE) -> Run:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 
 from agent_core.models import CallStatus, Run, Step, StreamFrame, ToolCall
+from tests.conftest import settled, wait_for
 
-from .conftest import Cluster, assert_frames_gapless, settled, start, wait_for
+from .conftest import Cluster, assert_frames_gapless, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shop")]
 
@@ -73,7 +74,7 @@ def test_a_tool_with_a_queue_runs_only_on_a_worker_listening_there(cluster: Clus
 
 def test_kill_between_two_chained_steps_repeats_nothing(cluster: Cluster) -> None:
     cluster.beat()
-    first = cluster.worker(AIRLOCK_PAUSE_AFTER_TOOL=LONG)
+    first = cluster.worker(AIRLOCK_TEST_PAUSE_AFTER_TOOL=LONG)
     run = start(LOOKUP)
     wait_for(
         "the read to be recorded in the chain",

@@ -10,9 +10,9 @@ import pytest
 from agent_core.models import RUN_TERMINAL, CallStatus, Run, RunStatus, ToolCall
 from approvals import services as port
 from demo.models import MailerSend, Refund
-from tests.conftest import ALICE
+from tests.conftest import ALICE, wait_for
 
-from .conftest import Cluster, assert_frames_gapless, start, wait_for
+from .conftest import Cluster, assert_frames_gapless, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shop")]
 

@@ -21,16 +21,14 @@ from approvals import services as port
 from approvals.exceptions import ApprovalExpired
 from approvals.models import DecisionAttempt
 from demo.models import CachePurge, MailerSend, Refund
-from tests.conftest import ALICE, REFUND
+from tests.conftest import ALICE, REFUND, settled, wait_for
 
 from .conftest import (
     LEASE_SECONDS,
     Cluster,
     assert_frames_gapless,
     idle_in_transaction,
-    settled,
     start,
-    wait_for,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shop")]
@@ -112,7 +110,7 @@ def test_kill_during_a_model_step_re_requests_it_and_supersedes_its_text(
 
 def test_kill_after_the_model_step_is_recorded_reads_it_back(cluster: Cluster) -> None:
     cluster.beat()
-    first = cluster.worker(AIRLOCK_PAUSE_AFTER_LLM=LONG)
+    first = cluster.worker(AIRLOCK_TEST_PAUSE_AFTER_LLM=LONG)
     run = start('/call lookup_order {"order_id": "A-1001"}')
     wait_for(
         "llm:0 to be recorded",
@@ -120,6 +118,8 @@ def test_kill_after_the_model_step_is_recorded_reads_it_back(cluster: Cluster) -
         cluster,
     )
     cluster.kill(first)
+    # Killed in its pause, before the tool step it opened was taken.
+    assert not ToolCall.objects.filter(run=run, status=CallStatus.SUCCEEDED).exists()
     cluster.worker()
     run = completed(cluster, run)
     assert Step.objects.get(run=run, name="llm:0").attempts == 1  # never re-requested
@@ -129,7 +129,7 @@ def test_kill_after_the_model_step_is_recorded_reads_it_back(cluster: Cluster) -
 
 def test_kill_after_approval_before_the_claim_runs_the_tool_once(cluster: Cluster) -> None:
     cluster.beat()
-    first = cluster.worker(AIRLOCK_PAUSE_BEFORE_TOOL=LONG)
+    first = cluster.worker(AIRLOCK_TEST_PAUSE_BEFORE_TOOL=LONG)
     run = start(REFUND)
     call = wait_waiting(cluster, run)
     port.approve(call.pk, actor=ALICE)
@@ -253,7 +253,7 @@ def test_marked_not_done_an_attempt_scoped_tool_asks_again(cluster: Cluster) -> 
 
 def test_kill_after_a_tool_finished_goes_on_without_running_it_again(cluster: Cluster) -> None:
     cluster.beat()
-    first = cluster.worker(AIRLOCK_PAUSE_AFTER_TOOL=LONG)
+    first = cluster.worker(AIRLOCK_TEST_PAUSE_AFTER_TOOL=LONG)
     run = start(REFUND)
     call = wait_waiting(cluster, run)
     port.approve(call.pk, actor=ALICE)
@@ -286,7 +286,7 @@ def test_a_journal_the_code_does_not_reach_kills_the_run_and_poisons_nothing(
     cluster: Cluster,
 ) -> None:
     cluster.beat()
-    first = cluster.worker(AIRLOCK_PAUSE_AFTER_LLM=LONG)
+    first = cluster.worker(AIRLOCK_TEST_PAUSE_AFTER_LLM=LONG)
     run = start(f'/call lookup_order {{"order_id": "A-1001"}}\n{REFUND}')
     wait_for(
         "llm:0 to be recorded",
@@ -326,7 +326,7 @@ def test_a_stalled_worker_loses_its_lease_and_cannot_act_on_the_run(cluster: Clu
     # The first worker stalls right after taking the lease, before its heartbeat starts (a long
     # GC pause, a frozen VM): the lease expires, the sweeper gives the run to the second worker.
     cluster.beat()
-    first = cluster.worker(AIRLOCK_PAUSE_BEFORE_TOOL=str(STALL))
+    first = cluster.worker(AIRLOCK_TEST_PAUSE_BEFORE_TOOL=str(STALL))
     run = start(REFUND)
     call = wait_waiting(cluster, run)
     port.approve(call.pk, actor=ALICE)

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from django.contrib.auth.models import Group, User
 
 from approvals.models import Delivery
 from tests.approvals.receiver import Receiver
-from tests.conftest import REFUND
+from tests.conftest import REFUND, wait_for
+from tests.factories import make_user
 
-from .conftest import Cluster, start, wait_for
+from .conftest import Cluster, start
 
 pytestmark = pytest.mark.slow
 
@@ -27,8 +27,7 @@ def flaky_receiver() -> Iterator[Receiver]:
 def test_a_webhook_that_fails_twice_is_retried_by_the_task_and_recorded(
     cluster: Cluster, flaky_receiver: Receiver
 ) -> None:
-    fran = User.objects.create_user("fran", email="fran@example.com")
-    fran.groups.add(Group.objects.create(name="finance"))
+    make_user("fran", "finance", email="fran@example.com")
     cluster.worker(AIRLOCK_TEST_WEBHOOK_URL=flaky_receiver.url)
     run = start(REFUND)
 

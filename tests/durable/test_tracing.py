@@ -9,10 +9,10 @@ import pytest
 from agent_core.models import RunStatus, ToolCall
 from agent_core.tracing import run_trace_id
 from approvals import services as port
-from tests.conftest import ALICE, REFUND
+from tests.conftest import ALICE, REFUND, settled, wait_for
 from tests.spans import in_memory, read_file
 
-from .conftest import Cluster, settled, start, wait_for
+from .conftest import Cluster, start
 
 pytestmark = pytest.mark.slow
 

@@ -8,14 +8,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from django.conf import settings
 
 from agent_core import turns
 from agent_core.models import QueuedMessage, Run, RunStatus, StreamFrame
-from tests.conftest import ALICE
+from tests.conftest import ALICE, wait_for
 from tests.live.server import start_server
 
-from .conftest import Cluster, assert_frames_gapless, start, wait_for
+from .conftest import Cluster, assert_frames_gapless, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shop")]
 
@@ -65,10 +64,13 @@ def test_queued_turns_start_in_order_after_the_driving_worker_is_killed(cluster:
 
 @pytest.mark.django_db(transaction=True)
 def test_queued_turns_start_in_order_after_the_inline_server_is_killed(tmp_path: Path) -> None:
-    name = str(settings.DATABASES["default"]["NAME"])
-    quick = {"AIRLOCK_TEST_LEASE_SECONDS": "2", "AIRLOCK_SWEEP_SECONDS": "1"}
     alice = {"X-Actor-Id": ALICE.ref}
-    first = start_server(name, tmp_path / "first.log", AIRLOCK_TEST_SLOW_MODEL=LONG, **quick)
+    first = start_server(
+        tmp_path / "first.log",
+        AIRLOCK_TEST_SLOW_MODEL=LONG,
+        AIRLOCK_TEST_LEASE_SECONDS="2",
+        AIRLOCK_SWEEP_SECONDS="1",
+    )
     try:
         with httpx.Client(base_url=first.url, timeout=60) as client:
             body = {"agent": "slow", "message": "hello"}
@@ -82,7 +84,9 @@ def test_queued_turns_start_in_order_after_the_inline_server_is_killed(tmp_path:
         )
         first.process.kill()  # SIGKILL: the run's driver dies mid model step
         first.process.wait()
-        second = start_server(name, tmp_path / "second.log", **quick)
+        second = start_server(
+            tmp_path / "second.log", AIRLOCK_TEST_LEASE_SECONDS="2", AIRLOCK_SWEEP_SECONDS="1"
+        )
         try:
             wait_for(
                 "three completed runs",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+from tests.processes import ROOT, django_env
 
 
 @dataclass
@@ -35,28 +34,27 @@ class Server:
 
 
 def start_server(
-    db_name: str,
     log: Path,
     *,
     python: str = sys.executable,
     app: str = "config.asgi:application",
     cwd: str | Path = ROOT,
-    **env: str,
+    env: dict[str, str] | None = None,
+    **extra: str,
 ) -> Server:
-    """Start daphne on a fresh socket and wait until it answers HTTP (``python``, ``app`` and
-    ``cwd``: another virtualenv's daphne serving another project, as the packaging test does)."""
+    """Start daphne on a fresh socket and wait until it answers HTTP: with ``tests.live.settings``
+    on the test database (``extra``: more environment), or with exactly ``env`` when ``python``,
+    ``app`` and ``cwd`` are another virtualenv's daphne serving another project, as the packaging
+    test does."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(512)
     port = sock.getsockname()[1]
-    environment = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.live.settings",
-        "AIRLOCK_TEST_DB_NAME": db_name,
-        "PYTHONPATH": str(ROOT),
-        **env,
-    }
+    if env is None:
+        environment = django_env(**{"DJANGO_SETTINGS_MODULE": "tests.live.settings", **extra})
+    else:
+        environment = {**env, **extra}
     with log.open("wb") as out:
         process = subprocess.Popen(
             [python, "-m", "daphne", "--fd", str(sock.fileno()), app],

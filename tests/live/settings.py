@@ -1,15 +1,15 @@
 """Settings of the daphne processes the live tests (and ``bench/``) start.
 
-The test settings, pointed at the database pytest-django created (``AIRLOCK_TEST_DB_NAME``), with
-the header resolver (allowed explicitly: DEBUG is off) and the live test agents.
+The test settings (on the test database: ``tests.processes.django_env``), with the header resolver
+(allowed explicitly: DEBUG is off) and the live test agents.
 """
 
 from __future__ import annotations
 
 import os
 
-from config.settings.test import *  # noqa: F403  (reads AIRLOCK_TEST_DB_NAME)
-from config.settings.test import AGENT
+from tests.settings import *  # noqa: F403
+from tests.settings import AGENT
 
 AGENT = {
     **AGENT,

@@ -9,15 +9,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import psycopg
 import pytest
-from django.conf import settings
 
 from tests.packaging.project import REPO, run
+from tests.processes import project_env
 
 SETTINGS = """
 import os
@@ -117,21 +114,6 @@ print(json.dumps({
 """
 
 
-@pytest.fixture(scope="module")
-def database() -> Iterator[str]:
-    """A database of its own, migrated from scratch by the project, dropped afterwards."""
-    db = settings.DATABASES["default"]
-    name = f"{db['NAME']}_core"
-    params: dict[str, Any] = {"host": db["HOST"], "port": db["PORT"] or None, "user": db["USER"]}
-    params["password"] = db["PASSWORD"] or None
-    with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield name
-    with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 @pytest.fixture
 def project(tmp_path: Path, database: str) -> dict[str, str]:
     """The core-only project's modules in ``tmp_path``; the environment that runs them."""
@@ -143,21 +125,12 @@ def project(tmp_path: Path, database: str) -> dict[str, str]:
         "drive": DRIVE,
     }.items():
         (tmp_path / f"{name}.py").write_text(code)
-    db = settings.DATABASES["default"]
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(tmp_path),
-        "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}",
-        "DJANGO_SETTINGS_MODULE": "core_settings",
-        "PGHOST": str(db["HOST"]),
-        "PGPORT": str(db["PORT"] or 5432),
-        "PGUSER": str(db["USER"]),
-        "PGDATABASE": database,
-        "REDIS_URL": settings.REDIS_URL,
-    }
-    if db["PASSWORD"]:
-        env["PGPASSWORD"] = str(db["PASSWORD"])
-    return env
+    return project_env(
+        tmp_path,
+        database,
+        PYTHONPATH=f"{tmp_path}{os.pathsep}{REPO}",
+        DJANGO_SETTINGS_MODULE="core_settings",
+    )
 
 
 def test_agent_core_alone_passes_check_and_refuses_action_calls(project, tmp_path):

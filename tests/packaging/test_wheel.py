@@ -4,23 +4,20 @@ against real PostgreSQL, and drive one approval cycle over HTTP with each runner
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
-import psycopg
 import pytest
-from django.conf import settings
 
-from tests.api.conftest import read_all, start
-from tests.durable.conftest import Cluster, _flush_broker, wait_for
+from tests.conftest import wait_for
+from tests.durable.conftest import Cluster, _flush_broker
+from tests.live.conftest import read_all, start
 from tests.live.server import Server, start_server
 from tests.packaging.project import Dist, build, install, new_project, run
+from tests.processes import project_env
 
 pytestmark = pytest.mark.slow
 
@@ -42,25 +39,10 @@ def python(dist: Dist, workdir: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def database() -> Iterator[str]:
-    """A database of its own (the project migrates it from scratch), dropped afterwards."""
-    db = settings.DATABASES["default"]
-    name = f"{db['NAME']}_pkg"
-    params: dict[str, Any] = {"host": db["HOST"], "port": db["PORT"] or None, "user": db["USER"]}
-    params["password"] = db["PASSWORD"] or None
-    with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield name
-    with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.fixture(scope="module")
 def project(python: Path, workdir: Path, database: str) -> Path:
     """``mysite`` made from the README, migrated, with a user ``alice`` who has an API token."""
     where = new_project(python, workdir / "site")
-    env = project_env(workdir, database)
+    env = mysite_env(workdir, database)
     manage(python, where, env, "migrate", "--noinput")
     manage(
         python,
@@ -76,24 +58,13 @@ def project(python: Path, workdir: Path, database: str) -> Path:
     return where
 
 
-def project_env(workdir: Path, database: str, **extra: str) -> dict[str, str]:
-    """Only what the project's settings read (libpq's PG*, REDIS_URL): nothing of this repo."""
-    db = settings.DATABASES["default"]
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(workdir),
+def mysite_env(workdir: Path, database: str, **extra: str) -> dict[str, str]:
+    """Only what ``mysite``'s settings read (libpq's PG*, REDIS_URL) and where it logs parcels."""
+    mysite = {
         "DJANGO_SETTINGS_MODULE": "mysite.settings",
-        "PGHOST": str(db["HOST"]),
-        "PGPORT": str(db["PORT"] or 5432),
-        "PGUSER": str(db["USER"]),
-        "PGDATABASE": database,
-        "REDIS_URL": settings.REDIS_URL,
         "PARCEL_LOG": str(workdir / "parcels.log"),
-        "PYTHONUNBUFFERED": "1",
     }
-    if db["PASSWORD"]:
-        env["PGPASSWORD"] = str(db["PASSWORD"])
-    return {**env, **extra}
+    return project_env(workdir, database, **{**mysite, **extra})
 
 
 def manage(python: Path, where: Path, env: dict[str, str], *args: str) -> str:
@@ -149,15 +120,14 @@ def test_the_wheel_and_the_sdist_pass_twine_and_hold_the_apps_only(dist: Dist):
 
 
 def test_an_approval_cycle_with_the_inline_runner(python, project, workdir, database):
-    env = project_env(workdir, database, AIRLOCK_RUNNER="inline")
+    env = mysite_env(workdir, database, AIRLOCK_RUNNER="inline")
     assert "no issues" in manage(python, project, env, "check")
     server = start_server(
-        database,
         workdir / "inline.log",
         python=str(python),
         app="mysite.asgi:application",
         cwd=project,
-        **env,
+        env=env,
     )
     try:
         one_cycle(server, token(python, project, env), "inline-1")
@@ -170,7 +140,7 @@ def test_an_approval_cycle_with_the_inline_runner(python, project, workdir, data
 
 
 def test_an_approval_cycle_with_the_durable_runner(python, project, workdir, database):
-    env = project_env(workdir, database, AIRLOCK_RUNNER="durable")
+    env = mysite_env(workdir, database, AIRLOCK_RUNNER="durable")
     assert "no issues" in manage(python, project, env, "check")
     _flush_broker()
     celery = Cluster(workdir / "celery", python=str(python), app="mysite", cwd=project, env=env)
@@ -178,12 +148,11 @@ def test_an_approval_cycle_with_the_durable_runner(python, project, workdir, dat
     celery.worker()
     beat = celery.beat()
     server = start_server(
-        database,
         workdir / "durable.log",
         python=str(python),
         app="mysite.asgi:application",
         cwd=project,
-        **env,
+        env=env,
     )
     try:
         one_cycle(server, token(python, project, env), "durable-1")
@@ -207,7 +176,7 @@ def test_an_approval_cycle_with_the_durable_runner(python, project, workdir, dat
 )
 def test_check_fails_on_a_missing_piece(python, project, workdir, database, change, check_id):
     (project / "mysite" / "broken.py").write_text(f"from .settings import *\n\n{change}\n")
-    env = project_env(workdir, database, DJANGO_SETTINGS_MODULE="mysite.broken")
+    env = mysite_env(workdir, database, DJANGO_SETTINGS_MODULE="mysite.broken")
     done = subprocess.run(
         [str(python), "manage.py", "check"],
         cwd=project,

@@ -1,6 +1,6 @@
 """``useChat`` against Airlock unchanged: the AI SDK's chat transport (POST the messages, read the
 UI message stream, answer approvals in the message, resume with GET), over real HTTP against real
-daphne, by a client that does what ``useChat`` does (``tests/api/ui_client.py``)."""
+daphne, by a client that does what ``useChat`` does (``tests/live/ui_client.py``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from django.test import Client
 
 from agent_core.models import CallStatus, ChatAlias, Run, RunStatus, ToolCall
 from approvals.models import DecisionAttempt
-from tests.api.conftest import ALICE, BOB
-from tests.api.ui_client import Chat
 from tests.conftest import REFUND
+from tests.live.conftest import ALICE, BOB
+from tests.live.ui_client import Chat
 
 SUPPORT = {"agent": "support"}
 

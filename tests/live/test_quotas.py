@@ -10,10 +10,9 @@ from typing import Any
 
 import httpx
 import pytest
-from django.conf import settings
 
 from agent_core.models import Run, RunStatus
-from tests.api.conftest import read_all
+from tests.live.conftest import read_all
 from tests.live.server import start_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -29,9 +28,7 @@ def limited(
 ) -> Iterator[httpx.Client]:
     """A server with quotas: 3 runs a minute per actor, 5 tokens a day on ``support``."""
     log: Path = tmp_path_factory.mktemp("daphne") / "quotas.log"
-    server = start_server(
-        settings.DATABASES["default"]["NAME"], log, AIRLOCK_TEST_QUOTAS=json.dumps(QUOTAS)
-    )
+    server = start_server(log, AIRLOCK_TEST_QUOTAS=json.dumps(QUOTAS))
     with httpx.Client(base_url=server.url, timeout=60) as client:
         yield client
     server.stop()

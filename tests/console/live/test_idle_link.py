@@ -19,7 +19,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from agent_core.models import ToolCall
-from tests.console.browser import start_console_server
+from tests.console.live.browser import start_console_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

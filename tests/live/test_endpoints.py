@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from agent_core.models import Run, StreamFrame, Thread, ToolCall
-from tests.api.conftest import ALICE, BOB, OTTO, Stream, read_all, start
 from tests.conftest import REFUND
+from tests.live.conftest import ALICE, BOB, OTTO, Stream, read_all, start
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

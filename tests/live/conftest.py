@@ -10,7 +10,6 @@ from typing import Any
 
 import httpx
 import pytest
-from django.conf import settings
 from httpx_sse import connect_sse
 
 from agent_core import cancel
@@ -28,11 +27,10 @@ def servers(
     django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Server, Server]]:
     """Server A (keep-alive 15 s) and server B (keep-alive 1 s), both with the inline runner."""
-    name = settings.DATABASES["default"]["NAME"]
     logs = tmp_path_factory.mktemp("daphne")
-    a = start_server(name, logs / "a.log")
+    a = start_server(logs / "a.log")
     try:
-        b = start_server(name, logs / "b.log", AIRLOCK_KEEPALIVE="1")
+        b = start_server(logs / "b.log", AIRLOCK_KEEPALIVE="1")
     except Exception:
         a.stop()
         raise

@@ -34,7 +34,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-REPO = Path(__file__).resolve().parent.parent.parent
 T = TypeVar("T")
 
 
@@ -42,11 +41,8 @@ def start_console_server(log: Path) -> Server:
     """daphne serving ``config.asgi`` with the test settings, static files and this test's
     approval policy, on the test database (the inline runner runs inside it)."""
     return start_server(
-        str(settings.DATABASES["default"]["NAME"]),
         log,
-        DJANGO_SETTINGS_MODULE="config.settings.test",
-        REDIS_URL=settings.REDIS_URL,
-        AGENT_RUNNER="inline",
+        DJANGO_SETTINGS_MODULE="tests.settings",
         SERVE_STATIC="1",
         AIRLOCK_TEST_APPROVAL_POLICY=settings.AGENT["APPROVAL_POLICY"],
     )

@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from agent_core.models import CallStatus, QueuedMessage, Run, RunStatus, ToolCall
-from tests.api.conftest import ALICE, BOB, Stream, read_all, start
 from tests.conftest import REFUND
+from tests.live.conftest import ALICE, BOB, Stream, read_all, start
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

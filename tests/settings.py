@@ -1,8 +1,9 @@
-"""Test settings: real PostgreSQL and Redis from the environment, no real model calls.
+"""Settings of the test suite and of every process a test starts: real PostgreSQL and Redis from
+the environment, no real model calls, the test tree's agents and providers.
 
-Worker processes that crash tests start use these settings too, told through the environment
-which database to use (``AIRLOCK_TEST_DB_NAME``: pytest-django's test database), which runner,
-and how short the lease is.
+A process a test starts (a worker, a server, the CLI) gets its environment from
+``tests.processes.child_env``: these settings, and ``DATABASE_URL`` pointing at pytest-django's test
+database; ``AIRLOCK_TEST_*`` variables tune it (lease, sweep, quotas, pauses, ...).
 """
 
 from __future__ import annotations
@@ -11,16 +12,13 @@ import json
 import os
 from typing import Any
 
-from .base import *  # noqa: F403
-from .base import AGENT as BASE_AGENT
+from config.settings.base import *  # noqa: F403
+from config.settings.base import AGENT as BASE_AGENT
 
 SECRET_KEY = "test-only-not-secret"
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 LOGGING = {"version": 1, "disable_existing_loggers": False}
-
-if os.environ.get("AIRLOCK_TEST_DB_NAME"):
-    DATABASES["default"]["NAME"] = os.environ["AIRLOCK_TEST_DB_NAME"]  # noqa: F405
 
 _NOWHERE = {"BASE_URL": "http://127.0.0.1:9", "API_KEY": "test-only"}
 _agent: dict[str, Any] = {
@@ -89,3 +87,14 @@ if os.environ.get("AIRLOCK_TEST_SPANS_FILE"):
 
     export_to_file(os.environ["AIRLOCK_TEST_SPANS_FILE"])
     AGENT["TRACING"] = True
+
+# Fault injection, in Celery workers only (Celery imports these modules when a worker starts):
+# seconds a worker waits at a point between two commits, so a crash test can SIGKILL it there.
+# ("after", "llm"): 30 comes from AIRLOCK_TEST_PAUSE_AFTER_LLM=30; see tests/durable/faults.py.
+CELERY_IMPORTS = ["tests.durable.faults"]
+TEST_PAUSES: dict[tuple[str, str], float] = {}
+for _moment in ("before", "after"):
+    for _kind in ("llm", "tool"):
+        _seconds = os.environ.get(f"AIRLOCK_TEST_PAUSE_{_moment}_{_kind}".upper())
+        if _seconds:
+            TEST_PAUSES[_moment, _kind] = float(_seconds)

@@ -10,8 +10,8 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from tests.api.conftest import ALICE, start
 from tests.conftest import REFUND
+from tests.live.conftest import ALICE, start
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

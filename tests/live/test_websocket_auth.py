@@ -26,20 +26,16 @@ def server(
     django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Server]:
     """A daphne with the production resolver: Django auth (session or token), no headers."""
-    name = settings.DATABASES["default"]["NAME"]
     log = tmp_path_factory.mktemp("ws-auth") / "daphne.log"
-    started = start_server(name, log, AIRLOCK_ACTOR_RESOLVER="agent_core.actors.DjangoAuthResolver")
+    started = start_server(log, AIRLOCK_ACTOR_RESOLVER="agent_core.actors.DjangoAuthResolver")
     yield started
     started.stop()
 
 
 @pytest.fixture
-def people(shop: None) -> dict[str, Any]:
-    alice, bob = User.objects.create_user("alice"), User.objects.create_user("bob")
-    return {
-        "alice": Token.objects.create(user=alice).key,
-        "bob": Token.objects.create(user=bob).key,
-    }
+def tokens(shop: None, people: dict[str, User]) -> dict[str, str]:
+    """alice's and bob's API tokens."""
+    return {name: Token.objects.create(user=people[name]).key for name in ("alice", "bob")}
 
 
 def _run(server: Server, token: str) -> str:
@@ -70,21 +66,21 @@ def _meta(ws: Any) -> dict[str, Any]:
     return dict(json.loads(ws.recv(timeout=60)))
 
 
-def test_a_token_in_the_authorization_header(server, people):
-    run_id = _run(server, people["alice"])
-    with _open(server, run_id, {"Authorization": f"Token {people['alice']}"}) as ws:
+def test_a_token_in_the_authorization_header(server, tokens):
+    run_id = _run(server, tokens["alice"])
+    with _open(server, run_id, {"Authorization": f"Token {tokens['alice']}"}) as ws:
         assert _meta(ws)["event"] == "meta"
 
 
-def test_a_token_offered_as_a_subprotocol_for_browsers(server, people):
-    run_id = _run(server, people["alice"])
-    with _open(server, run_id, {}, ("airlock", f"airlock.token.{people['alice']}")) as ws:
+def test_a_token_offered_as_a_subprotocol_for_browsers(server, tokens):
+    run_id = _run(server, tokens["alice"])
+    with _open(server, run_id, {}, ("airlock", f"airlock.token.{tokens['alice']}")) as ws:
         assert ws.subprotocol == "airlock"  # the token is never echoed back
         assert _meta(ws)["data"]["run_id"] == run_id
 
 
-def test_the_session_still_works(server, people):
-    run_id = _run(server, people["alice"])
+def test_the_session_still_works(server, tokens):
+    run_id = _run(server, tokens["alice"])
     browser = Client()
     browser.force_login(User.objects.get(username="alice"))
     cookie = f"{settings.SESSION_COOKIE_NAME}={browser.cookies[settings.SESSION_COOKIE_NAME].value}"
@@ -101,11 +97,11 @@ def test_the_session_still_works(server, people):
         ("nobody", ()),
     ],
 )
-def test_bad_or_unseeing_credentials_are_refused(server, people, who, protocols):
-    run_id = _run(server, people["alice"])
+def test_bad_or_unseeing_credentials_are_refused(server, tokens, who, protocols):
+    run_id = _run(server, tokens["alice"])
     headers = {
         "bad header": {"Authorization": "Token 0123456789abcdef"},
-        "bob": {"Authorization": f"Token {people['bob']}"},
+        "bob": {"Authorization": f"Token {tokens['bob']}"},
     }.get(who, {})
     with pytest.raises(InvalidStatus) as refused:
         _open(server, run_id, headers, protocols)

@@ -12,7 +12,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from agent_core.models import CallStatus, Run, RunStatus, ToolCall
-from tests.console.browser import (
+from tests.console.conftest import REFUND
+from tests.console.live.browser import (
     CAMPAIGN,
     LAPTOP,
     PHONE,
@@ -24,7 +25,6 @@ from tests.console.browser import (
     start,
     wait_live,
 )
-from tests.console.conftest import REFUND
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -6,8 +6,8 @@ import httpx
 import pytest
 
 from agent_core.models import Run, StreamFrame, ToolCall
-from tests.api.conftest import ALICE, BOB, FRAN, Stream, read_all, start
 from tests.conftest import REFUND
+from tests.live.conftest import ALICE, BOB, FRAN, Stream, read_all, start
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from agent_core.models import Run, StreamFrame, ToolCall
-from tests.api.conftest import ALICE, Stream, read_all, start
+from tests.live.conftest import ALICE, Stream, read_all, start
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -72,7 +72,7 @@ def _teapot(exc: Exception, context: dict[str, Any]) -> Response:
     AGENT={
         "AGENTS": ["demo.agents.support_agent"],
         "API_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
-        "API_EXCEPTION_HANDLER": "tests.api.test_drf_settings._teapot",
+        "API_EXCEPTION_HANDLER": "tests.agent_core.test_drf_settings._teapot",
     }
 )
 def test_the_classes_come_from_agent(token_client):

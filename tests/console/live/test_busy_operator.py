@@ -12,7 +12,8 @@ from playwright.sync_api import Page, expect
 from agent_core.models import CallStatus, ToolCall
 from approvals import services as port
 from approvals.models import DecisionAttempt
-from tests.console.browser import (
+from tests.console.conftest import REFUND, actor
+from tests.console.live.browser import (
     LAPTOP,
     PHONE,
     call_of,
@@ -23,7 +24,6 @@ from tests.console.browser import (
     start,
     wait_live,
 )
-from tests.console.conftest import REFUND, actor
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import httpx
 import pytest
-from django.conf import settings
 
 from tests.live.server import Server, start_server
 
@@ -20,14 +19,13 @@ def throttled(
     django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Server, Server]]:
     """Two servers whose chat and decision rates are 3 a minute."""
-    name = settings.DATABASES["default"]["NAME"]
     logs = tmp_path_factory.mktemp("throttled")
     first = start_server(
-        name, logs / "a.log", AIRLOCK_TEST_CHAT_RATE="3/min", AIRLOCK_TEST_DECISION_RATE="3/min"
+        logs / "a.log", AIRLOCK_TEST_CHAT_RATE="3/min", AIRLOCK_TEST_DECISION_RATE="3/min"
     )
     try:
         second = start_server(
-            name, logs / "b.log", AIRLOCK_TEST_CHAT_RATE="3/min", AIRLOCK_TEST_DECISION_RATE="3/min"
+            logs / "b.log", AIRLOCK_TEST_CHAT_RATE="3/min", AIRLOCK_TEST_DECISION_RATE="3/min"
         )
     except Exception:
         first.stop()

@@ -1,5 +1,5 @@
 """The AI SDK UI message stream adapter, over real HTTP against real daphne, read by a client
-that follows the protocol's documented frame shapes (``tests/api/ui_client.py``)."""
+that follows the protocol's documented frame shapes (``tests/live/ui_client.py``)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from httpx_sse import connect_sse
 
 from agent_core.models import ToolCall
-from tests.api.conftest import ALICE, BOB, start
-from tests.api.ui_client import UIMessage
 from tests.conftest import REFUND
+from tests.live.conftest import ALICE, BOB, start
+from tests.live.ui_client import UIMessage
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -21,10 +21,9 @@ from typing import Any
 
 import httpx
 import pytest
-from django.conf import settings
-from django.contrib.auth.models import Group, User
 from rest_framework.authtoken.models import Token
 
+from tests.factories import make_user
 from tests.live.server import Server, start_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -41,7 +40,6 @@ def token_server(
 ) -> Iterator[Server]:
     """daphne with the production resolver (Django users, tokens) and the demo policy."""
     server = start_server(
-        settings.DATABASES["default"]["NAME"],
         tmp_path_factory.mktemp("fuzz") / "daphne.log",
         AIRLOCK_ACTOR_RESOLVER="agent_core.actors.DjangoAuthResolver",
         AIRLOCK_TEST_APPROVAL_POLICY="demo.policy.DemoPolicy",
@@ -51,9 +49,7 @@ def token_server(
 
 
 def _token(name: str, *groups: str) -> str:
-    user = User.objects.create_user(name)
-    user.groups.set(Group.objects.get_or_create(name=g)[0] for g in groups)
-    return Token.objects.create(user=user).key
+    return Token.objects.create(user=make_user(name, *groups)).key
 
 
 @pytest.fixture

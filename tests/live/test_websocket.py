@@ -9,8 +9,8 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 from websockets.typing import Origin
 
-from tests.api.conftest import ALICE, BOB, Stream, read_all, start
 from tests.conftest import REFUND
+from tests.live.conftest import ALICE, BOB, Stream, read_all, start
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

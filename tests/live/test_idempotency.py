@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from agent_core.models import IdempotencyKey, Run
-from tests.api.conftest import ALICE, BOB, read_all
+from tests.live.conftest import ALICE, BOB, read_all
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -10,8 +10,8 @@ import pytest
 from django.utils import timezone
 
 from agent_core.models import CallStatus, ToolCall
-from tests.api.conftest import ALICE, BOB, Stream, read_all, start
 from tests.conftest import REFUND
+from tests.live.conftest import ALICE, BOB, Stream, read_all, start
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
