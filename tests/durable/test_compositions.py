@@ -13,9 +13,9 @@ from agent_core import cancel
 from agent_core.models import CallStatus, Run, RunStatus, Step, StreamFrame, ToolCall
 from approvals import services as port
 from demo.models import Refund
-from tests.conftest import ALICE
+from tests.conftest import ALICE, settled, wait_for
 
-from .conftest import Cluster, assert_frames_gapless, idle_in_transaction, settled, start, wait_for
+from .conftest import Cluster, assert_frames_gapless, idle_in_transaction, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shop")]
 
