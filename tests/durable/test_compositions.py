@@ -65,7 +65,7 @@ def test_a_child_card_approved_by_id_completes_the_child_then_the_parent(cluster
 
 def test_kill_while_the_parent_starts_its_child_starts_it_once(cluster: Cluster) -> None:
     cluster.beat()
-    first = cluster.worker(AIRLOCK_PAUSE_BEFORE_TOOL=LONG)
+    first = cluster.worker(AIRLOCK_TEST_PAUSE_BEFORE_TOOL=LONG)
     parent = start(ASK, agent="desk")
     wait_for(
         "the delegation step to be taken",
