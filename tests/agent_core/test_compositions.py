@@ -7,7 +7,7 @@ import pytest
 from agent_core.models import CallStatus, Run, RunStatus, Step, ToolCall
 from approvals import services as port
 from demo.models import Refund
-from tests.compose.test_delegation import REFUND_10, ask, child_of
+from tests.agent_core.test_delegation import REFUND_10, ask, child_of
 from tests.conftest import ALICE
 
 pytestmark = pytest.mark.django_db
