@@ -201,6 +201,7 @@ class ToolCall(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     reason = models.TextField(blank=True)
     confirmation = models.TextField(blank=True)
+    summary = models.TextField(blank=True)  # the tool's one line about it (``@tool(summary=)``)
     original_args = models.JSONField(null=True, blank=True)
     # The outcome.
     result = models.JSONField(null=True, blank=True)

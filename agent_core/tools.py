@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ from typing import Any, Literal, TypeAlias
 import pydantic
 
 from .actors import Actor
+
+logger = logging.getLogger(__name__)
 
 Kind: TypeAlias = Literal["read", "action", "human"]
 ApprovalScope: TypeAlias = Literal["call", "attempt"]
@@ -86,6 +89,9 @@ class Recovered:
 
 PreflightFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], Preflight]
 RecoverFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], Recovered]
+SummaryFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], str]
+# A summary is one line on an inbox row: longer text is cut there.
+SUMMARY_MAX_CHARS = 300
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,6 +105,7 @@ class ToolSpec:
     func: Callable[..., Any] | None
     preflight: PreflightFn | None = None
     recover: RecoverFn | None = None
+    summary: SummaryFn | None = None  # one human line about a call, for the decider
     atomic: bool = False
     idempotent: bool = False
     approval_scope: ApprovalScope = "call"
@@ -126,6 +133,20 @@ class ToolSpec:
         """A human tool's validated answer; raises ``pydantic.ValidationError``."""
         assert self.answer_model is not None, f"{self.name} is not a human tool"
         return self.answer_model.model_validate(answer).model_dump(mode="json")
+
+    def summarize(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        """The call's one-line summary ("" without ``summary``, or when it raised: the decider
+        then reads the raw arguments, and a broken summary never stops a run)."""
+        if self.summary is None:
+            return ""
+        try:
+            text = " ".join(str(self.summary(ctx, args)).split())
+        except Exception:
+            logger.exception("the summary of tool %s failed (%s)", self.name, ctx.tool_call_id)
+            return ""
+        if len(text) > SUMMARY_MAX_CHARS:
+            return text[: SUMMARY_MAX_CHARS - 1] + "…"
+        return text
 
     def __call__(self, ctx: ToolContext, args: dict[str, Any]) -> Any:
         assert self.func is not None, f"{self.name} has no function to call"
@@ -168,6 +189,7 @@ def tool(
     name: str | None = None,
     preflight: PreflightFn | None = None,
     recover: RecoverFn | None = None,
+    summary: SummaryFn | None = None,
     atomic: bool = False,
     idempotent: bool = False,
     approval_scope: ApprovalScope = "call",
@@ -178,7 +200,9 @@ def tool(
 
     The function takes ``ctx: ToolContext`` first, then its typed arguments. ``queue`` names
     the Celery queue the durable runner runs it on (e.g. only workers holding its credentials
-    listen there); by default see ``agent_core.runner.queues.queue_of``.
+    listen there); by default see ``agent_core.runner.queues.queue_of``. ``summary(ctx, args)``
+    returns one human line about a call ("Refund 120.00 on order A-1003 — Jane Doe"), computed
+    when the call asks for approval and stored with it.
     """
 
     def wrap(f: Callable[..., Any]) -> ToolSpec:
@@ -191,6 +215,7 @@ def tool(
             func=f,
             preflight=preflight,
             recover=recover,
+            summary=summary,
             atomic=atomic,
             idempotent=idempotent,
             approval_scope=approval_scope,

@@ -9,7 +9,7 @@ from django.utils import timezone
 from agent_core.actors import Actor
 from agent_core.gate import Verdict
 from agent_core.models import Thread, ToolCall
-from agent_core.tools import ToolSpec
+from agent_core.tools import ToolContext, ToolSpec
 
 from . import escalation, quorum
 from .models import RememberedApproval
@@ -20,13 +20,16 @@ class ApprovalGate:
     """Asks the policy, honours remembered approvals, stamps escalations and quorums.
 
     ``review`` runs inside the suspend transaction: its answer is stamped on the call and never
-    re-derived, so a policy changed while the run waits does not re-decide the call.
+    re-derived, so a policy changed while the run waits does not re-decide the call. A call that
+    asks for a decision gets its tool's one-line summary stamped too, so the console shows it
+    without running tool code.
     """
 
     def review(self, call: ToolCall, *, tool: ToolSpec, actor: Actor, thread: Thread) -> Verdict:
         requirement = get_policy().requirement_for(tool, call.args, actor, thread)
         if not requirement.required:
             return Verdict(required=False)
+        call.summary = tool.summarize(_context(call, actor, thread), call.args)
         approver = requirement.stored_approver
         expires_at = timezone.now() + requirement.ttl if requirement.ttl else None
         if requirement.escalate is not None and expires_at is not None:
@@ -53,3 +56,13 @@ class ApprovalGate:
         """What the policy lets ``actor`` decide now, and the calls escalated to its roles with
         the power to decide (decided or not: it may follow what it decided)."""
         return get_policy().decidable(actor) | escalated_to_roles(actor.roles)
+
+
+def _context(call: ToolCall, actor: Actor, thread: Thread) -> ToolContext:
+    return ToolContext(
+        run_id=call.run_id,
+        thread_id=thread.pk,
+        tool_call_id=call.pk,
+        actor=actor,
+        idempotency_key=call.idempotency_key,
+    )

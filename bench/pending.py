@@ -142,10 +142,11 @@ def sql_time(actor: Any, cursor: str | None) -> tuple[float, bool]:
     """The page query's execution time in PostgreSQL, and whether it used a partial index."""
     from django.db import connection
 
-    from approvals.api.filters import DEFAULT_LIMIT, page_query
+    from approvals.api.filters import PendingPagination
     from approvals.selectors import decidable_by, pending_calls
 
-    query = page_query(pending_calls(), decidable_by(actor), cursor, DEFAULT_LIMIT)
+    page = {"cursor": cursor} if cursor else {}
+    query = PendingPagination().page_queryset(pending_calls(), page, branches=decidable_by(actor))
     sql, params = query.query.sql_with_params()
     with connection.cursor() as c:
         c.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
@@ -154,11 +155,10 @@ def sql_time(actor: Any, cursor: str | None) -> tuple[float, bool]:
 
 
 def deep_cursor(actor: Any, depth: int) -> str:
-    from approvals.api.filters import Cursor
+    from approvals.api.filters import PendingPagination
     from approvals.selectors import pending_for
 
-    row = pending_for(actor)[depth - 1]
-    return Cursor(row.requested_at, row.id).encode()
+    return PendingPagination().cursor_after("oldest", pending_for(actor)[depth - 1])
 
 
 def bench_pending(users: dict[str, Any], n: int) -> list[str]:

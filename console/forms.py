@@ -89,18 +89,6 @@ class MarkDoneForm(forms.Form):
     result = JSONResultField(required=False, label="Result (JSON)")
 
 
-class InboxFilterForm(forms.Form):
-    """Filters of the inbox; every field is an exact match, empty means any."""
-
-    tool = forms.CharField(required=False)
-    agent = forms.CharField(required=False)
-    approver = forms.CharField(required=False)
-    requester = forms.CharField(required=False, help_text="a username or an actor ref")
-    order = forms.ChoiceField(
-        required=False, choices=[("oldest", "Oldest first"), ("newest", "Newest first")]
-    )
-
-
 class RunFilterForm(forms.Form):
     """Filters of the runs list."""
 
@@ -130,3 +118,37 @@ class DeliveryFilterForm(forms.Form):
     channel = forms.CharField(required=False)
     recipient = forms.CharField(required=False, help_text="a username or an actor ref")
     call = forms.CharField(required=False, label="Tool call id")
+
+
+class BulkForm(forms.Form):
+    """Approve or reject several calls of one tool; ``confirm`` is the second step (the first
+    shows the list to confirm)."""
+
+    MAX_CALLS = 100
+
+    ids = forms.MultipleChoiceField(choices=(), error_messages={"required": "Select some calls."})
+    action = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    reason = forms.CharField(
+        required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2})
+    )
+    confirm = forms.BooleanField(required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Any id is a choice here: the view finds the calls and the port judges each one.
+        given = self.data.getlist("ids") if hasattr(self.data, "getlist") else []
+        ids_field = self.fields["ids"]
+        assert isinstance(ids_field, forms.MultipleChoiceField)
+        ids_field.choices = [(i, i) for i in given]
+
+    def clean_ids(self) -> list[str]:
+        ids: list[str] = list(dict.fromkeys(self.cleaned_data["ids"]))
+        if len(ids) > self.MAX_CALLS:
+            raise forms.ValidationError(f"At most {self.MAX_CALLS} calls at once.")
+        return ids
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("action") == "reject" and not data.get("reason"):
+            self.add_error("reason", "Give the reason the agent is told.")
+        return data

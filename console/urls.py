@@ -9,7 +9,7 @@ from django.views.generic import RedirectView
 from agent_core.asgi import websocket_view
 
 from .consumers import ConsoleConsumer
-from .views import audit, deliveries, doubt, inbox, metrics, remembered, runs
+from .views import audit, bulk, deliveries, doubt, inbox, inbox_list, metrics, remembered, runs
 
 app_name = "console"
 
@@ -25,8 +25,11 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(next_page="console:login"), name="logout"),
-    path("inbox/", inbox.inbox, name="inbox"),
-    path("inbox/fragment/", inbox.inbox_fragment, name="inbox_fragment"),
+    path("inbox/", inbox_list.inbox, name="inbox"),
+    path("inbox/fragment/", inbox_list.inbox_fragment, name="inbox_fragment"),
+    path("inbox/bulk/", bulk.bulk, name="bulk"),
+    path("calls/<airlock_id:call_id>/", inbox_list.call_card, name="call"),
+    path("calls/<airlock_id:call_id>/row/", inbox_list.call_row, name="call_row"),
     path("calls/<airlock_id:call_id>/state/", inbox.call_state, name="call_state"),
     path("calls/<airlock_id:call_id>/approve/", inbox.approve, name="approve"),
     path("calls/<airlock_id:call_id>/reject/", inbox.reject, name="reject"),

@@ -36,7 +36,17 @@ def lookup_order(ctx: ToolContext, order_id: str) -> dict[str, Any]:
     }
 
 
-@tool(kind="action", atomic=True)
+def _refund_summary(ctx: ToolContext, args: dict[str, Any]) -> str:
+    order = Order.objects.filter(pk=args["order_id"]).first()
+    said = f"Refund {Decimal(args['amount']):.2f} on order {args['order_id']}"
+    if order is None:
+        return f"{said} (no such order)"
+    customer = Customer.objects.filter(email=order.customer_email).first()
+    who = customer.name if customer is not None else order.customer_email
+    return f"{said} — {who}, order total {order.total}"
+
+
+@tool(kind="action", atomic=True, summary=_refund_summary)
 def issue_refund(
     ctx: ToolContext,
     order_id: str,
@@ -59,6 +69,13 @@ def _campaign_preflight(ctx: ToolContext, args: dict[str, Any]) -> Preflight:
     return Confirm(f"Email “{campaign.subject}” to {campaign.audience_size:,} people.")
 
 
+def _campaign_summary(ctx: ToolContext, args: dict[str, Any]) -> str:
+    campaign = Campaign.objects.filter(pk=args["campaign_id"]).first()
+    if campaign is None:
+        return f"Send campaign {args['campaign_id']} (no such campaign)"
+    return f"Send “{campaign.subject}” to {campaign.audience_size:,} people"
+
+
 def _campaign_recover(ctx: ToolContext, args: dict[str, Any]) -> Recovered:
     sent = mailer.find(ctx.idempotency_key)
     if sent is None:
@@ -70,6 +87,7 @@ def _campaign_recover(ctx: ToolContext, args: dict[str, Any]) -> Recovered:
     kind="action",
     preflight=_campaign_preflight,
     recover=_campaign_recover,
+    summary=_campaign_summary,
     rememberable=False,
 )
 def send_campaign(ctx: ToolContext, campaign_id: str) -> dict[str, Any]:
@@ -79,7 +97,7 @@ def send_campaign(ctx: ToolContext, campaign_id: str) -> dict[str, Any]:
     return {"send_id": sent.pk, "recipients": sent.recipients}
 
 
-@tool(kind="action")
+@tool(kind="action", summary=lambda ctx, args: f"Purge {args['path']} from the CDN cache")
 def purge_cache(ctx: ToolContext, path: str) -> dict[str, Any]:
     """Purge a path from the CDN cache (the next visitors hit the origin)."""
     purge = CachePurge.objects.create(path=path, tool_call_id=ctx.tool_call_id)

@@ -89,6 +89,7 @@ class ToolCallSerializer(serializers.ModelSerializer[ToolCall]):
             "decided_at",
             "reason",
             "confirmation",
+            "summary",
             "original_args",
             "result",
             "error",

@@ -17,9 +17,8 @@ from drf_spectacular.utils import (
     OpenApiResponse,
     PolymorphicProxySerializer,
 )
-from rest_framework import exceptions, mixins, status, viewsets
+from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -32,6 +31,7 @@ from . import serializers
 from .actors import request_actor
 from .base import AirlockAPIView, extend_schema
 from .filters import RunFilter, ThreadFilter
+from .pagination import KeysetPagination
 from .throttles import ChatThrottle
 
 _ERRORS = {
@@ -40,22 +40,6 @@ _ERRORS = {
     403: OpenApiResponse(description="not allowed"),
     404: OpenApiResponse(description="unknown, or not yours to see"),
 }
-
-
-class NewestFirst(CursorPagination):
-    ordering = ("-created_at", "-id")
-    page_size = 50
-    page_size_query_param = "page_size"
-    max_page_size = 200
-
-    def decode_cursor(self, request: Request) -> Any:
-        # DRF answers a cursor it cannot read with 404; it is a malformed parameter: 400.
-        try:
-            return super().decode_cursor(request)
-        except exceptions.NotFound as exc:
-            raise exceptions.ValidationError(
-                {"cursor": ["Not a cursor this API gave out."]}
-            ) from exc
 
 
 class ChatView(AirlockAPIView):
@@ -179,7 +163,7 @@ class ThreadViewSet(
 ):
     """Your threads (newest first); one with its transcript; delete one that is idle."""
 
-    pagination_class = NewestFirst
+    pagination_class = KeysetPagination  # newest first
     filter_backends = [DjangoFilterBackend]
     filterset_class = ThreadFilter
     lookup_value_regex = ID_REGEX
@@ -256,7 +240,7 @@ class ThreadViewSet(
 class RunViewSet(AirlockAPIView, viewsets.ReadOnlyModelViewSet[Run]):
     """Runs you may see (newest first, filterable); one with its steps and calls."""
 
-    pagination_class = NewestFirst
+    pagination_class = KeysetPagination  # newest first
     filter_backends = [DjangoFilterBackend]
     filterset_class = RunFilter
     lookup_value_regex = ID_REGEX

@@ -125,6 +125,7 @@ class PendingCallSerializer(serializers.ModelSerializer[ToolCall]):
             "kind",
             "args",
             "confirmation",
+            "summary",
             "approver",
             "requester",
             "thread_id",

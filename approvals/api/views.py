@@ -18,7 +18,7 @@ from agent_core.models import ToolCall
 
 from .. import amendments, quorum, selectors, services
 from ..models import RememberedApproval
-from .filters import MAX_LIMIT, PendingFilter, keyset_page, page_limit
+from .filters import PendingFilter, PendingPagination
 from .serializers import (
     AnswerSerializer,
     ApproveSerializer,
@@ -163,12 +163,15 @@ class PendingApprovalsView(AirlockAPIView):
             OpenApiParameter("agent", str),
             OpenApiParameter("approver", str, description="a role name, or 'requester'"),
             OpenApiParameter("thread", str),
+            OpenApiParameter("requester", str, description="an actor ref, e.g. user:7"),
+            OpenApiParameter("q", str, description="search tool, summary and arguments"),
             OpenApiParameter("cursor", str),
             OpenApiParameter(
                 "limit",
-                {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
-                description=f"1 to {MAX_LIMIT}, default 50",
+                {"type": "integer", "minimum": 1, "maximum": PendingPagination.max_page_size},
+                description=f"1 to {PendingPagination.max_page_size}, default 50",
             ),
+            OpenApiParameter("sort", str, enum=list(PendingPagination.orderings)),
         ],
         responses=PendingPageSerializer,
     )
@@ -178,21 +181,11 @@ class PendingApprovalsView(AirlockAPIView):
         filtered = PendingFilter(params, queryset=quorum.with_needed(selectors.pending_calls()))
         if not filtered.is_valid():
             raise serializers.ValidationError(filtered.errors)
-        who = selectors.decidable_by(actor)
-        rows, cursor = keyset_page(filtered.qs, who, params.get("cursor"), page_limit(params))
-        quorum.attach(rows)
-        next_url = None
-        if cursor is not None:
-            query = params.copy()
-            query["cursor"] = cursor
-            next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
-        return Response(
-            {
-                "results": PendingCallSerializer(rows, many=True).data,
-                "next_cursor": cursor,
-                "next": next_url,
-            }
-        )
+        pagination = PendingPagination()
+        page = pagination.paginate(filtered.qs, params, branches=selectors.decidable_by(actor))
+        quorum.attach(page.rows)
+        results = PendingCallSerializer(page.rows, many=True).data
+        return Response(pagination.envelope(request, page, results))
 
 
 class RememberedListView(AirlockAPIView):

@@ -39,10 +39,10 @@ def nav_counts(actor: Actor) -> dict[str, int]:
 def page(
     request: HttpRequest, template: str, context: dict[str, Any], *, status: int = 200
 ) -> HttpResponse:
-    """Render a full console page, with the navigation's counts."""
+    """Render a full console page, with the navigation's counts (``nav``, unless given)."""
     context = {
         **context,
-        "nav": nav_counts(actor_of(request)),
+        "nav": context.get("nav") or nav_counts(actor_of(request)),
         "admin_link": may_browse_admin(request.user),
     }
     return render(request, template, context, status=status)
@@ -51,9 +51,13 @@ def page(
 def fragment(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
     """Render a fragment for the page's script, with the navigation's counts in a header."""
     response = render(request, template, context)
-    counts = nav_counts(actor_of(request))
-    response["X-Console-Counts"] = ";".join(f"{k}={v}" for k, v in counts.items())
+    response["X-Console-Counts"] = count_header(actor_of(request))
     return response
+
+
+def count_header(actor: Actor) -> str:
+    """The navigation's counts as the ``X-Console-Counts`` header the page's script reads."""
+    return ";".join(f"{k}={v}" for k, v in nav_counts(actor).items())
 
 
 def tool_call_or_404(request: HttpRequest, call_id: str) -> ToolCall:

@@ -1,4 +1,4 @@
-"""The inbox: what waits on the viewer (and, read-only, on others), and the decisions on it.
+"""The decisions of the inbox's cards (its list is ``inbox_list``).
 
 Every decision goes through the approval port with ``via="console"``; the port authorizes,
 decides and audits. A refusal is shown on the card it concerns, with the HTTP status it means.
@@ -11,7 +11,6 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib import messages
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -20,65 +19,18 @@ from django.views.decorators.http import require_POST
 
 from agent_core.actors import Actor
 from agent_core.exceptions import AgentCoreError, AlreadyAnswered, AlreadyDecided, RunNotActive
-from agent_core.models import CALL_PENDING, ToolCall
-from approvals import amendments, escalation, quorum
+from agent_core.models import ToolCall
+from approvals import amendments
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
 
 from ..access import console_view
 from ..cards import Card, answer_form_for, card_for, explain
-from ..forms import ApproveForm, EditArgsForm, ExtendForm, InboxFilterForm, RejectForm
+from ..forms import ApproveForm, EditArgsForm, ExtendForm, RejectForm
 from ..in_doubt import explain_resolved, was_resolved
-from ..people import ref_of
-from .common import actor_of, fragment, is_fragment, page, tool_call_or_404
+from .common import actor_of, is_fragment, page, tool_call_or_404
 
 VIA = "console"
-
-
-def _filtered(calls: QuerySet[ToolCall], filters: dict[str, Any]) -> QuerySet[ToolCall]:
-    if filters.get("tool"):
-        calls = calls.filter(tool_name=filters["tool"])
-    if filters.get("agent"):
-        calls = calls.filter(run__agent=filters["agent"])
-    if filters.get("approver"):
-        calls = calls.filter(approver=filters["approver"])
-    if filters.get("requester"):
-        calls = calls.filter(requester_ref=ref_of(filters["requester"]))
-    if filters.get("order") == "newest":
-        return calls.order_by("-requested_at", "-id")
-    return calls.order_by("requested_at", "id")
-
-
-def _inbox_context(request: HttpRequest) -> dict[str, Any]:
-    actor = actor_of(request)
-    form = InboxFilterForm(request.GET)
-    filters = form.cleaned_data if form.is_valid() else {}
-    # One snapshot of every pending call, split by the configured policy's ``can_decide``:
-    # two queries could place a call that arrived in between on the wrong side.
-    pending = ToolCall.objects.filter(status__in=CALL_PENDING).select_related(
-        "run", "thread", "message"
-    )
-    calls = list(_filtered(escalation.with_escalation(quorum.with_needed(pending)), filters))
-    quorum.attach(calls)
-    cards = [card_for(actor, call) for call in calls]
-    return {
-        "filter_form": form,
-        "yours": [c for c in cards if c.may_decide],
-        "others": [c for c in cards if not c.may_decide],
-        "filtered": any(filters.values()),
-    }
-
-
-@console_view
-def inbox(request: HttpRequest) -> HttpResponse:
-    """The inbox page."""
-    return page(request, "console/inbox.html", _inbox_context(request))
-
-
-@console_view
-def inbox_fragment(request: HttpRequest) -> HttpResponse:
-    """The inbox's lists alone, fetched by the page when something changed."""
-    return fragment(request, "console/partials/inbox_lists.html", _inbox_context(request))
 
 
 @console_view

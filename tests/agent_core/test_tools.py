@@ -5,6 +5,7 @@ from __future__ import annotations
 import pydantic
 import pytest
 
+from agent_core.actors import Actor
 from agent_core.tools import ToolContext, args_digest, tool
 from demo.tools import ask_user, issue_refund, lookup_order
 
@@ -42,3 +43,30 @@ def test_variadic_parameters_cannot_be_described():
 
     with pytest.raises(TypeError):
         tool(bad)
+
+
+def _ctx() -> ToolContext:
+    return ToolContext(
+        run_id="run_1",
+        thread_id="thr_1",
+        tool_call_id="tc_1",
+        actor=Actor(ref="user:1"),
+        idempotency_key="airlock-tc_1",
+    )
+
+
+def test_a_summary_is_one_line_and_never_breaks_a_run(caplog):
+    @tool(kind="action", summary=lambda ctx, args: f"Purge\n  {args['path']}  " + "x" * 400)
+    def purge(ctx: ToolContext, path: str) -> None:
+        """Purge."""
+
+    said = purge.summarize(_ctx(), {"path": "/a"})
+    assert said.startswith("Purge /a x") and len(said) == 300 and said.endswith("…")
+
+    @tool(kind="action", summary=lambda ctx, args: args["missing"])
+    def broken(ctx: ToolContext) -> None:
+        """Broken."""
+
+    assert broken.summarize(_ctx(), {}) == ""  # the decider reads the raw arguments instead
+    assert "the summary of tool broken failed" in caplog.text
+    assert lookup_order.summarize(_ctx(), {"order_id": "A"}) == ""  # none declared

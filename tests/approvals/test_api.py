@@ -280,6 +280,7 @@ def test_the_inbox_lists_what_the_actor_may_decide_across_threads(turn, people):
         "kind": "action",
         "args": {"order_id": "A-1001", "amount": "300", "reason": ""},
         "confirmation": "",
+        "summary": "Refund 300.00 on order A-1001 — maria@example.com, order total 59.90",
         "approver": "finance",
         "requester": f"user:{bob.pk}",
         "thread_id": bobs_big.thread_id,
@@ -329,6 +330,34 @@ def test_the_inbox_pages_with_a_cursor_in_one_query(turn, people, django_assert_
             break
         assert f"cursor={cursor}" in data["next"]
     assert seen == expected
+
+
+@override_settings(APPROVALS=FINANCE_ABOVE_100)
+def test_the_inbox_sorts_by_deadline_searches_and_filters_by_requester(turn, people):
+    alice, bob, fran = people["alice"], people["bob"], people["fran"]
+    first, second, third = (
+        calls_of(turn(refund(amount), actor=actor(who)))[0]
+        for amount, who in ((150, alice), (300, bob), (400, alice))
+    )
+    soon = timezone.now() + timedelta(minutes=5)
+    ToolCall.objects.filter(pk=second.pk).update(expires_at=soon)
+    ToolCall.objects.filter(pk=third.pk).update(expires_at=soon + timedelta(minutes=1))
+    ids = lambda **params: [r["tool_call_id"] for r in get(fran, PENDING, **params)[1]["results"]]  # noqa: E731
+    assert ids(sort="deadline") == [second.pk, third.pk, first.pk]  # no deadline: last
+    assert ids(sort="newest") == [third.pk, second.pk, first.pk]
+    # Deadline order pages like any other, through the calls without one.
+    page = get(fran, PENDING, sort="deadline", limit=2)[1]
+    rest = get(fran, PENDING, sort="deadline", limit=2, cursor=page["next_cursor"])[1]
+    assert [r["tool_call_id"] for r in rest["results"]] == [first.pk]
+    assert ids(q="300.00") == [second.pk]  # the summary
+    assert ids(q="A-1001") == [first.pk, second.pk, third.pk]  # the arguments
+    assert ids(requester=f"user:{bob.pk}") == [second.pk]
+    # A cursor of one order is no cursor of another.
+    assert get(fran, PENDING, sort="newest", cursor=page["next_cursor"])[0] == 400
+    assert get(fran, PENDING, sort="sideways")[0] == 400
+
+
+PENDING = "/agent/approvals/pending"
 
 
 @pytest.mark.parametrize(

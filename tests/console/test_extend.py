@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from agent_core.models import CallStatus, ToolCall
 from approvals.models import DecisionAttempt
-from tests.console.conftest import actor
+from tests.console.conftest import actor, card_html
 
 FRAGMENT = {"HTTP_X_CONSOLE_FRAGMENT": "1"}
 
@@ -25,7 +25,7 @@ def _extend(client, call, by="1h", **extra):
 
 
 def test_the_approver_sees_the_extend_form_on_a_card_with_a_deadline(login, refund):
-    html = login("fran").get(reverse("console:inbox")).content.decode()
+    html = card_html(login("fran"), refund)
     assert reverse("console:extend", args=[refund.pk]) in html and "+1 day" in html
 
 
@@ -65,7 +65,7 @@ def test_an_unknown_step_is_refused_inline_and_changes_nothing(login, refund):
 
 
 def test_someone_without_the_role_cannot_extend(login, refund):
-    html = login("otto").get(reverse("console:inbox")).content.decode()
+    html = card_html(login("otto"), refund)
     assert reverse("console:extend", args=[refund.pk]) not in html
     before = refund.expires_at
     response = _extend(login("otto"), refund)
@@ -98,7 +98,7 @@ def test_a_request_without_a_deadline_has_no_extend_form(login, turn, people):
     call = ToolCall.objects.get(run=run)
     assert call.expires_at is None
     client = login("fran")
-    html = client.get(reverse("console:inbox")).content.decode()
+    html = card_html(client, call)
     assert reverse("console:approve", args=[call.pk]) in html
     assert reverse("console:extend", args=[call.pk]) not in html
     response = _extend(client, call)

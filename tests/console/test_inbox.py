@@ -13,7 +13,7 @@ from django.utils import timezone
 from agent_core.models import CallStatus, RunStatus, ToolCall
 from approvals.models import DecisionAttempt, RememberedApproval
 from demo.models import Refund
-from tests.console.conftest import REFUND, actor
+from tests.console.conftest import REFUND, actor, card_html, listed
 
 FRAGMENT = {"HTTP_X_CONSOLE_FRAGMENT": "1"}
 
@@ -22,26 +22,36 @@ def _post(client, action, call, data=None, **extra):
     return client.post(reverse(f"console:{action}", args=[call.pk]), data or {}, **extra)
 
 
-def test_the_approver_sees_the_full_card(login, refund):
-    response = login("fran").get(reverse("console:inbox"))
+def test_the_approver_sees_a_row_that_opens_into_the_full_card(login, refund):
+    client = login("fran")
+    response = client.get(reverse("console:inbox"))
     assert response.status_code == 200
-    yours = response.context["yours"]
-    assert [c.call.pk for c in yours] == [refund.pk]
-    html = response.content.decode()
+    assert listed(response) == [refund.pk]
+    row = response.content.decode()
+    assert "Refund 25.00 on order A-1001" in row and "alice" in row and "finance" in row
+    assert reverse("console:call", args=[refund.pk]) in row  # opens into its card
+    assert f'name="ids" value="{refund.pk}" form="bulk"' in row  # may be bulk-decided
+    assert "<nav" in row and 'data-count="waiting_on_you">1<' in row
+    html = card_html(client, refund)
     assert "finance decides" in html and "issue_refund" in html
     assert "&quot;order_id&quot;: &quot;A-1001&quot;" in html  # pretty args, in full
     assert "alice" in html and refund.run_id in html  # requester, run link
     assert f'data-countdown="{refund.expires_at.isoformat()}"' in html
     assert "Approve &amp; remember for this thread" in html
-    assert "<nav" in html and 'data-count="waiting_on_you">1<' in html
+    # Without JavaScript the row's link is a page of its own.
+    assert (
+        "Back to the inbox"
+        in client.get(reverse("console:call", args=[refund.pk])).content.decode()
+    )
 
 
 def test_someone_without_the_role_sees_the_card_read_only(login, refund):
-    response = login("otto").get(reverse("console:inbox"))
-    assert response.context["yours"] == []
-    [card] = response.context["others"]
-    assert card.call.pk == refund.pk and not card.may_decide
-    html = response.content.decode()
+    client = login("otto")
+    assert listed(client.get(reverse("console:inbox"))) == []
+    response = client.get(reverse("console:inbox"), {"show": "others"})
+    assert listed(response) == [refund.pk]
+    assert 'name="ids"' not in response.content.decode()  # nothing to select
+    html = card_html(client, refund)
     assert "only finance decides this" in html
     assert reverse("console:approve", args=[refund.pk]) not in html
 
@@ -64,7 +74,7 @@ def test_approve_runs_the_call_and_the_run_completes(login, refund, decide):
     assert refund.status == CallStatus.SUCCEEDED and refund.decided_via == "console"
     assert refund.run.status == RunStatus.COMPLETED
     assert Refund.objects.count() == 1
-    assert client.get(reverse("console:inbox")).context["yours"] == []
+    assert listed(client.get(reverse("console:inbox"))) == []
     attempt = DecisionAttempt.objects.get()
     assert (attempt.action, attempt.outcome, attempt.via) == ("approve", "applied", "console")
 
@@ -165,24 +175,33 @@ def test_an_unknown_call_is_not_found(login, db):
 def test_filters_narrow_the_inbox(login, refund, turn, people):
     purge = turn('/call purge_cache {"path": "/x"}', actor=actor(people["fran"]))
     client = login("fran")
-    ids = lambda r: [c.call.pk for c in r.context["yours"]]  # noqa: E731
+    ids = listed
     assert len(ids(client.get(reverse("console:inbox")))) == 2
     assert ids(client.get(reverse("console:inbox"), {"tool": "issue_refund"})) == [refund.pk]
     assert ids(client.get(reverse("console:inbox"), {"approver": "finance"})) == [refund.pk]
     by_fran = client.get(reverse("console:inbox"), {"requester": "fran"})
     assert ids(by_fran) == [ToolCall.objects.get(run=purge).pk]
     assert ids(client.get(reverse("console:inbox"), {"agent": "other"})) == []
-    newest = ids(client.get(reverse("console:inbox"), {"order": "newest"}))
+    newest = ids(client.get(reverse("console:inbox"), {"sort": "newest"}))
     assert newest[0] == ToolCall.objects.get(run=purge).pk and newest[1] == refund.pk
+    deadline = ids(client.get(reverse("console:inbox"), {"sort": "deadline"}))
+    assert deadline == [refund.pk, ToolCall.objects.get(run=purge).pk]  # no deadline: last
+    assert ids(client.get(reverse("console:inbox"), {"q": "Purge /x"})) == [
+        ToolCall.objects.get(run=purge).pk
+    ]
     assert b"with these filters" in client.get(reverse("console:inbox"), {"tool": "x"}).content
 
 
-def test_the_fragment_carries_the_lists_and_the_counts(login, refund):
+def test_the_fragment_carries_the_rows_and_the_counts(login, refund):
     response = login("fran").get(reverse("console:inbox_fragment"), **FRAGMENT)
     assert response.status_code == 200
     assert response["X-Console-Counts"] == "waiting_on_you=1;in_doubt=0"
-    assert f'data-card="{refund.pk}"' in response.content.decode()
+    assert f'data-row="{refund.pk}"' in response.content.decode()
     assert b"<nav" not in response.content
+    again = login("fran").get(
+        reverse("console:inbox_fragment"), HTTP_IF_NONE_MATCH=response["ETag"], **FRAGMENT
+    )
+    assert again.status_code == 304  # the page's re-check: unchanged, nothing sent
 
 
 def test_an_empty_inbox_says_what_happens_next(login, db):
@@ -197,8 +216,10 @@ def question(turn, people):
 
 
 def test_a_question_gets_a_form_from_its_answer_schema(login, question):
-    response = login("otto").get(reverse("console:inbox"))
-    [card] = response.context["yours"]
+    client = login("otto")
+    assert listed(client.get(reverse("console:inbox"))) == [question.pk]
+    response = client.get(reverse("console:call", args=[question.pk]))
+    card = response.context["card"]
     assert card.is_question and list(card.answer_form.fields) == ["answer"]
     html = response.content.decode()
     assert "Which size?" in html and "Your answer" in html
@@ -228,7 +249,7 @@ def test_an_answer_becomes_the_result(login, question, decide):
 
 
 def test_only_the_asker_may_answer(login, question):
-    assert login("fran").get(reverse("console:inbox")).context["yours"] == []
+    assert listed(login("fran").get(reverse("console:inbox"))) == []
     response = login("fran").post(
         reverse("console:answer", args=[question.pk]), {f"a-{question.pk}-answer": "S"}
     )
@@ -246,10 +267,10 @@ def test_under_the_demo_policy_each_approver_sees_their_own(login, turn, people,
     small = turn('/call issue_refund {"order_id": "A-1001", "amount": 5}', actor=alice)
     assert small.status == RunStatus.COMPLETED
     assert (refund.approver, campaign.approver) == ("finance", "marketing")
-    fran = login("fran").get(reverse("console:inbox"))
-    assert [c.call.pk for c in fran.context["yours"]] == [refund.pk]
-    assert [c.call.pk for c in fran.context["others"]] == [campaign.pk]
-    assert "only marketing decides this" in fran.content.decode()
+    fran = login("fran")
+    assert listed(fran.get(reverse("console:inbox"))) == [refund.pk]
+    assert listed(fran.get(reverse("console:inbox"), {"show": "others"})) == [campaign.pk]
+    assert "only marketing decides this" in card_html(fran, campaign)
     people["otto"].groups.add(Group.objects.get_or_create(name="marketing")[0])
     otto = login("otto").get(reverse("console:inbox"))
-    assert [c.call.pk for c in otto.context["yours"]] == [campaign.pk]
+    assert listed(otto) == [campaign.pk]

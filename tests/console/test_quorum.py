@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from agent_core.models import CallStatus, ToolCall
 from demo.models import MailerSend
-from tests.console.conftest import actor
+from tests.console.conftest import actor, card_html
 from tests.factories import make_user
 
 CAMPAIGN = '/call send_campaign {"campaign_id": "spring-sale"}'
@@ -19,13 +19,14 @@ def test_a_campaign_shows_its_count_of_approvals_until_the_second(
     otto.groups.add(mia.groups.get())
     call = ToolCall.objects.get(run=turn(CAMPAIGN, actor=actor(people["alice"])))
     client.force_login(otto)
-    assert "0 of 2 approvals" in client.get(reverse("console:inbox")).content.decode()
+    assert "0 of 2 approvals" in card_html(client, call)
+    assert "· 0 of 2" in client.get(reverse("console:inbox")).content.decode()  # on its row
 
     decide(client.post, reverse("console:approve", args=[call.pk]))
     call.refresh_from_db()
     assert call.status == CallStatus.PENDING_APPROVAL
     client.force_login(mia)
-    html = client.get(reverse("console:inbox")).content.decode()
+    html = card_html(client, call)
     assert "1 of 2 approvals" in html and "otto approved" in html
 
     decide(client.post, reverse("console:approve", args=[call.pk]))

@@ -15,7 +15,7 @@ from agent_core.models import CallStatus, ToolCall
 from approvals import services as port
 from approvals.exceptions import InvalidDecision
 from approvals.models import RememberedApproval
-from tests.console.conftest import REFUND, actor
+from tests.console.conftest import REFUND, actor, card_html
 
 
 def test_reject_reasons_and_answers_are_in_the_audit_and_its_csv(login, refund, turn, people):
@@ -64,10 +64,9 @@ def test_the_demo_never_remembers_refunds_and_cards_say_how_long_a_grant_lasts(
         run=turn('/call purge_cache {"path": "/sale"}', actor=actor(people["fran"]))
     )
     settings.APPROVALS = {"REMEMBER_TTL_BY_TOOL": {"purge_cache": 3600}}
-    html = login("fran").get(reverse("console:inbox")).content.decode()
-    refund_card = html[html.index(f'data-card="{refund.pk}"') :][:6000]
-    purge_card = html[html.index(f'data-card="{purge.pk}"') :][:6000]
-    assert "Approve &amp; remember" not in refund_card.split("</article>")[0]
+    client = login("fran")
+    refund_card, purge_card = card_html(client, refund), card_html(client, purge)
+    assert "Approve &amp; remember" not in refund_card
     assert "Approve &amp; remember" in purge_card and "for 1 h 0 min" in purge_card
     with pytest.raises(InvalidDecision):
         port.approve(refund.pk, actor=actor(people["fran"]), remember=True)

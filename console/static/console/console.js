@@ -1,6 +1,7 @@
 /* Airlock console: progressive enhancement, no build step.
  * - live: a WebSocket tells the page that something changed; the page refetches its fragments
  *   (elements with data-live-src) and, on a run's page, appends the run's new stream frames;
+ *   the inbox (inbox.js, through the hooks below) moves only the changed row;
  * - forms marked data-fragment are sent with fetch and their card is updated in place;
  * - relative times and expiry countdowns tick.
  * Without JavaScript every form still works as a normal POST and a reload shows the news. */
@@ -8,6 +9,9 @@
   "use strict";
   var FRAGMENT = { "X-Console-Fragment": "1" };
   var refreshTimer = null;
+  // What a page's own script (inbox.js) handles in place of the generic refresh; each hook
+  // returns true when it did.
+  var hooks = {};
 
   function relative(date) {
     var s = Math.round((Date.now() - date.getTime()) / 1000), future = s < 0;
@@ -32,7 +36,10 @@
     document.querySelectorAll("[data-countdown]").forEach(function (el) {
       var left = new Date(el.getAttribute("data-countdown")).getTime() - Date.now();
       if (left <= 0) {
-        if (!el.classList.contains("gone")) { el.classList.add("gone"); scheduleRefresh(1500); }
+        if (!el.classList.contains("gone")) {
+          el.classList.add("gone");
+          if (!hooks.expired || !hooks.expired(el)) scheduleRefresh(1500);
+        }
         el.textContent = "expired";
       } else {
         el.textContent = "expires in " + countdown(left);
@@ -174,14 +181,16 @@
     socket.onopen = function () {
       attempt = 0;
       if (status) { status.textContent = "live"; status.classList.add("on"); }
-      if (document.body.hasAttribute("data-connected-once")) scheduleRefresh();  // missed news
+      if (document.body.hasAttribute("data-connected-once")) {  // missed news
+        if (!hooks.reconnected || !hooks.reconnected()) scheduleRefresh();
+      }
       document.body.setAttribute("data-connected-once", "");
       document.body.setAttribute("data-socket", "open");
     };
     socket.onmessage = function (e) {
       var msg = JSON.parse(e.data);
       if (msg.type === "frames") appendFrames(msg.frames);
-      scheduleRefresh();
+      if (!hooks.event || !hooks.event(msg)) scheduleRefresh();
     };
     socket.onclose = function () {
       document.body.setAttribute("data-socket", "closed");
@@ -203,6 +212,7 @@
         if (res.ok) {
           var area = document.getElementById("flash-area");
           if (area) area.insertAdjacentHTML("afterbegin", res.html);
+          if (hooks.decided && hooks.decided(card, form, area)) return;
           var next = card && neighbour(card);
           if (card) card.remove();
           focusAfterDecision(next, area);
@@ -226,45 +236,14 @@
   document.addEventListener("click", function (e) {
     if (!e.target.hasAttribute("data-dismiss")) return;
     var card = e.target.closest("[data-card]");
+    if (card && hooks.dismissed && hooks.dismissed(card)) return;
     if (card) { card.remove(); scheduleRefresh(0); }
   });
 
-  // Keyboard shortcuts on the inbox: j / k move between cards, a approves, r opens the
-  // rejection, ? shows the list. Never while typing, never with a modifier key.
-  function currentCard() {
-    return document.activeElement && document.activeElement.closest &&
-      document.activeElement.closest("[data-card]");
-  }
-
-  function moveTo(step) {
-    var all = Array.prototype.slice.call(document.querySelectorAll("#inbox [data-card]"));
-    if (!all.length) return;
-    var i = all.indexOf(currentCard());
-    var next = all[i < 0 ? 0 : Math.max(0, Math.min(all.length - 1, i + step))];
-    next.focus();
-    next.scrollIntoView({ block: "nearest" });
-  }
-
-  document.addEventListener("keydown", function (e) {
-    if (e.ctrlKey || e.metaKey || e.altKey || !document.getElementById("inbox")) return;
-    var t = e.target;
-    if (t.closest && t.closest("input, textarea, select, [contenteditable]")) return;
-    var help = document.getElementById("shortcuts"), card = currentCard();
-    if (e.key === "?") {
-      if (help && !help.open) help.showModal(); else if (help) help.close();
-    } else if (e.key === "j") moveTo(1);
-    else if (e.key === "k") moveTo(-1);
-    else if (e.key === "a" && card) {
-      var approve = card.querySelector('form[action$="/approve/"] button');  // plain Approve comes first
-      if (approve) approve.click(); else return;
-    } else if (e.key === "r" && card) {
-      var reject = card.querySelector("details.more form[data-attempt=rejection]");
-      if (!reject) return;
-      reject.closest("details").open = true;
-      reject.querySelector("textarea, input[type=text]").focus();
-    } else return;
-    e.preventDefault();
-  });
+  window.AirlockConsole = {
+    FRAGMENT: FRAGMENT, hooks: hooks, tick: tick, updateCounts: updateCounts,
+    keepAsNotice: keepAsNotice, focusAfterDecision: focusAfterDecision
+  };
 
   document.addEventListener("DOMContentLoaded", function () {
     tick();

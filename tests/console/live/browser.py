@@ -109,6 +109,19 @@ def card(page: Page, call: ToolCall) -> Any:
     return page.locator(f'[data-card="{call.pk}"]')
 
 
+def row(page: Page, call: ToolCall) -> Any:
+    """The call's row in the inbox's list."""
+    return page.locator(f'[data-row="{call.pk}"]')
+
+
+def open_card(page: Page, call: ToolCall) -> Any:
+    """Open the call's row into its card (fetched on opening) and return the card."""
+    row(page, call).locator("[data-open]").click()
+    opened = card(page, call)
+    expect(opened).to_be_visible()
+    return opened
+
+
 def put_in_doubt(call: ToolCall, approver: Any) -> None:
     """Leave ``call`` in doubt, approved by the user ``approver`` (outside the browser's loop)."""
     in_thread(lambda: leave_in_doubt(call.pk, actor_for_user(approver)))

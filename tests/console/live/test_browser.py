@@ -19,9 +19,10 @@ from tests.console.live.browser import (
     PHONE,
     Server,
     call_of,
-    card,
     in_thread,
     open_as,
+    open_card,
+    row,
     start,
     wait_live,
 )
@@ -39,16 +40,20 @@ def test_an_approver_sees_a_refund_arrive_approves_it_and_the_run_completes(
     refund_run = start(people, REFUND)
     campaign_run = start(people, CAMPAIGN, username="fran")
     refund = call_of(refund_run)
-    refund_card = card(fran, refund)
-    expect(refund_card).to_be_visible()  # arrived without a reload
-    expect(refund_card).to_contain_text("finance decides")
-    expect(refund_card).to_contain_text('"order_id": "A-1001"')
-    expect(refund_card.locator("[data-countdown]")).to_contain_text(re.compile(r"expires in \d"))
-    campaign_card = card(fran, call_of(campaign_run))
+    expect(row(fran, refund)).to_contain_text("Refund 25.00 on order A-1001")  # without a reload
+    expect(fran.locator('[data-count="waiting_on_you"]')).to_have_text("1")
+    fran.get_by_role("link", name=re.compile("Waiting on others")).click()
+    campaign_card = open_card(fran, call_of(campaign_run))
     expect(campaign_card).to_contain_text("Email “Spring sale")
     expect(campaign_card).to_contain_text("only marketing decides this")  # read-only for fran
-    expect(fran.locator('[data-count="waiting_on_you"]')).to_have_text("1")
-    fran.screenshot(path=shots / "inbox.png", full_page=True)
+    fran.get_by_role("link", name=re.compile("Waiting on you")).click()
+    refund_card = open_card(fran, refund)
+    expect(refund_card).to_contain_text("finance decides")
+    expect(refund_card.locator("[data-summary]")).to_have_text(
+        "Refund 25.00 on order A-1001 — maria@example.com, order total 59.90"
+    )
+    expect(refund_card).to_contain_text('"order_id": "A-1001"')
+    expect(refund_card.locator("[data-countdown]")).to_contain_text(re.compile(r"expires in \d"))
 
     deadline = refund_card.locator("[data-countdown]").get_attribute("data-countdown")
     refund_card.get_by_text("Extend the deadline…").click()
@@ -85,8 +90,16 @@ def test_an_approver_sees_a_refund_arrive_approves_it_and_the_run_completes(
     expect(fran.get_by_text("approval latency, median")).to_be_visible()
     fran.screenshot(path=shots / "metrics.png", full_page=True)
 
+    bigger = call_of(start(people, REFUND.replace("25", "120").replace("A-1001", "A-1002")))
+    second = call_of(start(people, REFUND))
+    start(people, '/call purge_cache {"path": "/products"}', username="fran")
+    fran.goto("/console/inbox/")
+    open_card(fran, bigger)
+    fran.screenshot(path=shots / "inbox.png", full_page=True)
     phone = open_as(browser, server, "fran", PHONE)
-    expect(phone.get_by_text("Email “Spring sale")).to_be_visible()
+    open_card(phone, second)
+    expect(phone.get_by_text("Refund 120.00 on order A-1002")).to_be_visible()
+    assert phone.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     phone.screenshot(path=shots / "inbox-phone.png", full_page=True)
 
 
@@ -94,7 +107,7 @@ def test_an_approver_rejects_with_a_reason(server, browser, people, sync_runner)
     fran = open_as(browser, server, "fran")
     wait_live(fran)
     refund = call_of(start(people, REFUND))
-    refund_card = card(fran, refund)
+    refund_card = open_card(fran, refund)
     refund_card.get_by_text("Reject…").click()
     refund_card.get_by_label("Reason (the agent is told)").fill("Duplicate of A-1001's refund")
     refund_card.get_by_role("button", name="Reject").click()
@@ -112,15 +125,14 @@ def test_a_second_operators_stale_card_shows_the_conflict(server, browser, peopl
     # felix's page hears nothing live (a slow network), so his card goes stale.
     felix.route_web_socket(re.compile(r".*/console/ws/.*"), lambda ws: None)
     felix.reload()
-    expect(card(felix, refund)).to_be_visible()
+    stale = open_card(felix, refund)
 
-    fran_card = card(fran, refund)
+    fran_card = open_card(fran, refund)
     fran_card.get_by_text("Reject…").click()
     fran_card.get_by_label("Reason (the agent is told)").fill("Not eligible")
     fran_card.get_by_role("button", name="Reject").click()
     expect(fran_card).to_have_count(0)
 
-    stale = card(felix, refund)
     stale.get_by_role("button", name="Approve", exact=True).click()
     expect(stale.locator("[data-refusal]")).to_contain_text(
         re.compile(r"fran rejected this .* ago")
@@ -131,10 +143,12 @@ def test_a_second_operators_stale_card_shows_the_conflict(server, browser, peopl
 def test_someone_without_the_role_cannot_decide(server, browser, people, sync_runner):
     refund = call_of(start(people, REFUND))
     otto = open_as(browser, server, "otto")
-    readonly = card(otto, refund)
+    expect(otto.get_by_text("Nothing waits on you")).to_be_visible()
+    otto.goto("/console/inbox/?show=others")
+    readonly = open_card(otto, refund)
     expect(readonly).to_contain_text("only finance decides this")
     expect(readonly.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
-    expect(otto.get_by_text("Nothing waits on you")).to_be_visible()
+    expect(row(otto, refund).locator("[data-select]")).to_have_count(0)
 
     alice = open_as_requester(browser, server)
     expect(alice.get_by_text("No access to the console")).to_be_visible()

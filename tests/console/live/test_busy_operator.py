@@ -20,7 +20,9 @@ from tests.console.live.browser import (
     card,
     in_thread,
     open_as,
+    open_card,
     put_in_doubt,
+    row,
     start,
     wait_live,
 )
@@ -51,7 +53,7 @@ def test_a_card_being_worked_on_stays_as_a_notice_with_the_typed_text(
     refund = call_of(start(people, REFUND))
     fran = open_as(browser, server, "fran")
     wait_live(fran)
-    mine = card(fran, refund)
+    mine = open_card(fran, refund)
     mine.get_by_text("Reject…").click()
     mine.get_by_label("Reason (the agent is told)").fill("Looks like a duplicate")
     in_thread(lambda: port.approve(refund.pk, actor=actor(people["felix"]), via="api"))
@@ -70,8 +72,9 @@ def test_a_stale_approve_says_who_decided_and_when(server, browser, people, sync
     felix = open_as(browser, server, "felix")
     felix.route_web_socket(re.compile(r".*/console/ws/.*"), lambda ws: None)  # a stale tab
     felix.reload()
+    stale = open_card(felix, refund)
     in_thread(lambda: port.approve(refund.pk, actor=actor(people["fran"]), via="console"))
-    card(felix, refund).get_by_role("button", name="Approve", exact=True).click()
+    stale.get_by_role("button", name="Approve", exact=True).click()
     expect(felix.locator("[data-unchanged]")).to_contain_text(
         re.compile(r"fran approved this \d+ s ago; .* Your approval changed nothing\.")
     )
@@ -133,7 +136,8 @@ def test_focus_moves_to_the_next_card_and_the_audit_fits_a_laptop(
     second = call_of(start(people, REFUND))
     fran = open_as(browser, server, "fran", {"width": 1366, "height": 768})
     wait_live(fran)
-    card(fran, first).get_by_role("button", name="Approve", exact=True).click()
+    open_card(fran, first).get_by_role("button", name="Approve", exact=True).click()
+    # The next row opens into its card, its Approve focused.
     expect(card(fran, second).get_by_role("button", name="Approve", exact=True)).to_be_focused()
     fran.keyboard.press("Enter")  # the focused Approve of the next card
     expect(card(fran, second)).to_have_count(0)
@@ -151,19 +155,21 @@ def test_keyboard_shortcuts_and_the_context_of_a_call(server, browser, people, s
     second = call_of(start(people, REFUND))
     fran = open_as(browser, server, "fran")
     wait_live(fran)
-    expect(card(fran, first).locator("[data-context]")).to_contain_text("alice asked")
-    expect(card(fran, first).get_by_role("link", name="Transcript")).to_have_attribute(
+    opened = open_card(fran, first)
+    expect(opened.locator("[data-context]")).to_contain_text("alice asked")
+    expect(opened.get_by_role("link", name="Transcript")).to_have_attribute(
         "href", f"/console/runs/{first.run_id}/#transcript-h"
     )
+    row(fran, first).locator("[data-open]").click()  # closes it again
+    expect(card(fran, first)).to_have_count(0)
     fran.keyboard.press("?")
     expect(fran.get_by_role("dialog", name="Keyboard shortcuts")).to_be_visible()
     fran.keyboard.press("Escape")
     fran.keyboard.press("j")
-    expect(card(fran, first)).to_be_focused()
-    fran.keyboard.press("j")
-    expect(card(fran, second)).to_be_focused()
+    expect(row(fran, second).locator("[data-open]")).to_be_focused()
     fran.keyboard.press("k")
-    fran.keyboard.press("a")
+    expect(row(fran, first).locator("[data-open]")).to_be_focused()
+    fran.keyboard.press("a")  # opens the card and approves
     expect(fran.get_by_text(f"Approved: issue_refund ({first.pk}).")).to_be_visible()
     expect(card(fran, first)).to_have_count(0)
     fran.keyboard.press("r")  # focus moved to the next card's Approve: r is about that card
@@ -190,6 +196,9 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_page(
     found = {"/console/login/": _serious(axe, login)}
     for viewport in (LAPTOP, PHONE):
         fran = open_as(browser, server, "fran", viewport)
+        fran.goto("/console/inbox/")
+        open_card(fran, refund)  # the list with a card open
+        found[f"/console/inbox/ (a card open) {viewport['width']}px"] = _serious(axe, fran)
         for path in (
             "/console/inbox/",
             "/console/in-doubt/",

@@ -1,0 +1,192 @@
+"""Benchmark: the console's inbox with 10,000 pending calls visible to the user (issue #19).
+
+    DATABASE_URL=postgres://…/airlock python bench/inbox.py [--requests 50]
+
+Uses the database ``<name>_bench_inbox`` next to ``DATABASE_URL`` (created if missing, its agent
+tables emptied and refilled with ``generate_series`` SQL): 10,000 threads, each with one waiting
+run and one pending ``issue_refund`` call for ``finance`` (a summary on every call, a deadline on
+half of them). In process (Django's test client, no network), as the finance approver fran (all
+10,000 are *Waiting on you*) and the operator otto (all 10,000 *Waiting on others*):
+
+- the HTML size and server time (median, p99) of the inbox's first page, in each order, with a
+  search, and of a page 5,000 rows deep;
+- what a live update moves for one changed card: the WebSocket event and the row the page then
+  fetches (body and response headers).
+
+Targets: first page ≤ 100 KB and ≤ 200 ms server time; a live update ≤ 5 KB per changed card.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse, urlunparse
+
+ROOT = Path(__file__).resolve().parent.parent
+PENDING = 10_000
+
+LOAD = """
+SET session_replication_role = replica;  -- skip FK triggers while bulk loading consistent rows
+TRUNCATE agent_core_thread, agent_core_run, agent_core_message, agent_core_toolcall,
+         agent_core_step, agent_core_streamframe, approvals_decisionattempt,
+         approvals_rememberedapproval CASCADE;
+INSERT INTO agent_core_thread (id, owner_ref, agent, title, created_at, updated_at)
+SELECT 'thr_i' || lpad(g::text, 8, '0'), '{alice}', 'support', 'inbox bench ' || g,
+       now() - interval '2 days' + g * interval '10 seconds', now()
+FROM generate_series(1, {n}) g;
+INSERT INTO agent_core_run (id, thread_id, agent, status, error_code, error_message, actor_ref,
+    actor_roles, runner, lease_owner, lease_token, cancel_requested, last_seq, created_at,
+    updated_at)
+SELECT 'run_i' || lpad(g::text, 8, '0'), 'thr_i' || lpad(g::text, 8, '0'), 'support', 'waiting',
+       '', '', '{alice}', '[]', 'inline', '', 0, false, 0,
+       now() - interval '2 days' + g * interval '10 seconds', now()
+FROM generate_series(1, {n}) g;
+INSERT INTO agent_core_message (id, thread_id, run_id, seq, role, content, created_at)
+SELECT 'msg_i' || lpad(g::text, 8, '0'), 'thr_i' || lpad(g::text, 8, '0'),
+       'run_i' || lpad(g::text, 8, '0'), 1, 'assistant', '[]', now()
+FROM generate_series(1, {n}) g;
+INSERT INTO agent_core_toolcall (id, run_id, thread_id, message_id, step_name, position,
+    provider_call_id, tool_name, kind, args, args_digest, status, requires_approval, approver,
+    requester_ref, expires_at, remember, decided_by_ref, decided_via, reason, confirmation,
+    summary, error, attempts, fence, requested_at)
+SELECT 'tc_i' || lpad(g::text, 8, '0'), 'run_i' || lpad(g::text, 8, '0'),
+       'thr_i' || lpad(g::text, 8, '0'), 'msg_i' || lpad(g::text, 8, '0'), 'llm:0', 0, 'call_0',
+       'issue_refund', 'action',
+       jsonb_build_object('order_id', 'A-' || (1000 + g % 900), 'amount', (20 + g % 400)::text,
+                          'reason', 'Parcel arrived damaged; customer sent photos'),
+       repeat('0', 64), 'pending_approval', true, 'finance', '{alice}',
+       CASE WHEN g % 2 = 0 THEN now() + g * interval '1 minute' END,
+       false, '', '', '', '',
+       'Refund ' || (20 + g % 400) || '.00 on order A-' || (1000 + g % 900)
+           || ' — Jane Doe, order total ' || (500 + g % 400) || '.00',
+       '', 0, 0, now() - interval '2 days' + g * interval '10 seconds'
+FROM generate_series(1, {n}) g;
+SET session_replication_role = DEFAULT;
+ANALYZE;
+"""
+
+
+def bench_database_url() -> str:
+    url = urlparse(os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/airlock"))
+    name = url.path.lstrip("/") + "_bench_inbox"
+    import psycopg
+
+    admin = urlunparse(url._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+    return urlunparse(url._replace(path=f"/{name}"))
+
+
+def setup_django(database_url: str) -> None:
+    os.environ["DATABASE_URL"] = database_url
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.dev"
+    os.environ["DEBUG"] = "0"  # no query log growing in memory
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return statistics.median(ordered) * 1000, p99 * 1000
+
+
+def measure(client: Any, url: str, params: dict[str, str], n: int) -> tuple[int, float, float]:
+    """The body size of ``GET url`` and its server time (median, p99 over ``n`` requests)."""
+    for _ in range(5):
+        response = client.get(url, params)
+        assert response.status_code == 200, response.status_code
+    samples = []
+    for _ in range(n):
+        started = time.perf_counter()
+        response = client.get(url, params)
+        samples.append(time.perf_counter() - started)
+    return len(response.content), *percentiles(samples)
+
+
+def headers_size(response: Any) -> int:
+    """The response's status line and headers as they go on the wire (HTTP/1.1)."""
+    lines = [f"HTTP/1.1 {response.status_code} {response.reason_phrase}"]
+    lines += [f"{k}: {v}" for k, v in response.items()]
+    return len("\r\n".join(lines).encode()) + 4
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=50, help="requests per measurement")
+    args = parser.parse_args()
+    setup_django(bench_database_url())
+    from django.contrib.auth.models import Group, User
+    from django.db import connection
+    from django.test import Client
+    from django.urls import reverse
+
+    from agent_core.models import ToolCall
+    from approvals.api.filters import PendingPagination
+
+    fran, _ = User.objects.get_or_create(username="bench-fran", defaults={"is_staff": True})
+    fran.groups.add(Group.objects.get_or_create(name="finance")[0])
+    otto, _ = User.objects.get_or_create(username="bench-otto")
+    otto.groups.add(Group.objects.get_or_create(name="operator")[0])
+    alice, _ = User.objects.get_or_create(username="bench-alice")
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(LOAD.format(n=PENDING, alice=f"user:{alice.pk}"))
+    print(f"loaded {PENDING:,} pending calls in {time.perf_counter() - started:.1f} s")
+
+    inbox = reverse("console:inbox")
+    deep = PendingPagination().cursor_after(
+        "oldest", ToolCall.objects.order_by("requested_at", "id")[4_999]
+    )
+    cases = [
+        ("fran", "first page, oldest first", {}),
+        ("fran", "first page, deadline soonest", {"sort": "deadline"}),
+        ("fran", "first page, newest first", {"sort": "newest"}),
+        ("fran", "search “A-1042”", {"q": "A-1042"}),
+        ("fran", "page after 5,000", {"cursor": deep}),
+        ("otto", "Waiting on others, first page", {"show": "others"}),
+    ]
+    clients = {}
+    for name, user in (("fran", fran), ("otto", otto)):
+        clients[name] = Client(SERVER_NAME="localhost")
+        clients[name].force_login(user)
+    print("\n| viewer | page | HTML KB | median ms | p99 ms |")
+    print("|---|---|---|---|---|")
+    for who, label, params in cases:
+        size, median, p99 = measure(clients[who], inbox, params, args.requests)
+        print(f"| {who} | {label} | {size / 1000:.1f} | {median:.1f} | {p99:.1f} |")
+
+    call = ToolCall.objects.order_by("requested_at", "id").first()
+    assert call is not None
+    event = {
+        "type": "event",
+        "event": "approval_settled",
+        "run_id": call.run_id,
+        "call_id": call.pk,
+    }
+    row_url = reverse("console:call_row", args=[call.pk])
+    row = clients["fran"].get(row_url, {"sort": "deadline"}, HTTP_X_CONSOLE_FRAGMENT="1")
+    assert row.status_code == 200
+    ws = len(json.dumps(event).encode())
+    body, head = len(row.content), headers_size(row)
+    print("\n| a live update of one card | bytes |")
+    print("|---|---|")
+    print(f"| WebSocket event | {ws} |")
+    print(f"| the row's response (body {body} + headers {head}) | {body + head} |")
+    print(f"| total | {ws + body + head} |")
+
+
+if __name__ == "__main__":
+    main()
