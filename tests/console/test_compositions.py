@@ -24,9 +24,10 @@ def delegated(turn, people, finance_policy):
 
 def test_the_inbox_card_names_the_chain(login, delegated):
     _, _, refund = delegated
-    page = login("fran").get(reverse("console:inbox")).content.decode()
-    assert f'id="card-{refund.pk}"' in page
-    assert "support → billing" in page
+    client = login("fran")
+    assert f'data-row="{refund.pk}"' in client.get(reverse("console:inbox")).content.decode()
+    card = client.get(reverse("console:call", args=[refund.pk])).content.decode()
+    assert f'id="card-{refund.pk}"' in card and "support → billing" in card
 
 
 def test_the_run_page_shows_the_tree(login, delegated):
