@@ -17,7 +17,7 @@ from django.utils import timezone
 from . import frames, signals, state, streams
 from .frames import Frames
 from .leases import Lease, lock_run
-from .models import CALL_PENDING, RUN_ACTIVE, CallStatus, Run, RunStatus, ToolCall
+from .models import CALL_PENDING, RUN_ACTIVE, RUN_TERMINAL, CallStatus, Run, RunStatus, ToolCall
 from .runs import end_run, report_unreported_calls
 
 logger = logging.getLogger(__name__)
@@ -48,11 +48,31 @@ def request_cancel(run_id: str, *, actor_ref: str) -> Run:
         else:
             Run.objects.filter(pk=run.pk).update(cancel_requested=True)
             _settle(run, actor_ref=actor_ref)
-        for child_id in Run.objects.filter(parent_run=run, status__in=RUN_ACTIVE).values_list(
-            "pk", flat=True
-        ):
-            request_cancel(child_id, actor_ref=actor_ref)
+        # Each child once this lock is let go: a child's lock is always taken before its
+        # parent's (its end answers the parent; its frames go to the parent's stream too).
+        transaction.on_commit(lambda: cancel_children(run.pk, actor_ref=actor_ref))
         return run
+
+
+def cancel_children(run_id: str, *, actor_ref: str) -> None:
+    """Cancel the run's active child runs (and theirs)."""
+    children = Run.objects.filter(parent_run_id=run_id, status__in=RUN_ACTIVE)
+    for child_id in children.values_list("pk", flat=True):
+        request_cancel(child_id, actor_ref=actor_ref)
+
+
+def cancel_orphans(limit: int = 100) -> int:
+    """Sweeper: child runs still active whose parent waited on them and has ended (it died, or
+    a crash came between its cancel and its children's) are cancelled (SPEC §14)."""
+    orphans = Run.objects.filter(
+        status__in=RUN_ACTIVE,
+        parent_tool_call__isnull=False,
+        parent_run__status__in=RUN_TERMINAL,
+    ).exclude(status=RunStatus.CANCELLING)
+    found = list(orphans.values_list("pk", flat=True)[:limit])
+    for run_id in found:
+        request_cancel(run_id, actor_ref="")
+    return len(found)
 
 
 def finish_cancel(lease: Lease) -> bool:
@@ -117,6 +137,17 @@ def _settle(run: Run, *, actor_ref: str) -> None:
             ended.append(frames.approval_settled(call))
             transaction.on_commit(_announce_settled(call))
         ended.append(frames.tool_output_denied(call.pk, "run cancelled"))
+    # A delegation's child is cancelled with it (``cancel_children``, after commit).
+    delegations = ToolCall.objects.filter(run=run, child_runs__isnull=False)
+    for call_id in delegations.filter(status=CallStatus.EXECUTING).values_list("pk", flat=True):
+        state.transition(
+            ToolCall.objects.filter(pk=call_id),
+            CallStatus.EXECUTING,
+            CallStatus.CANCELLED,
+            reason="run cancelled",
+            finished_at=now,
+        )
+        ended.append(frames.tool_output_denied(call_id, "run cancelled"))
     # A call caught mid-execution may or may not have happened: a person must say (guarantee 5).
     state.transition(ToolCall.objects.filter(run=run), CallStatus.EXECUTING, CallStatus.IN_DOUBT)
     report_unreported_calls(run)

@@ -100,6 +100,13 @@ def tool_in_doubt(call_id: str) -> Frame:
     return Frame("tool-in-doubt", {"tool_call_id": call_id})
 
 
+def delegated(call_id: str, child_run_id: str, agent: str) -> Frame:
+    """The call started a child run of ``agent`` (SPEC §14)."""
+    return Frame(
+        "delegated", {"tool_call_id": call_id, "child_run_id": child_run_id, "agent": agent}
+    )
+
+
 def cancelled() -> Frame:
     return Frame("cancelled", {})
 
@@ -110,6 +117,12 @@ def finish(status: str, error_code: str = "") -> Frame:
     if error_code:
         data["error_code"] = error_code
     return Frame("finish", data)
+
+
+def ends_stream(kind: str, data: dict[str, Any]) -> bool:
+    """Whether a frame is the ``finish`` of the stream's own run (a child's, mirrored into its
+    ancestors' streams, carries the child's ``run_id``)."""
+    return kind == "finish" and "run_id" not in data
 
 
 def next_turn(message_id: str, next_run_id: str) -> Frame:

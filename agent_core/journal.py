@@ -35,7 +35,8 @@ def read_run(run_id: str, *, lease: Lease | None = None) -> tuple[Run, dict[str,
 
 
 def run_calls(run: Run) -> list[ToolCall]:
-    """Every call of the run, in the order its steps proposed them (what a plan reads)."""
+    """Every call of the run, in the order its steps proposed them (what a plan reads), each
+    with ``delegated``: whether it started a child run."""
     return list(ToolCall.objects.raw(sql.RUN_CALLS, [run.pk]))
 
 
@@ -59,14 +60,26 @@ def begin_model_step(run: Run, name: str, *, previous: Iterable[ToolCall] = ()) 
 
 
 def _supersede_partial_text(run: Run, step_name: str) -> None:
-    last_start = (
-        StreamFrame.objects.filter(run=run, kind="step-start", data__step=step_name)
-        .order_by("-seq")
-        .values_list("seq", flat=True)
-        .first()
-    )
-    if last_start is not None:
-        StreamFrame.objects.filter(run=run, kind="text", seq__gt=last_start).update(superseded=True)
+    """Mark the text the cut-short attempt streamed, in the run's stream and in the copies its
+    awaiting ancestors' streams hold (SPEC §14)."""
+    streams: list[tuple[str, str | None]] = [(run.pk, None)]
+    if run.parent_tool_call_id is not None:
+        ancestry = sql.fetch_all(sql.ANCESTRY, [run.pk])[1:]
+        streams += [(ancestor_id, run.pk) for ancestor_id, _, _ in ancestry]
+    for stream_run_id, origin in streams:
+        frames = StreamFrame.objects.filter(run_id=stream_run_id)
+        if origin is None:
+            frames = frames.exclude(data__has_key="run_id")
+        else:
+            frames = frames.filter(data__run_id=origin)
+        last_start = (
+            frames.filter(kind="step-start", data__step=step_name)
+            .order_by("-seq")
+            .values_list("seq", flat=True)
+            .first()
+        )
+        if last_start is not None:
+            frames.filter(kind="text", seq__gt=last_start).update(superseded=True)
 
 
 def emit_text(lease: Lease, chunks: list[str]) -> None:

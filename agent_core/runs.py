@@ -8,11 +8,12 @@ through ``state.transition``, and the frames announcing it are written in its tr
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from . import dispatch, frames, signals, state, streams, transcript
+from . import dispatch, frames, journal, signals, state, streams, transcript
 from .actors import Actor
 from .agents import get_agent
 from .conf import agent_settings
@@ -34,13 +35,25 @@ from .models import (
 
 logger = logging.getLogger(__name__)
 
-# Calls that keep a run waiting on a person.
-BLOCKING = frozenset({*CALL_PENDING, CallStatus.IN_DOUBT})
+# Calls that keep a run waiting: on a person, or (``executing`` between steps) on a child run.
+BLOCKING = frozenset({*CALL_PENDING, CallStatus.IN_DOUBT, CallStatus.EXECUTING})
 
 
 @transaction.atomic
-def start_run(*, agent: str, message: str, actor: Actor, thread_id: str | None = None) -> Run:
-    """Start a turn: the user's message, a queued run holding the thread; dispatched on commit."""
+def start_run(
+    *,
+    agent: str,
+    message: str,
+    actor: Actor,
+    thread_id: str | None = None,
+    parent: Run | None = None,
+    parent_tool_call_id: str | None = None,
+) -> Run:
+    """Start a turn: the user's message, a queued run holding the thread; dispatched on commit.
+
+    A child run (``parent``, SPEC §14) gets a thread of its own, owned by the parent's
+    requester; ``parent_tool_call_id``: the call that waits for its answer (none: detached).
+    """
     get_agent(agent)
     run = Run(
         agent=agent,
@@ -48,11 +61,14 @@ def start_run(*, agent: str, message: str, actor: Actor, thread_id: str | None =
         actor_roles=sorted(actor.roles),
         runner=agent_settings().RUNNER,
         lease_expires_at=deadline(),
+        parent_run=parent,
+        parent_tool_call_id=parent_tool_call_id,
     )
     if thread_id is None:
         # A new thread is born held by its run (the foreign keys are checked at commit).
+        owner = parent.thread.owner_ref if parent is not None else actor.ref
         run.thread = Thread.objects.create(
-            owner_ref=actor.ref, agent=agent, title=message[:80], active_run_id=run.pk
+            owner_ref=owner, agent=agent, title=message[:80], active_run_id=run.pk
         )
         run.save(force_insert=True)
     else:
@@ -94,7 +110,40 @@ def end_run(
     # The thread's next queued turn starts in this transaction: exactly once, even on a crash.
     next_turn = _start_next_turn(run) if released else []
     streams.emit(run.pk, [*(ended or []), *next_turn, frames.finish(status.value, code)])
+    if run.parent_tool_call_id is not None:
+        _answer_parent(run)
     return True
+
+
+def _answer_parent(child: Run) -> None:
+    """In the transaction that ended a child run (SPEC §14): its outcome settles the delegation
+    call that waits for it, and the parent resumes if nothing else blocks it — both or neither,
+    so a crash can neither strand the parent nor resume it twice. A parent that has ended (its
+    call cancelled or failed with it) is left as it is."""
+    assert child.parent_run_id is not None and child.parent_tool_call_id is not None
+    parent = lock_run(child.parent_run_id)  # a child's lock before its parent's, always
+    now = timezone.now()
+    about = f"The {child.agent} agent's run {child.pk}"
+    if child.status == RunStatus.COMPLETED:
+        last = child.messages.filter(role=Role.ASSISTANT).order_by("-seq").first()
+        answer = last.text if last is not None else ""
+        fields: dict[str, Any] = {"result": answer}
+        target, announce = (
+            CallStatus.SUCCEEDED,
+            frames.tool_output(child.parent_tool_call_id, answer),
+        )
+    else:
+        said = "was cancelled" if child.status == RunStatus.CANCELLED else "failed"
+        detail = f" ({child.error_code}: {child.error_message})" if child.error_code else ""
+        fields = {"error": f"{about} {said}{detail}."}
+        target = CallStatus.FAILED
+        announce = frames.tool_output_error(child.parent_tool_call_id, fields["error"])
+    calls = ToolCall.objects.filter(pk=child.parent_tool_call_id)
+    if not state.transition(calls, CallStatus.EXECUTING, target, finished_at=now, **fields):
+        return
+    journal.record_tool_step(parent, child.parent_tool_call_id, target.value)
+    streams.emit(parent.pk, [announce])
+    resume_if_unblocked(parent)
 
 
 def _start_next_turn(run: Run) -> Frames:
@@ -144,6 +193,14 @@ def fail_run(run_id: str, *, code: str, message: str, lease: Lease | None = None
         if run.is_terminal:
             return False
         calls = ToolCall.objects.filter(run=run)
+        # A delegation's child is cancelled with its dead parent (the sweeper's ``orphans``).
+        state.transition(
+            calls.filter(child_runs__isnull=False),
+            CallStatus.EXECUTING,
+            CallStatus.FAILED,
+            error=f"{transcript.NEVER_COMPLETED} (run failed: {code})",
+            finished_at=timezone.now(),
+        )
         state.transition(calls, CallStatus.EXECUTING, CallStatus.IN_DOUBT)
         state.transition(
             calls,

@@ -41,8 +41,22 @@ READ_RUN = (
 # The same, locked, while a lease holds it: run id, token, owner.
 READ_RUN_LOCKED = f"{READ_RUN} {FENCED} FOR UPDATE OF r"
 
-# Every call of a run in the order its steps proposed them (journal.run_calls): run id.
-RUN_CALLS = f"SELECT * FROM {ToolCall._meta.db_table} WHERE run_id = %s ORDER BY position"
+# Every call of a run in the order its steps proposed them (journal.run_calls), each with
+# ``delegated``: whether it started a child run (SPEC §14): run id.
+RUN_CALLS = (
+    f"SELECT c.*, EXISTS (SELECT 1 FROM {_RUN} k WHERE k.parent_tool_call_id = c.id) AS delegated"
+    f" FROM {ToolCall._meta.db_table} c WHERE c.run_id = %s ORDER BY c.position"
+)
+
+# A run and its ancestors, nearest first, as ``(id, agent, parent_tool_call_id)`` (delegation's
+# depth and cycle checks, the chain an inbox card names): run id.
+ANCESTRY = (
+    f"WITH RECURSIVE up(id, agent, parent_run_id, parent_tool_call_id, depth) AS ("
+    f" SELECT id, agent, parent_run_id, parent_tool_call_id, 0 FROM {_RUN} WHERE id = %s"
+    f" UNION ALL SELECT r.id, r.agent, r.parent_run_id, r.parent_tool_call_id, up.depth + 1"
+    f" FROM {_RUN} r JOIN up ON r.id = up.parent_run_id WHERE up.depth < 64)"
+    " SELECT id, agent, parent_tool_call_id FROM up ORDER BY depth"
+)
 
 # Journal a model step's start, counting attempts (journal.begin_model_step): run id, name,
 # status, started at.
@@ -52,15 +66,24 @@ BEGIN_STEP = (
     " ON CONFLICT (run_id, name) DO UPDATE SET attempts = s.attempts + 1 RETURNING s.attempts"
 )
 
-# Reserve frame numbers on the run row and insert the frames that take them (streams.emit):
-# count, run id, run id, count, created at, kinds, JSON payloads.
-EMIT_FRAMES = (
-    f"WITH r AS (UPDATE {_RUN} SET last_seq = last_seq + %s WHERE id = %s"
-    " RETURNING last_seq)"
-    f" INSERT INTO {StreamFrame._meta.db_table} (run_id, seq, kind, data, superseded, created_at)"
+# Reserve frame numbers on the run row and insert the frames that take them (streams.emit), and
+# say whose child the run is, if it waits on it (its frames go to that stream too): count, run
+# id, run id, count, created at, kinds, JSON payloads.
+_EMIT = (
+    "WITH r AS (UPDATE {run} SET last_seq = last_seq + %s WHERE id = %s{only}"
+    " RETURNING last_seq, parent_run_id, parent_tool_call_id),"
+    " f AS (INSERT INTO {frame} (run_id, seq, kind, data, superseded, created_at)"
     " SELECT %s, r.last_seq - %s + f.n, f.kind, f.data::jsonb, false, %s"
     " FROM r, unnest(%s::varchar[], %s::text[]) WITH ORDINALITY AS f(kind, data, n)"
-    " RETURNING seq"
+    " RETURNING seq)"
+    " SELECT f.seq, r.parent_run_id, r.parent_tool_call_id FROM f, r"
+)
+EMIT_FRAMES = _EMIT.format(run=_RUN, frame=StreamFrame._meta.db_table, only="")
+# The same into an ancestor's stream, unless it has ended (its ``finish`` is its last frame).
+MIRROR_FRAMES = _EMIT.format(
+    run=_RUN,
+    frame=StreamFrame._meta.db_table,
+    only=" AND status NOT IN ('completed', 'failed', 'cancelled')",
 )
 
 # The thread's next message number and the message that takes it (transcript.append): id,

@@ -70,6 +70,7 @@ CALL_ALLOWED: frozenset[tuple[str, str]] = frozenset(
         (_C.EXECUTING, _C.SUCCEEDED),
         (_C.EXECUTING, _C.FAILED),
         (_C.EXECUTING, _C.IN_DOUBT),  # the attempt died mid-effect
+        (_C.EXECUTING, _C.CANCELLED),  # a delegation whose run was cancelled (SPEC §14)
         # In doubt: recover() or a person says it happened (done) or not (runs again, asking
         # afresh when its tool's approval_scope is "attempt").
         (_C.IN_DOUBT, _C.SUCCEEDED),

@@ -25,14 +25,33 @@ def group_name(run_id: str) -> str:
 
 
 def emit(run_id: str, frames: Sequence[Frame]) -> None:
-    """Append ``frames`` to the run's stream; they are published after commit."""
+    """Append ``frames`` to the run's stream, and to the stream of each ancestor waiting on it
+    (SPEC §9: numbered in that ancestor's sequence, carrying the child's ``run_id`` and
+    ``parent_tool_call_id``); they are published after commit."""
     if not frames:
         return
     assert connection.in_atomic_block, "frames are written with the state they announce"
+    parent = _write(sql.EMIT_FRAMES, run_id, frames)
+    assert parent is not None, f"no run {run_id}"
+    origin = {"run_id": run_id, "parent_tool_call_id": parent[1]}
+    while parent[0] is not None and parent[1] is not None:
+        # Frames mirrored from a grandchild already say where they come from.
+        mirrored = [Frame(kind, {**origin, **data}) for kind, data in frames]
+        frames, run_id = mirrored, parent[0]
+        parent = _write(sql.MIRROR_FRAMES, run_id, frames)
+        if parent is None:  # the ancestor has ended: its stream is closed
+            return
+
+
+def _write(statement: str, run_id: str, frames: Sequence[Frame]) -> tuple[str | None, ...] | None:
+    """Number and insert ``frames`` in the run's stream; the run's ``(parent_run_id,
+    parent_tool_call_id)``, or ``None`` when the statement matched no run."""
     n = len(frames)
     kinds = [kind for kind, _ in frames]
     payloads = [json.dumps(data) for _, data in frames]
-    rows = sql.fetch_all(sql.EMIT_FRAMES, [n, run_id, run_id, n, timezone.now(), kinds, payloads])
+    rows = sql.fetch_all(statement, [n, run_id, run_id, n, timezone.now(), kinds, payloads])
+    if not rows:
+        return None
     seqs = sorted(row[0] for row in rows)
     assert len(seqs) == n, f"no run {run_id}"
     published = [
@@ -40,6 +59,7 @@ def emit(run_id: str, frames: Sequence[Frame]) -> None:
         for seq, (kind, data) in zip(seqs, frames, strict=True)
     ]
     transaction.on_commit(lambda: publish(run_id, published))
+    return rows[0][1], rows[0][2]
 
 
 def publish(run_id: str, frames: list[dict[str, Any]]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from django.utils import timezone
 
 from . import sql
-from .agents import Agent
+from .agents import Agent, describe
 from .models import CallStatus, Message, Role, Run, ToolCall
 from .providers.base import ModelMessage, ModelRequest, ToolDefinition
 
@@ -69,7 +69,7 @@ def build_request(run: Run, agent: Agent) -> ModelRequest:
     """The model request for the run's next step: the thread's whole transcript and the tools."""
     rows = Message.objects.filter(thread_id=run.thread_id).order_by("seq")
     messages = [ModelMessage(role, parts) for role, parts in rows.values_list("role", "content")]
-    tools = [ToolDefinition(t.name, t.description, t.parameters_schema) for t in agent.tools]
+    tools = [ToolDefinition(t.name, describe(t), t.parameters_schema) for t in agent.tools]
     return ModelRequest(
         model=agent.model_name, instructions=agent.instructions, messages=messages, tools=tools
     )

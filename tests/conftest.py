@@ -132,6 +132,13 @@ def ops_turn(turn: Callable[..., Run], settings: Any) -> Callable[..., Run]:
     return functools.partial(turn, agent="ops")
 
 
+@pytest.fixture
+def desk(turn: Callable[..., Run]) -> Callable[..., Run]:
+    """Like ``turn``, for the ``desk`` test agent, which delegates (SPEC §14;
+    ``tests/durable/agents.py``)."""
+    return functools.partial(turn, agent="desk")
+
+
 def frame_kinds(run: Run) -> list[str]:
     return list(StreamFrame.objects.filter(run=run).order_by("seq").values_list("kind", flat=True))
 

@@ -192,12 +192,28 @@ class RunSerializer(serializers.ModelSerializer[Run]):
         return run.error_message if agent_settings().expose_error_details else None
 
 
+class ChildRunSerializer(serializers.ModelSerializer[Run]):
+    """A run this run started by delegation (SPEC §14); ``parent_tool_call_id`` is ``null`` for
+    a detached one."""
+
+    class Meta:
+        model = Run
+        fields = ["id", "agent", "status", "error_code", "parent_tool_call_id", "created_at"]
+        read_only_fields = fields
+
+
 class RunDetailSerializer(RunSerializer):
-    """A run with its journal and its tool calls."""
+    """A run with its journal, its tool calls and its child runs."""
 
     steps = StepSerializer(many=True, read_only=True)
     tool_calls = ToolCallSerializer(many=True, read_only=True)
+    children = serializers.SerializerMethodField()
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "steps", "tool_calls"]
+        fields = [*RunSerializer.Meta.fields, "steps", "tool_calls", "children"]
         read_only_fields = fields
+
+    @extend_schema_field(ChildRunSerializer(many=True))
+    def get_children(self, run: Run) -> list[dict[str, Any]]:
+        children = run.child_runs.order_by("created_at")
+        return ChildRunSerializer(children, many=True).data  # type: ignore[return-value]

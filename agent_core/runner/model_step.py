@@ -11,7 +11,7 @@ from typing import Any
 
 import pydantic
 
-from .. import ids, jsonsafe, tracing
+from .. import delegation, ids, jsonsafe, tracing
 from ..agents import Agent
 from ..conf import agent_settings
 from ..dispatch import Next
@@ -21,7 +21,6 @@ from ..journal import emit_text
 from ..leases import Lease
 from ..models import CallStatus, Run, ToolCall
 from ..proposals import ProposedCall, record_model_step
-from ..providers import get_provider
 from ..providers.base import ModelRequest, ModelResponse, TextDelta, ToolCallPart
 from ..tools import AbortSignal, AlreadyDone, Confirm, Refuse, to_jsonable
 from .context import actor_of, tool_context
@@ -58,7 +57,7 @@ def call_model(
     response = ModelResponse()
     text = TextBuffer(lambda chunks: emit_text(lease, chunks))
     try:
-        events = get_provider(agent.model_name).stream(request, abort=abort)
+        events = agent.provider().stream(request, abort=abort)
         for event in tracing.model_call(events, run.pk, model=agent.model_name, response=response):
             response.add(event)
             if isinstance(event, TextDelta):
@@ -146,6 +145,8 @@ def _propose(
     except pydantic.ValidationError as exc:
         details = json.dumps(exc.errors(include_url=False, include_context=False), default=str)
         return failed(tool.kind, f"invalid arguments: {details}")
+    if tool.delegate and (refused := delegation.refusal(run, tool.delegate)) is not None:
+        return failed(tool.kind, refused)
     proposed = ProposedCall(
         call_id, part.provider_call_id, tool.name, tool.kind, args, CallStatus.PROPOSED
     )

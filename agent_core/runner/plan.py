@@ -61,17 +61,25 @@ def plan(run: Run, journal: dict[str, str]) -> Plan:
     _check_tool_steps(journal, every_call, calls)
     if not calls:
         return Finish()
+    # An executing delegation waits on its child run (SPEC §14); any other call left executing
+    # or in doubt was cut short by a crash.
+    waiting = [c for c in calls if c.status == CallStatus.EXECUTING and _delegated(c)]
     for call in calls:
-        if call.status in (CallStatus.EXECUTING, CallStatus.IN_DOUBT):
+        if call.status in (CallStatus.EXECUTING, CallStatus.IN_DOUBT) and call not in waiting:
             return Recover(call)
     for call in calls:
         if call.status == CallStatus.APPROVED:
             return RunTool(call)
-    if any(call.status in CALL_PENDING for call in calls):
+    if waiting or any(call.status in CALL_PENDING for call in calls):
         return Park()
     if last + 1 >= agent_settings().MAX_STEPS:
         raise AgentCoreError(f"the run reached MAX_STEPS ({agent_settings().MAX_STEPS})")
     return CallModel(last + 1, tuple(calls))
+
+
+def _delegated(call: ToolCall) -> bool:
+    """Whether the call started a child run (``journal.run_calls`` reads it with the call)."""
+    return bool(getattr(call, "delegated", False))
 
 
 def _check_tool_steps(

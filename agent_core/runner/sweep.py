@@ -11,7 +11,7 @@ import logging
 from django.db.models import Q
 from django.utils import timezone
 
-from ..cancel import settle_abandoned_cancels
+from ..cancel import cancel_orphans, settle_abandoned_cancels
 from ..dispatch import Runner, get_runner
 from ..extensions import sweep_jobs
 from ..models import Run, RunStatus
@@ -40,6 +40,9 @@ def sweep(runner: Runner | None = None) -> int:
     cancelled = settle_abandoned_cancels()
     if cancelled:
         logger.info("sweep settled %d cancelled runs whose driver died", cancelled)
+    orphans = cancel_orphans()
+    if orphans:
+        logger.info("sweep cancelled %d child runs whose parent ended", orphans)
     run_ids = stale_runs()
     for run_id in run_ids:
         logger.info("sweep re-drives %s", run_id)

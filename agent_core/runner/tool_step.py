@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import transaction
 
-from .. import calls, tracing
+from .. import calls, delegation, tracing
 from ..agents import Agent
 from ..dispatch import Next
 from ..exceptions import Cancelled, ToolNotFound
@@ -36,6 +36,8 @@ def execute(
         )
     if abort.is_set():  # the safe point before a tool is dispatched
         raise Cancelled()
+    if tool.delegate:  # starts a child run: nothing runs here
+        return partial(delegation.start_child, lease, call, tool)
     ctx = tool_context(run, call.pk, abort)
     if tool.kind == "action" and tool.preflight is not None:
         match tool.preflight(ctx, call.args):

@@ -112,6 +112,9 @@ def _run_context(request: HttpRequest, run_id: str) -> dict[str, Any]:
         ],
         "frames": frames,
         "last_seq": frames[-1].seq if frames else 0,
+        # The delegation tree around the run (SPEC §14): who started it, what it started.
+        "parent": run.parent_run,
+        "children": list(run.child_runs.order_by("created_at")),
     }
 
 

@@ -68,6 +68,7 @@ SPEC_CALL = {
     (C.APPROVED, C.FAILED): "a read call goes approved → succeeded | failed",
     (C.APPROVED, C.REFUSED): "the second preflight … may move an approved call to refused",
     (C.APPROVED, C.CANCELLED): "(§5.11) stops a run … before tools are dispatched",
+    (C.EXECUTING, C.CANCELLED): "(§14) a delegation call … settles with the child's outcome",
 }
 
 

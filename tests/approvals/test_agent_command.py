@@ -327,3 +327,20 @@ def test_mark_done_and_not_done_resolve_a_call_in_doubt(people):
         "applied",
         "not_found",
     ]
+
+
+def test_chat_shows_and_decides_a_child_runs_card(people, terminals):
+    chat = open_chat(terminals)
+    chat.expect("you> ")
+    refund = '/call issue_refund {"order_id": "A-1001", "amount": 30}'
+    chat.send(f"/call ask_billing {json.dumps({'message': refund})}")
+    card = chat.expect("edit <json> > ")
+    assert "=> billing (run_" in card and "[approval needed] issue_refund" in card
+    assert "asked by: support → billing" in card
+    chat.send("approve")
+    answer = chat.expect("you> ")
+    assert "ask_billing returned" in answer and "issue_refund returned" in answer
+    assert Refund.objects.count() == 1
+    assert Run.objects.filter(agent="billing", status=RunStatus.COMPLETED).count() == 1
+    chat.end_input()
+    assert chat.wait() == 0

@@ -291,6 +291,7 @@ def test_the_inbox_lists_what_the_actor_may_decide_across_threads(turn, people):
         "answer_schema": None,
         "approvals": [],
         "approvals_needed": 1,
+        "chain": ["support"],
     }
     q = get(alice, "/agent/approvals/pending", tool="ask_user")[1]["results"][0]
     assert q["answer_schema"]["required"] == ["answer"]
