@@ -22,7 +22,7 @@ from typing import Any, Literal, ParamSpec, TypeVar, cast
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from . import fanout
+from . import fanout, frames
 from .access import visible_runs
 from .actors import Actor
 from .conf import agent_settings
@@ -114,7 +114,7 @@ async def follow(run: Run, after: int) -> AsyncIterator[Event]:
                 for seq, kind, data in await read(_frames_after, run.pk, last):
                     last = seq
                     yield Event("frame", {"kind": kind, **data}, seq)
-                    if kind == "finish":
+                    if frames.ends_stream(kind, data):
                         yield await _final(run.pk)
                         return
                 if ending is not None:  # the client resumed after the finish frame
@@ -139,7 +139,7 @@ async def follow(run: Run, after: int) -> AsyncIterator[Event]:
                     break
                 last = frame["seq"]
                 yield _shared(frame)
-                if frame["kind"] == "finish":
+                if frames.ends_stream(frame["kind"], frame["data"]):
                     yield await _final(run.pk)
                     return
 
