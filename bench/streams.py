@@ -120,7 +120,7 @@ def _emit_stamped(run_id: str, i: int) -> None:
 @sync_to_async
 def _emit_warm_up(run_id: str) -> None:
     with transaction.atomic():
-        streams.emit(run_id, [("text", {"text": "warm-up"})])
+        streams.emit(run_id, [Frame("text", {"text": "warm-up"})])
 
 
 @sync_to_async
