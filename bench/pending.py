@@ -85,8 +85,8 @@ SELECT 'msg_b' || lpad(g::text, 8, '0'), 'thr_b' || lpad(g::text, 8, '0'),
 FROM generate_series(1, {threads}) g;
 INSERT INTO agent_core_toolcall (id, run_id, thread_id, message_id, step_name, position,
     provider_call_id, tool_name, kind, args, args_digest, status, requires_approval, approver,
-    requester_ref, remember, decided_by_ref, decided_via, reason, confirmation, error, attempts,
-    fence, requested_at)
+    requester_ref, remember, decided_by_ref, decided_via, reason, confirmation, summary, error,
+    attempts, fence, requested_at)
 SELECT 'tc_b' || lpad(g::text, 8, '0') || lpad(p::text, 2, '0'),
        'run_b' || lpad(g::text, 8, '0'), 'thr_b' || lpad(g::text, 8, '0'),
        'msg_b' || lpad(g::text, 8, '0'), 'llm:0', p, 'call_' || p,
@@ -97,7 +97,7 @@ SELECT 'tc_b' || lpad(g::text, 8, '0') || lpad(p::text, 2, '0'),
        true,
        CASE WHEN g % 10 = 3 AND (g / 10) % 10 >= 9 THEN 'marketing'
             WHEN g % 10 = 3 AND (g / 10) % 10 >= 6 THEN 'finance' ELSE 'requester' END,
-       {owner}, false, '', '', '', '', '', 0, 0,
+       {owner}, false, '', '', '', '', '', '', 0, 0,
        now() - interval '30 days' + g * interval '50 seconds' + p * interval '1 second'
 FROM generate_series(1, {threads}) g CROSS JOIN generate_series(0, {calls} - 1) p;
 SET session_replication_role = DEFAULT;
