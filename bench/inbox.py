@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.database import bench_database_url, setup_django  # noqa: E402
+
 PENDING = 10_000
 
 LOAD = """
@@ -72,31 +74,6 @@ ANALYZE;
 """
 
 
-def bench_database_url() -> str:
-    url = urlparse(os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/airlock"))
-    name = url.path.lstrip("/") + "_bench_inbox"
-    import psycopg
-
-    admin = urlunparse(url._replace(path="/postgres"))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
-    return urlunparse(url._replace(path=f"/{name}"))
-
-
-def setup_django(database_url: str) -> None:
-    os.environ["DATABASE_URL"] = database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.dev"
-    os.environ["DEBUG"] = "0"  # no query log growing in memory
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-
-
 def percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
@@ -127,7 +104,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=50, help="requests per measurement")
     args = parser.parse_args()
-    setup_django(bench_database_url())
+    setup_django(bench_database_url("_bench_inbox"))
     from django.contrib.auth.models import Group, User
     from django.db import connection
     from django.test import Client

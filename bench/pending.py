@@ -28,35 +28,13 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.database import bench_database_url, setup_django  # noqa: E402
+
 THREADS, CALLS_PER_RUN, DECIDERS, APPROVALS = 50_000, 20, 50, 1_000
-
-
-def bench_database_url() -> str:
-    url = urlparse(os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/airlock"))
-    name = url.path.lstrip("/") + "_bench"
-    import psycopg
-
-    admin = urlunparse(url._replace(path="/postgres"))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
-    return urlunparse(url._replace(path=f"/{name}"))
-
-
-def setup_django(database_url: str) -> None:
-    os.environ["DATABASE_URL"] = database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.dev"
-    os.environ["DEBUG"] = "0"  # no query log growing in memory
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def owner(g: str, requester_ref: str) -> str:
@@ -274,7 +252,7 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="keep data already loaded")
     parser.add_argument("--requests", type=int, default=200, help="requests per measurement")
     args = parser.parse_args()
-    database_url = bench_database_url()
+    database_url = bench_database_url("_bench")
     setup_django(database_url)
     from django.contrib.auth.models import Group, User
     from rest_framework.authtoken.models import Token
