@@ -2,7 +2,8 @@
 by the REST API's own ``PendingFilter`` and ``PendingPagination``.
 
 *Waiting on you* is the policy's ``decidable(actor)`` (the pending API's query, a ``UNION`` of one
-ordered, limited branch per case); *Waiting on others* is every other pending call, read-only.
+ordered, limited branch per case); *Waiting on others* is every other pending call the viewer may
+see (``agent_core.access``: an unseen call is never shown, SPEC §7), read-only.
 A row opens into the full card (``console.cards``), fetched when it is opened.
 """
 
@@ -17,6 +18,7 @@ import django_filters
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
+from agent_core.access import is_operator, visible_runs
 from agent_core.actors import Actor
 from agent_core.api.pagination import Page
 from agent_core.models import REQUESTER, CallStatus, ToolCall
@@ -120,7 +122,14 @@ def calls_in(
     calls = filters.qs if filters.is_valid() else pending.none()
     if scope == "yours":
         return calls, who, filters
-    return calls.exclude(who), None, filters
+    return others_of(actor, calls.exclude(who)), None, filters
+
+
+def others_of(actor: Actor, calls: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
+    """``calls`` narrowed to the runs ``actor`` may see (all of them for an operator)."""
+    if is_operator(actor):
+        return calls
+    return calls.filter(run__in=visible_runs(actor).values("pk"))
 
 
 def listing(actor: Actor, params: Any, *, waiting_on_you: int) -> Listing:
@@ -129,7 +138,11 @@ def listing(actor: Actor, params: Any, *, waiting_on_you: int) -> Listing:
     calls, branches, filters = calls_in(actor, scope, params)
     pagination = PendingPagination()
     page = pagination.paginate(calls, params, branches=branches)
-    others = selectors.pending_calls().count() - waiting_on_you
+    pending = selectors.pending_calls()
+    if is_operator(actor):  # every pending call is in one tab or the other
+        others = pending.count() - waiting_on_you
+    else:
+        others = others_of(actor, pending.exclude(selectors.decidable_by(actor))).count()
     return Listing(
         scope=scope,
         sort=page.sort,

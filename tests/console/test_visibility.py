@@ -11,7 +11,7 @@ from django.urls import reverse
 from agent_core.models import CallStatus, ToolCall
 from approvals import services as port
 from approvals.models import DecisionAttempt
-from tests.console.conftest import actor
+from tests.console.conftest import actor, listed
 
 pytestmark = pytest.mark.django_db
 
@@ -87,3 +87,20 @@ def test_edited_args_the_database_cannot_hold_are_400_and_change_nothing(login, 
     refund.refresh_from_db()
     assert refund.status == CallStatus.PENDING_APPROVAL and refund.original_args is None
     assert not DecisionAttempt.objects.exists()
+
+
+def test_waiting_on_others_lists_only_the_calls_the_viewer_may_see(login, people, turn, refund):
+    """SPEC §7: an unseen call is never shown. fran (staff, finance) may not see alice's pending
+    purge (not her thread, not her role): it is neither on her *Waiting on others* tab, nor
+    counted, nor a card, nor a row."""
+    purge = ToolCall.objects.get(run=turn(PURGE, actor=actor(people["alice"])))
+    fran = login("fran")
+    response = fran.get(reverse("console:inbox"), {"show": "others"})
+    assert listed(response) == []
+    assert response.context["listing"].counts == {"yours": 1, "others": 0}
+    assert fran.get(reverse("console:call", args=[purge.pk])).status_code == 404
+    row = reverse("console:call_row", args=[purge.pk])
+    assert fran.get(row, {"show": "others"}).status_code == 204
+    # otto (operator) sees every run, so every call waiting on someone else.
+    others = login("otto").get(reverse("console:inbox"), {"show": "others"})
+    assert set(listed(others)) == {purge.pk, refund.pk}
