@@ -25,6 +25,7 @@ from agent_core.models import REQUESTER, CallStatus, ToolCall
 from approvals import escalation, quorum, selectors
 from approvals.api.filters import PendingFilter, PendingPagination
 
+from .filters import paginate
 from .people import ref_of
 
 Scope = Literal["yours", "others"]
@@ -137,7 +138,7 @@ def listing(actor: Actor, params: Any, *, waiting_on_you: int) -> Listing:
     scope = scope_of(params)
     calls, branches, filters = calls_in(actor, scope, params)
     pagination = PendingPagination()
-    page = pagination.paginate(calls, params, branches=branches)
+    page = paginate(pagination, calls, params, branches=branches)
     pending = selectors.pending_calls()
     if is_operator(actor):  # every pending call is in one tab or the other
         others = pending.count() - waiting_on_you

@@ -30,16 +30,16 @@ def purge(turn, people, finance_policy):
 
 def test_staff_without_the_operator_role_see_only_what_the_api_shows_them(login, purge, refund):
     fran = login("fran")
-    listed = {r.pk for r in fran.get(reverse("console:runs")).context["page_obj"]}
+    listed = {r.pk for r in fran.get(reverse("console:runs")).context["results"].rows}
     assert listed == {refund.run_id}  # her refund to decide, not alice's purge
     assert fran.get(reverse("console:run", args=[purge.run_id])).status_code == 404
     fragment = reverse("console:run_fragment", args=[purge.run_id])
     assert fran.get(fragment).status_code == 404
     assert fran.post(reverse("console:cancel_run", args=[purge.run_id])).status_code == 404
-    audit = fran.get(reverse("console:audit")).context["page_obj"]
+    audit = fran.get(reverse("console:audit")).context["results"].rows
     assert purge.pk not in {a.tool_call_id for a in audit}
     otto = login("otto")
-    listed = {r.pk for r in otto.get(reverse("console:runs")).context["page_obj"]}
+    listed = {r.pk for r in otto.get(reverse("console:runs")).context["results"].rows}
     assert listed == {refund.run_id, purge.run_id}
     assert otto.get(reverse("console:run", args=[purge.run_id])).status_code == 200
 
