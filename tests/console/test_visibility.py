@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from agent_core.models import CallStatus, ToolCall
 from approvals import services as port
+from approvals.guards import may_see
 from approvals.models import DecisionAttempt
 from tests.console.conftest import actor, listed
 
@@ -104,3 +105,15 @@ def test_waiting_on_others_lists_only_the_calls_the_viewer_may_see(login, people
     # otto (operator) sees every run, so every call waiting on someone else.
     others = login("otto").get(reverse("console:inbox"), {"show": "others"})
     assert set(listed(others)) == {purge.pk, refund.pk}
+
+
+def test_the_pending_api_lists_only_calls_the_viewer_may_see(login, people, turn, refund):
+    """The API's pending list is the viewer's *Waiting on you* alone: every call on it is one
+    the policy lets them decide, so one they may see (``approvals.guards.may_see``)."""
+    purge = ToolCall.objects.get(run=turn(PURGE, actor=actor(people["alice"])))
+    fran = actor(people["fran"])
+    listed_ids = [
+        c["tool_call_id"] for c in login("fran").get("/agent/approvals/pending").json()["results"]
+    ]
+    assert listed_ids == [refund.pk]
+    assert not may_see(fran, purge)
