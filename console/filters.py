@@ -93,6 +93,14 @@ def is_filtered(filters: django_filters.FilterSet) -> bool:
     return filters.is_valid() and any(filters.form.cleaned_data.values())
 
 
+def sort_of(pagination: KeysetPagination, params: Any) -> str:
+    """The order ``params`` ask; one the console never offered is a 400."""
+    try:
+        return pagination.sort_of(params)
+    except ValidationError as exc:
+        raise BadRequest(str(exc.detail)) from exc
+
+
 def paginate(
     pagination: KeysetPagination, queryset: QuerySet[M], params: Any, *, branches: Q | None = None
 ) -> Page[M]:

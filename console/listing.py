@@ -25,7 +25,7 @@ from agent_core.models import REQUESTER, CallStatus, ToolCall
 from approvals import escalation, quorum, selectors
 from approvals.api.filters import PendingFilter, PendingPagination
 
-from .filters import paginate
+from .filters import paginate, sort_of
 from .people import ref_of
 
 Scope = Literal["yours", "others"]
@@ -165,7 +165,7 @@ def row_of(actor: Actor, call_id: str, params: Any) -> Row | None:
     call = calls.filter(pk=call_id).first()
     if call is None:
         return None
-    sort = PendingPagination().sort_of(params)
+    sort = sort_of(PendingPagination(), params)
     return rows_of([call], scope, field=PendingPagination.orderings[sort].field)[0]
 
 

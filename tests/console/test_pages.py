@@ -67,6 +67,9 @@ def test_a_cursor_the_console_never_gave_out_is_400_not_500(login, history):
     client = login("otto")
     for name in ("runs", "audit", "deliveries", "inbox"):
         assert client.get(reverse(f"console:{name}"), {"cursor": "nope"}).status_code == 400
+    call = ToolCall.objects.get(run=history["waiting"])
+    row = reverse("console:call_row", args=[call.pk])
+    assert client.get(row, {"show": "others", "sort": "nope"}).status_code == 400
 
 
 def test_a_run_page_shows_transcript_steps_calls_and_stream(login, history):
