@@ -22,7 +22,7 @@ from .people import ref_of
 M = TypeVar("M", bound=Model)
 
 
-class _ByPerson(django_filters.CharFilter):
+class ByPerson(django_filters.CharFilter):
     """A person given as a username or an actor ref, matched on the ref ``field_name``."""
 
     def __init__(self, field_name: str, label: str) -> None:
@@ -42,7 +42,7 @@ class RunsFilter(RunFilter):
     the actor who started the run."""
 
     status = django_filters.ChoiceFilter(choices=RunStatus.choices, empty_label="Any status")
-    actor = _ByPerson("actor_ref", "Actor")
+    actor = ByPerson("actor_ref", "Actor")
     # The API's parent-run and date bounds are for scripts; the page's form leaves them out
     # (``None`` drops a base's filter, as it drops a base's field in a Django form).
     parent_run = None
@@ -57,7 +57,7 @@ class RunsFilter(RunFilter):
 class AuditFilter(django_filters.FilterSet):
     """The audit's filters (the page and its CSV export): combined with AND."""
 
-    actor = _ByPerson("actor_ref", "Actor")
+    actor = ByPerson("actor_ref", "Actor")
     action = django_filters.ChoiceFilter(choices=Action.choices, empty_label="Any action")
     outcome = django_filters.CharFilter(max_length=32)
     via = django_filters.CharFilter(max_length=64)
@@ -74,7 +74,7 @@ class DeliveryFilter(django_filters.FilterSet):
 
     status = django_filters.ChoiceFilter(choices=DeliveryStatus.choices, empty_label="Any status")
     channel = django_filters.CharFilter(max_length=64)
-    recipient = _ByPerson("recipient_ref", "Recipient")
+    recipient = ByPerson("recipient_ref", "Recipient")
     call = django_filters.CharFilter(field_name="tool_call_id", max_length=40, label="Tool call id")
 
     class Meta:

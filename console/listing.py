@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-import django_filters
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
@@ -25,8 +24,7 @@ from agent_core.models import REQUESTER, CallStatus, ToolCall
 from approvals import escalation, quorum, selectors
 from approvals.api.filters import PendingFilter, PendingPagination
 
-from .filters import paginate, sort_of
-from .people import ref_of
+from .filters import ByPerson, paginate, sort_of
 
 Scope = Literal["yours", "others"]
 SCOPES: tuple[Scope, ...] = ("yours", "others")
@@ -37,17 +35,7 @@ SORTS = {"oldest": "Oldest first", "newest": "Newest first", "deadline": "Deadli
 class InboxFilter(PendingFilter):
     """The API's filters, with the requester given as a username (or an actor ref)."""
 
-    requester = django_filters.CharFilter(
-        method="by_requester",
-        max_length=200,
-        label="Requester",
-        help_text="a username or an actor ref",
-    )
-
-    def by_requester(
-        self, queryset: QuerySet[ToolCall], name: str, value: str
-    ) -> QuerySet[ToolCall]:
-        return queryset.filter(requester_ref=ref_of(value))
+    requester = ByPerson("requester_ref", "Requester")
 
 
 @dataclass
