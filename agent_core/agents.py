@@ -3,28 +3,66 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
+import pydantic
 from django.utils.module_loading import import_string
 
 from .conf import agent_settings
 from .exceptions import AgentNotFound, ToolNotFound
+from .providers import get_provider
+from .providers.base import ModelProvider
 from .tools import ToolSpec
+
+
+@dataclass(frozen=True)
+class Delegate:
+    """An agent another agent may hand work to (SPEC §14), offered to its model as a tool:
+    ``ask_<agent>`` waits for the child run's answer, ``start_<agent>`` (``detached``) returns
+    the child's run id at once. ``kind="action"``: a person approves the call first."""
+
+    agent: str
+    kind: Literal["read", "action"] = "read"
+    detached: bool = False
+    name: str = ""  # the tool's name; default ``ask_<agent>`` / ``start_<agent>``
+
+    def as_tool(self) -> ToolSpec:
+        verb = "start" if self.detached else "ask"
+        return ToolSpec(
+            name=self.name or f"{verb}_{self.agent}",
+            description="",  # the delegate's own description, read when a request is built
+            kind=self.kind,
+            args_model=DelegateArgs,
+            func=None,
+            delegate=self.agent,
+            detached=self.detached,
+        )
+
+
+class DelegateArgs(pydantic.BaseModel):
+    """The input of a delegation: the message the child run starts with."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+    message: str
 
 
 @dataclass(frozen=True, kw_only=True)
 class Agent:
-    """An agent: its instructions, its model (``None``: ``AGENT["MODEL"]``), tools and delegates."""
+    """An agent: its instructions, its model (``None``: ``AGENT["MODEL"]``), tools and delegates
+    (agent names or ``Delegate`` objects); ``description``: what agents delegating to it read."""
 
     name: str
     instructions: str = ""
+    description: str = ""
     model: str | None = None
     tools: tuple[ToolSpec, ...] = ()
-    delegates: tuple[str, ...] = ()
+    delegates: tuple[str | Delegate, ...] = ()
     _by_name: dict[str, ToolSpec] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tools", tuple(self.tools))
-        object.__setattr__(self, "delegates", tuple(self.delegates))
+        delegates = tuple(d if isinstance(d, Delegate) else Delegate(d) for d in self.delegates)
+        object.__setattr__(self, "delegates", delegates)
+        object.__setattr__(self, "tools", (*self.tools, *(d.as_tool() for d in delegates)))
         by_name = {t.name: t for t in self.tools}
         if len(by_name) != len(self.tools):
             raise ValueError(f"agent {self.name}: two tools share a name")
@@ -34,11 +72,29 @@ class Agent:
     def model_name(self) -> str:
         return self.model or agent_settings().MODEL
 
+    def provider(self) -> ModelProvider:
+        """What takes the agent's model steps (a composition plans its own: ``compositions``)."""
+        return get_provider(self.model_name)
+
     def get_tool(self, name: str) -> ToolSpec:
         try:
             return self._by_name[name]
         except KeyError:
             raise ToolNotFound(f"agent {self.name!r} has no tool {name!r}") from None
+
+
+def describe(tool: ToolSpec) -> str:
+    """What the model is told about ``tool``: a delegation tool speaks for its delegate."""
+    if not tool.delegate:
+        return tool.description
+    try:
+        delegate = get_agent(tool.delegate)
+    except AgentNotFound:
+        return f"The {tool.delegate} agent (not available)."
+    about = delegate.description or delegate.instructions or f"The {delegate.name} agent."
+    if tool.detached:
+        return f"{about}\nStarts it on `message` and returns its run id at once."
+    return f"{about}\nHands it `message` and returns its final answer."
 
 
 def registered_agents() -> dict[str, Agent]:

@@ -74,6 +74,9 @@ class Translator:
 
     def _frame(self, kind: str, data: dict[str, Any], seq: int) -> list[Chunk]:
         call_id = data.get("tool_call_id")
+        if "run_id" in data and kind not in _APPROVAL_EVENTS:
+            # A child run's frame (SPEC §14): its cards are this stream's; the rest is its own.
+            return [{"type": "data-child", "data": {"kind": kind, **data}}]
         match kind:
             case "text":
                 return self._text(data, seq)

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, get_resolver, resolve
 
+from .dispatch import start_background
+
 if TYPE_CHECKING:
     from django.core.handlers.asgi import ASGIHandler
 
@@ -75,8 +77,6 @@ class AirlockApplication:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if not self._started:
             self._started = True
-            from .runner import start_background
-
             start_background()  # starts a thread: nothing here blocks the event loop
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)

@@ -28,9 +28,10 @@ def check_agent_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
             )
         ]
     errors: list[CheckMessage] = []
+    agents: list[Any] = []
     for path in settings.AGENTS:
         try:
-            import_string(path)
+            agents.append(import_string(path))
         except ImportError as exc:
             errors.append(
                 Error(
@@ -39,6 +40,18 @@ def check_agent_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
                     hint="Give the dotted path of an agent_core.agents.Agent.",
                 )
             )
+    names = {getattr(agent, "name", None) for agent in agents}
+    for agent in agents:
+        for delegate in getattr(agent, "delegates", ()):
+            if getattr(delegate, "agent", None) not in names:
+                errors.append(
+                    Warning(
+                        f"Agent {agent.name!r} delegates to {delegate.agent!r}, which is not "
+                        "in AGENT['AGENTS']: calls of it will be refused (agent_not_found).",
+                        id="agent_core.W011",
+                        hint="List the delegate's dotted path in AGENT['AGENTS'].",
+                    )
+                )
     paths: dict[str, str] = {
         key: getattr(settings, key) for key in _DOTTED_PATHS if getattr(settings, key) is not None
     }

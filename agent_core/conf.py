@@ -72,6 +72,7 @@ class AgentSettings:
     ACTOR_RESOLVER: str = "agent_core.actors.DjangoAuthResolver"
     MAX_STEPS: int = 20
     MAX_TOOL_CALLS_PER_STEP: int = 16  # the calls of one model reply past this are refused
+    MAX_DELEGATION_DEPTH: int = 3  # child runs below a run a person started (SPEC §14)
     # Per-actor DRF throttles (agent_core.api.throttles): scope -> "N/s|min|hour|day" or None.
     THROTTLE_RATES: dict[str, str | None] = field(default_factory=dict)
     LEASE_SECONDS: int = 30

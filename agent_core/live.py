@@ -23,7 +23,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.db import connections
 
-from . import streams
+from . import frames, streams
 from .access import visible_runs
 from .actors import Actor
 from .conf import agent_settings
@@ -120,7 +120,7 @@ async def follow(run: Run, after: int) -> AsyncIterator[Event]:
                 for seq, kind, data in await read(_frames_after, run.pk, last):
                     last = seq
                     yield Event("frame", {"kind": kind, **data}, seq)
-                    if kind == "finish":
+                    if frames.ends_stream(kind, data):
                         yield await _final(run.pk)
                         return
                 if ending is not None:  # the client resumed after the finish frame
@@ -146,7 +146,7 @@ async def follow(run: Run, after: int) -> AsyncIterator[Event]:
                     break
                 last = frame["seq"]
                 yield Event("frame", {"kind": frame["kind"], **frame["data"]}, last)
-                if frame["kind"] == "finish":
+                if frames.ends_stream(frame["kind"], frame["data"]):
                     yield await _final(run.pk)
                     return
     finally:

@@ -1,6 +1,6 @@
 """Threads, runs, messages, tool calls, the step journal and the numbered stream frames.
 
-Only ``services.py`` (and the loop through it) changes a ``status``; models offer read helpers.
+Only ``state.transition`` changes a ``status``; models offer read helpers.
 """
 
 from __future__ import annotations
@@ -310,6 +310,14 @@ class QueuedStatus(models.TextChoices):
     WITHDRAWN = "withdrawn"
 
 
+class QueuedMessageQuerySet(models.QuerySet["QueuedMessage"]):
+    def waiting(self, thread_id: str) -> QueuedMessageQuerySet:
+        """The thread's queued messages, in the order they will start."""
+        return self.filter(thread_id=thread_id, status=QueuedStatus.QUEUED).order_by(
+            "-interrupt", "created_at", "id"
+        )
+
+
 class QueuedMessage(models.Model):
     """A user message sent while its thread was busy (``mode: queue | interrupt``); it starts the
     thread's next run, in order, in the transaction that ends the active one."""
@@ -327,6 +335,8 @@ class QueuedMessage(models.Model):
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+
+    objects = QueuedMessageQuerySet.as_manager()
 
     class Meta:
         ordering = ["-interrupt", "created_at", "id"]

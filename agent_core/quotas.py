@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from django.db import connection
 from django.db.models import Min, QuerySet
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from . import signals, usage
+from . import signals, sql, usage
 from .actors import Actor
 from .conf import QuotaLimits, agent_settings
 from .exceptions import QuotaExceeded
@@ -139,8 +138,7 @@ def check_start(actor: Actor, agent: str, *, starts_now: bool) -> None:
     """Refuse a start over a limit with ``QuotaExceeded``. Called inside the start's transaction:
     a per-actor lock held to its commit makes concurrent starts of one actor count each other."""
     policy = get_policy()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"airlock-quota:{actor.ref}"])
+    sql.fetch_one(sql.ADVISORY_LOCK, [f"airlock-quota:{actor.ref}"])
     found = policy.check_start(actor, agent, starts_now=starts_now)
     if found is not None:
         signals.quota_exceeded.send(Run, run=None, actor_ref=actor.ref, reason=found.limit)

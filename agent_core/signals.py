@@ -23,6 +23,8 @@ run_failed = Signal()
 run_finished = Signal()
 # run_cancelled(sender, run)
 run_cancelled = Signal()
+# delegated(sender, call, child_run) — a delegation call started a child run (SPEC §14)
+delegated = Signal()
 # step_ready(sender, run_id, kind) — a durable worker holds the run's lease and is about to take
 # its opened step (kind: "llm" or "tool"); for a task's first step, before the lease's heartbeat
 step_ready = Signal()

@@ -1,32 +1,22 @@
 """Writing a run's numbered stream frames and announcing them after commit.
 
 A frame is written in the same transaction as the state it announces. Sequence numbers come from
-``Run.last_seq`` bumped by an ``UPDATE … RETURNING``: the row lock it takes is held to commit, so
-frames of one run commit in ``seq`` order and a reader never sees a gap that will later fill.
+``Run.last_seq`` bumped by an ``UPDATE … RETURNING`` (``sql.EMIT_FRAMES``): the row lock it takes
+is held to commit, so frames of one run commit in ``seq`` order and a reader never sees a gap
+that will later fill.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from . import broadcast
-from .models import Run, StreamFrame
-
-Frames = list[tuple[str, dict[str, Any]]]
-
-# One statement: reserve the numbers on the run row and insert the frames that take them.
-_EMIT = (
-    f"WITH r AS (UPDATE {Run._meta.db_table} SET last_seq = last_seq + %s WHERE id = %s"
-    " RETURNING last_seq)"
-    f" INSERT INTO {StreamFrame._meta.db_table} (run_id, seq, kind, data, superseded, created_at)"
-    " SELECT %s, r.last_seq - %s + f.n, f.kind, f.data::jsonb, false, %s"
-    " FROM r, unnest(%s::varchar[], %s::text[]) WITH ORDINALITY AS f(kind, data, n)"
-    " RETURNING seq"
-)
+from . import broadcast, sql
+from .frames import Frame
 
 
 def group_name(run_id: str) -> str:
@@ -34,23 +24,42 @@ def group_name(run_id: str) -> str:
     return f"agent_run.{run_id}"
 
 
-def emit(run_id: str, frames: Frames) -> None:
-    """Append frames (``(kind, data)``) to the run's stream; they are published after commit."""
+def emit(run_id: str, frames: Sequence[Frame]) -> None:
+    """Append ``frames`` to the run's stream, and to the stream of each ancestor waiting on it
+    (SPEC §9: numbered in that ancestor's sequence, carrying the child's ``run_id`` and
+    ``parent_tool_call_id``); they are published after commit."""
     if not frames:
         return
     assert connection.in_atomic_block, "frames are written with the state they announce"
+    parent = _write(sql.EMIT_FRAMES, run_id, frames)
+    assert parent is not None, f"no run {run_id}"
+    origin = {"run_id": run_id, "parent_tool_call_id": parent[1]}
+    while parent[0] is not None and parent[1] is not None:
+        # Frames mirrored from a grandchild already say where they come from.
+        mirrored = [Frame(kind, {**origin, **data}) for kind, data in frames]
+        frames, run_id = mirrored, parent[0]
+        parent = _write(sql.MIRROR_FRAMES, run_id, frames)
+        if parent is None:  # the ancestor has ended: its stream is closed
+            return
+
+
+def _write(statement: str, run_id: str, frames: Sequence[Frame]) -> tuple[str | None, ...] | None:
+    """Number and insert ``frames`` in the run's stream; the run's ``(parent_run_id,
+    parent_tool_call_id)``, or ``None`` when the statement matched no run."""
     n = len(frames)
     kinds = [kind for kind, _ in frames]
     payloads = [json.dumps(data) for _, data in frames]
-    with connection.cursor() as cursor:
-        cursor.execute(_EMIT, [n, run_id, run_id, n, timezone.now(), kinds, payloads])
-        seqs = sorted(row[0] for row in cursor.fetchall())
+    rows = sql.fetch_all(statement, [n, run_id, run_id, n, timezone.now(), kinds, payloads])
+    if not rows:
+        return None
+    seqs = sorted(row[0] for row in rows)
     assert len(seqs) == n, f"no run {run_id}"
     published = [
         {"seq": seq, "kind": kind, "data": data}
         for seq, (kind, data) in zip(seqs, frames, strict=True)
     ]
     transaction.on_commit(lambda: publish(run_id, published))
+    return rows[0][1], rows[0][2]
 
 
 def publish(run_id: str, frames: list[dict[str, Any]]) -> None:

@@ -17,8 +17,9 @@ from celery.signals import worker_ready
 from django.db import close_old_connections
 
 from .celery import STEP_TASK, SWEEP_TASK
-from .runner import durable, get_runner
-from .runner import sweep as sweep_runs
+from .dispatch import get_runner
+from .runner import durable
+from .runner.sweep import sweep as sweep_runs
 
 
 def _runner() -> durable.DurableRunner:

@@ -113,6 +113,8 @@ class ToolSpec:
     queue: str | None = None  # the Celery queue its steps run on (None: see ``queue_of``)
     prompt: str = ""  # human tools: the question shown to the user
     answer_model: type[pydantic.BaseModel] | None = None  # human tools: the answer's schema
+    delegate: str = ""  # delegation tools (SPEC §14): the agent the call starts a child run of
+    detached: bool = False  # delegation tools: return the child's run id at once
 
     @cached_property
     def parameters_schema(self) -> dict[str, Any]:

@@ -5,22 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import connection
 from django.utils import timezone
 
-from .agents import Agent
+from . import sql
+from .agents import Agent, describe
 from .models import CallStatus, Message, Role, Run, ToolCall
 from .providers.base import ModelMessage, ModelRequest, ToolDefinition
 
 NEVER_COMPLETED = "This call never completed: its run ended first. Check before doing it again."
-
-
-# One statement: the next number of the thread and the message that takes it.
-_APPEND = (
-    f"INSERT INTO {Message._meta.db_table} (id, thread_id, run_id, seq, role, content, created_at)"
-    " SELECT %s, %s, %s, COALESCE(MAX(seq), 0) + 1, %s, %s::jsonb, %s"
-    f" FROM {Message._meta.db_table} WHERE thread_id = %s RETURNING seq"
-)
 
 
 def append(run: Run, role: Role, content: list[dict[str, Any]]) -> Message:
@@ -29,9 +21,8 @@ def append(run: Run, role: Role, content: list[dict[str, Any]]) -> Message:
         thread_id=run.thread_id, run=run, role=role, content=content, created_at=timezone.now()
     )
     params = [message.pk, run.thread_id, run.pk, role.value, json.dumps(content)]
-    with connection.cursor() as cursor:
-        cursor.execute(_APPEND, [*params, message.created_at, run.thread_id])
-        row = cursor.fetchone()
+    # One statement: the next number of the thread and the message that takes it.
+    row = sql.fetch_one(sql.APPEND_MESSAGE, [*params, message.created_at, run.thread_id])
     assert row is not None
     message.seq = row[0]
     return message
@@ -78,7 +69,7 @@ def build_request(run: Run, agent: Agent) -> ModelRequest:
     """The model request for the run's next step: the thread's whole transcript and the tools."""
     rows = Message.objects.filter(thread_id=run.thread_id).order_by("seq")
     messages = [ModelMessage(role, parts) for role, parts in rows.values_list("role", "content")]
-    tools = [ToolDefinition(t.name, t.description, t.parameters_schema) for t in agent.tools]
+    tools = [ToolDefinition(t.name, describe(t), t.parameters_schema) for t in agent.tools]
     return ModelRequest(
         model=agent.model_name, instructions=agent.instructions, messages=messages, tools=tools
     )

@@ -1,10 +1,11 @@
 """Turns sent while the agent works (``mode`` of ``POST /agent/chat``): reject, queue, interrupt.
 
 A queued message waits in its thread's server-side queue. The transaction that ends the thread's
-active run (completed, failed or cancelled) starts the next queued message's run, so a crash can
-neither lose it nor start it twice; the ending run's stream announces it with a ``next-turn``
-frame. ``interrupt`` queues the message ahead of the others and cancels the active run: at its
-next safe point, or at once when no driver holds it (a parked run).
+active run (completed, failed or cancelled) starts the next queued message's run
+(``runs.end_run``), so a crash can neither lose it nor start it twice; the ending run's stream
+announces it with a ``next-turn`` frame. ``interrupt`` queues the message ahead of the others
+and cancels the active run: at its next safe point, or at once when no driver holds it (a parked
+run).
 """
 
 from __future__ import annotations
@@ -13,15 +14,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from django.db import transaction
-from django.db.models import QuerySet
-from django.utils import timezone
 
-from . import quotas, services
+from . import quotas
 from .actors import Actor
 from .agents import get_agent
-from .exceptions import AgentNotFound, NotFound, RunActive, TurnStarted
+from .cancel import request_cancel
+from .exceptions import NotFound, RunActive, TurnStarted
+from .leases import lock_run
 from .models import QueuedMessage, QueuedStatus, Run, Thread
-from .streams import Frames
+from .runs import start_run
 
 _ATTEMPTS = 3  # an interrupt whose target run ended meanwhile looks again
 
@@ -65,17 +66,17 @@ def _start_once(
 ) -> Run | Queued | None:
     if thread_id is None:
         quotas.check_start(actor, agent, starts_now=True)
-        return services.start_run(agent=agent, message=message, actor=actor)
+        return start_run(agent=agent, message=message, actor=actor)
     found = Thread.objects.filter(pk=thread_id).values_list("active_run_id", flat=True)
     if not found:
         raise NotFound(f"no thread {thread_id}")
     target = found[0]
     if mode == Mode.INTERRUPT and target is not None:
-        services.lock_run(target)  # a run before its thread, the order a run's end takes them
+        lock_run(target)  # a run before its thread, the order a run's end takes them
     thread = Thread.objects.select_for_update().get(pk=thread_id)
     if thread.active_run_id is None:
         quotas.check_start(actor, agent, starts_now=True)
-        return services.start_run(agent=agent, message=message, actor=actor, thread_id=thread_id)
+        return start_run(agent=agent, message=message, actor=actor, thread_id=thread_id)
     if mode == Mode.REJECT:
         raise RunActive()
     if mode == Mode.INTERRUPT and thread.active_run_id != target:
@@ -91,23 +92,16 @@ def _start_once(
     )
     if mode == Mode.INTERRUPT:
         assert target is not None
-        services.request_cancel(target, actor_ref=actor.ref)
+        request_cancel(target, actor_ref=actor.ref)
         queued.refresh_from_db()
         if queued.run_id is not None:  # the run was parked: settled, and this turn started
             return Run.objects.get(pk=queued.run_id)
     return Queued(queued, position_of(queued))
 
 
-def waiting(thread_id: str) -> QuerySet[QueuedMessage]:
-    """The thread's queued messages, in the order they will start."""
-    return QueuedMessage.objects.filter(thread_id=thread_id, status=QueuedStatus.QUEUED).order_by(
-        "-interrupt", "created_at", "id"
-    )
-
-
 def position_of(queued: QueuedMessage) -> int:
     """1 for the message that starts next."""
-    order = list(waiting(queued.thread_id).values_list("pk", flat=True))
+    order = list(QueuedMessage.objects.waiting(queued.thread_id).values_list("pk", flat=True))
     return order.index(queued.pk) + 1 if queued.pk in order else 0
 
 
@@ -120,24 +114,3 @@ def withdraw(thread_id: str, message_id: str) -> None:
         if QueuedMessage.objects.filter(pk=message_id, thread_id=thread_id).exists():
             raise TurnStarted()
         raise NotFound(f"no queued message {message_id}")
-
-
-def start_next(run: Run) -> Frames:
-    """In the transaction that ended ``run`` and released its thread: start the thread's next
-    queued message. Returns the frame announcing it in the ending run's stream."""
-    while True:
-        queued = waiting(run.thread_id).select_for_update().first()
-        if queued is None:
-            return []
-        actor = Actor(ref=queued.actor_ref, roles=frozenset(queued.actor_roles))
-        try:
-            next_run = services.start_run(
-                agent=queued.agent, message=queued.text, actor=actor, thread_id=run.thread_id
-            )
-        except AgentNotFound:  # its agent was removed since: it can never start
-            QueuedMessage.objects.filter(pk=queued.pk).update(status=QueuedStatus.WITHDRAWN)
-            continue
-        QueuedMessage.objects.filter(pk=queued.pk).update(
-            status=QueuedStatus.STARTED, run=next_run, started_at=timezone.now()
-        )
-        return [("next-turn", {"message_id": queued.pk, "next_run_id": next_run.pk})]

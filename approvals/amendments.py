@@ -8,18 +8,17 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from agent_core import services as core
 from agent_core.access import visible_threads
 from agent_core.actors import Actor
 from agent_core.conf import agent_settings
 from agent_core.exceptions import AgentCoreError, NotFound
-from agent_core.models import CallStatus, Run, ToolCall
+from agent_core.models import CallStatus
 
 from . import guards
+from .attempts import Outcome, attempt, check_deadline, conflict
 from .exceptions import InvalidDecision, NotApprover
 from .models import Action, DecisionAttempt, RememberedApproval
 from .policy import get_policy
-from .services import Outcome, _attempt, _check_deadline, _conflict
 
 
 def extend(
@@ -38,15 +37,14 @@ def extend(
     """
     if (ttl is None) == (expires_at is None):
         raise InvalidDecision("give either ttl or expires_at")
-    result: list[datetime] = []
-    previous: list[datetime] = []
-
-    def apply(run: Run, call: ToolCall) -> Outcome:
+    with attempt(tool_call_id, Action.EXTEND, actor, via) as current:
+        held = current.decision
+        run, call = held.run, held.call
         if not get_policy().can_decide(actor, call):
             raise NotApprover()
         if call.status != CallStatus.PENDING_APPROVAL:
-            raise _conflict(run, call)
-        _check_deadline(run, call)
+            raise conflict(run, call)
+        check_deadline(held)
         if call.expires_at is None:
             raise InvalidDecision("this request has no deadline to extend")
         now = timezone.now()
@@ -56,16 +54,10 @@ def extend(
         limit = guards.extension_limit(run, call)
         if deadline > now + limit:
             raise InvalidDecision(f"a deadline may be moved at most {limit} past now")
-        previous.append(call.expires_at)
-        core.extend_approval(run, call, expires_at=deadline)
-        result.append(deadline)
-        return Outcome.APPLIED
-
-    def audit_detail() -> str:
-        return f"expires_at {previous[0].isoformat()} -> {result[0].isoformat()}" if result else ""
-
-    _attempt(tool_call_id, Action.EXTEND, actor, via, apply, detail=audit_detail)
-    return result[0]
+        current.note = f"expires_at {call.expires_at.isoformat()} -> {deadline.isoformat()}"
+        held.extend(deadline)
+        current.outcome = Outcome.APPLIED
+    return deadline
 
 
 def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:

@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from agent_core import delegation
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
 from agent_core.cli.follow import RunFollower, pending_calls, render, shown, wait_until_settled
@@ -149,7 +150,7 @@ class Chat:
             return
 
     def ask(self, run: Run, call: ToolCall) -> None:
-        tool = get_agent(run.agent).get_tool(call.tool_name)
+        tool = get_agent(call.run.agent).get_tool(call.tool_name)  # a child run's call too
         schema = tool.answer_schema or {}
         question = tool.prompt or str(call.args.get("question", "")) or shown(call.args)
         self.write(f"\n? {question}\n")
@@ -177,6 +178,8 @@ def _answer(schema: dict[str, Any], text: str) -> Any:
 
 def _card(call: ToolCall) -> str:
     lines = [f"\n[approval needed] {call.tool_name} {shown(call.args)}  ({call.pk})"]
+    if call.run.parent_run_id is not None:  # a child run's card (SPEC §14)
+        lines.append(f"  asked by: {' → '.join(delegation.chain_of(call.run))}")
     if call.confirmation:
         lines.append(f"  {call.confirmation}")
     expiry = f", expires {call.expires_at:%Y-%m-%d %H:%M:%S %Z}" if call.expires_at else ""

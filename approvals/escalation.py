@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any
 
-from django.db import transaction
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
-from agent_core import services as core
 from agent_core import streams
 from agent_core.actors import SYSTEM
+from agent_core.decisions import decision
+from agent_core.frames import Frame
 from agent_core.models import CallStatus, ToolCall
 
 from .models import Action, DecisionAttempt, Escalation
@@ -51,20 +50,19 @@ def escalate_due(limit: int = 200) -> int:
             tool_call__status=CallStatus.PENDING_APPROVAL,
         )
         .order_by("due_at")
-        .values_list("tool_call_id", "tool_call__run_id")[:limit]
+        .values_list("tool_call_id", flat=True)[:limit]
     )
-    escalated = sum(_escalate(call_id, run_id) for call_id, run_id in due)
+    escalated = sum(_escalate(call_id) for call_id in due)
     if escalated:
         logger.info("sweep escalated %d approval requests", escalated)
     return escalated
 
 
-def _escalate(call_id: str, run_id: str) -> bool:
-    with transaction.atomic():
-        run = core.lock_run(run_id)
-        call = ToolCall.objects.get(pk=call_id)
-        if call.status != CallStatus.PENDING_APPROVAL:
+def _escalate(call_id: str) -> bool:
+    with decision(call_id) as held:
+        if held is None or held.call.status != CallStatus.PENDING_APPROVAL:
             return False
+        run, call = held.run, held.call
         now = timezone.now()
         won = Escalation.objects.filter(pk=call_id, escalated_at__isnull=True).update(
             escalated_at=now
@@ -72,7 +70,7 @@ def _escalate(call_id: str, run_id: str) -> bool:
         if not won:
             return False
         escalation = Escalation.objects.get(pk=call_id)
-        streams.emit(run.pk, [("approval-escalated", frame(escalation))])
+        streams.emit(run.pk, [frame(escalation)])
         DecisionAttempt.objects.create(
             tool_call_id=call_id,
             run_id=run.pk,
@@ -105,12 +103,15 @@ def escalated_to(call: ToolCall) -> str:
     return found.values_list("role", flat=True).first() or ""
 
 
-def frame(escalation: Escalation) -> dict[str, Any]:
+def frame(escalation: Escalation) -> Frame:
     """The ``approval-escalated`` frame."""
     assert escalation.escalated_at is not None
-    return {
-        "tool_call_id": escalation.tool_call_id,
-        "role": escalation.role,
-        "may_decide": escalation.may_decide,
-        "escalated_at": escalation.escalated_at.isoformat(),
-    }
+    return Frame(
+        "approval-escalated",
+        {
+            "tool_call_id": escalation.tool_call_id,
+            "role": escalation.role,
+            "may_decide": escalation.may_decide,
+            "escalated_at": escalation.escalated_at.isoformat(),
+        },
+    )

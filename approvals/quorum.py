@@ -19,7 +19,9 @@ from django.utils import timezone
 
 from agent_core import streams
 from agent_core.actors import Actor
-from agent_core.models import Run, ToolCall
+from agent_core.decisions import Decision
+from agent_core.frames import Frame
+from agent_core.models import ToolCall
 
 from .exceptions import InvalidDecision, NotApprover
 from .models import Approval, Quorum
@@ -57,9 +59,10 @@ def current(call: ToolCall) -> list[Approval]:
     return list(Approval.objects.filter(tool_call_id=call.pk, at__gte=call.requested_at))
 
 
-def vote(run: Run, call: ToolCall, actor: Actor, via: str, *, remember: bool, args: Any) -> Tally:
-    """Count ``actor``'s yes towards the call's quorum; the caller holds the run's lock and has
-    checked that ``actor`` may decide the call and that it is still pending."""
+def vote(held: Decision, actor: Actor, via: str, *, remember: bool, args: Any) -> Tally:
+    """Count ``actor``'s yes towards the call's quorum, under the run's lock the decision holds;
+    the caller has checked that ``actor`` may decide the call and that it is still pending."""
+    call = held.call
     quorum = Quorum.objects.filter(tool_call_id=call.pk).first()
     if quorum is None:
         return Tally(Vote.COMPLETE)
@@ -80,7 +83,7 @@ def vote(run: Run, call: ToolCall, actor: Actor, via: str, *, remember: bool, ar
     note = _note(len(given), quorum.needed)
     if len(given) >= quorum.needed:
         return Tally(Vote.COMPLETE, note)
-    streams.emit(run.pk, [("approval-progress", progress(call, given, quorum.needed))])
+    streams.emit(held.run.pk, [progress(call, given, quorum.needed)])
     return Tally(Vote.COUNTED, note)
 
 
@@ -109,13 +112,12 @@ def standing(call: ToolCall) -> tuple[int, list[Approval]]:
     return needed, [a for a in call.approvals.all() if a.at >= call.requested_at]
 
 
-def progress(call: ToolCall, given: list[Approval], needed: int) -> dict[str, Any]:
+def progress(call: ToolCall, given: list[Approval], needed: int) -> Frame:
     """The ``approval-progress`` frame: who approved so far, and how many are needed."""
-    return {
-        "tool_call_id": call.pk,
-        "approvals": [a.as_dict() for a in given],
-        "needed": needed,
-    }
+    return Frame(
+        "approval-progress",
+        {"tool_call_id": call.pk, "approvals": [a.as_dict() for a in given], "needed": needed},
+    )
 
 
 def _note(count: int, needed: int) -> str:

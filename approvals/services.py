@@ -1,48 +1,33 @@
 """The approval port: the one decision path for every surface (REST, console, CLI, chat).
 
-Surfaces authenticate and hand over the actor; the port authorizes against the policy, decides
-with a compare-and-set under the run's row lock, and appends a ``DecisionAttempt`` for every
-attempt, refused ones included. A refusal raises after the audit row has committed.
+Surfaces authenticate and hand over the actor; the port authorizes against the policy and
+decides through the core's decision primitives, which hold the run's row lock (``attempts``:
+every attempt, refused ones included, appends a ``DecisionAttempt``; a refusal raises after the
+audit row has committed).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from enum import StrEnum
 from typing import Any
 
 import pydantic
-from django.db import transaction
 from django.utils import timezone
 
-from agent_core import services as core
 from agent_core.actors import SYSTEM, Actor
 from agent_core.agents import get_agent
 from agent_core.conf import agent_settings
-from agent_core.exceptions import (
-    AgentCoreError,
-    AlreadyAnswered,
-    AlreadyDecided,
-    NotFound,
-    RunNotActive,
-    ToolNotFound,
-)
-from agent_core.models import CallStatus, Run, ToolCall
+from agent_core.decisions import Decision, decision
+from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, RunNotActive
+from agent_core.models import CallStatus, ToolCall
 
 from . import guards, quorum
+from .attempts import Attempt, Outcome, attempt, audit, check_deadline, conflict, expire
 from .conf import approvals_settings
-from .exceptions import ApprovalExpired, InvalidDecision, NotApprover
-from .models import Action, DecisionAttempt, RememberedApproval
+from .exceptions import InvalidDecision, NotApprover
+from .models import Action, RememberedApproval
 from .policy import get_policy
-
-
-class Outcome(StrEnum):
-    """A successful decision either changed the call or repeated what was already decided."""
-
-    APPLIED = "applied"
-    UNCHANGED = "unchanged"
-
 
 # Statuses a call reaches only after someone (or something) said yes.
 _APPROVED_ONCE = frozenset(
@@ -54,8 +39,6 @@ _APPROVED_ONCE = frozenset(
         CallStatus.IN_DOUBT,
     }
 )
-
-Apply = Callable[[Run, ToolCall], Outcome]
 
 
 def approve(
@@ -71,37 +54,28 @@ def approve(
     ``remember`` also approves later calls of the same tool in the same thread (rememberable
     tools only) until the grant expires (``APPROVALS["REMEMBER_TTL"]``) or is revoked.
     """
-
-    notes: list[str] = []  # where a quorum's count stands, for the audit
-
-    def apply(run: Run, call: ToolCall) -> Outcome:
-        return _settle(
-            run, call, CallStatus.APPROVED, actor, via, remember=remember, args=args, notes=notes
+    with attempt(tool_call_id, Action.APPROVE, actor, via) as current:
+        current.outcome = _settle(
+            current, CallStatus.APPROVED, actor, via, remember=remember, args=args
         )
-
-    return _attempt(tool_call_id, Action.APPROVE, actor, via, apply, detail=lambda: "".join(notes))
+    return current.done
 
 
 def reject(tool_call_id: str, *, actor: Actor, reason: str = "", via: str = "web") -> Outcome:
     """Reject a pending call; the model is told ``reason`` and that the tool did not run."""
-
-    def apply(run: Run, call: ToolCall) -> Outcome:
-        return _settle(run, call, CallStatus.REJECTED, actor, via, reason=reason)
-
-    return _attempt(tool_call_id, Action.REJECT, actor, via, apply, detail=lambda: reason)
+    with attempt(tool_call_id, Action.REJECT, actor, via) as current:
+        current.note = reason
+        current.outcome = _settle(current, CallStatus.REJECTED, actor, via, reason=reason)
+    return current.done
 
 
 def answer(tool_call_id: str, *, actor: Actor, answer: Any, via: str = "web") -> Outcome:
     """Answer a human tool's question; the answer, validated, becomes the call's result."""
-
-    def apply(run: Run, call: ToolCall) -> Outcome:
-        return _answer(run, call, actor=actor, via=via, answer=answer)
-
-    # The audit keeps what was answered, as the call's result keeps it.
-    def answered() -> str:
-        return json.dumps(answer, ensure_ascii=False, default=str)
-
-    return _attempt(tool_call_id, Action.ANSWER, actor, via, apply, detail=answered)
+    with attempt(tool_call_id, Action.ANSWER, actor, via) as current:
+        # The audit keeps what was answered, as the call's result keeps it.
+        current.note = json.dumps(answer, ensure_ascii=False, default=str)
+        current.outcome = _answer(current.decision, actor=actor, via=via, answer=answer)
+    return current.done
 
 
 def mark_done(
@@ -109,21 +83,17 @@ def mark_done(
 ) -> Outcome:
     """A person says an in-doubt call did happen: ``result`` is recorded, nothing runs again,
     and the run resumes. Whoever ``may_resolve`` it may; audited."""
-
-    def apply(run: Run, call: ToolCall) -> Outcome:
-        return _resolve(run, call, done=True, actor=actor, result=result)
-
-    return _attempt(tool_call_id, Action.MARK_DONE, actor, via, apply)
+    with attempt(tool_call_id, Action.MARK_DONE, actor, via) as current:
+        current.outcome = _resolve(current.decision, done=True, actor=actor, result=result)
+    return current.done
 
 
 def mark_not_done(tool_call_id: str, *, actor: Actor, via: str = "console") -> Outcome:
     """A person says an in-doubt call did not happen: it runs again (after a fresh approval when
     its tool's ``approval_scope`` is ``"attempt"``); audited."""
-
-    def apply(run: Run, call: ToolCall) -> Outcome:
-        return _resolve(run, call, done=False, actor=actor)
-
-    return _attempt(tool_call_id, Action.MARK_NOT_DONE, actor, via, apply)
+    with attempt(tool_call_id, Action.MARK_NOT_DONE, actor, via) as current:
+        current.outcome = _resolve(current.decision, done=False, actor=actor)
+    return current.done
 
 
 def may_resolve(actor: Actor, call: ToolCall) -> bool:
@@ -132,62 +102,20 @@ def may_resolve(actor: Actor, call: ToolCall) -> bool:
     return actor.has_role(agent_settings().OPERATOR_ROLE) or get_policy().can_decide(actor, call)
 
 
-def _resolve(run: Run, call: ToolCall, *, done: bool, actor: Actor, result: Any = None) -> Outcome:
+def _resolve(held: Decision, *, done: bool, actor: Actor, result: Any = None) -> Outcome:
+    run, call = held.run, held.call
     if not may_resolve(actor, call):
         raise NotApprover()
     if call.status != CallStatus.IN_DOUBT:
         if run.is_terminal:
             raise RunNotActive()
         raise AlreadyDecided(f"{call.pk} is {call.status}, not in doubt")
-    try:
-        per_attempt = get_agent(run.agent).get_tool(call.tool_name).approval_scope == "attempt"
-    except ToolNotFound:
-        per_attempt = False  # the tool is gone; a re-run fails the call, nothing runs
-    core.resolve_in_doubt(
-        call.pk,
-        done=done,
-        result=result,
-        reapprove=not done and per_attempt,
-        decided_by_ref=actor.ref,
-    )
+    held.resolve(done=done, decided_by_ref=actor.ref, result=result)
     return Outcome.APPLIED
 
 
-def _attempt(
-    tool_call_id: str,
-    action: Action,
-    actor: Actor,
-    via: str,
-    apply: Apply,
-    *,
-    detail: Callable[[], str] | None = None,
-) -> Outcome:
-    """Run ``apply`` under the run's row lock and audit the attempt, whatever came of it."""
-    guards.check_via(via)
-    with transaction.atomic():
-        found = core.lock_call(tool_call_id)
-        call = found[1] if found else None
-        refusal: AgentCoreError | None = None
-        outcome: Outcome | None = None
-        if found is None or not guards.may_see(actor, found[1]):
-            # Unseen is unknown (SPEC §7): a 403 would confirm that the id exists.
-            refusal = NotFound(f"no tool call {tool_call_id}")
-        else:
-            try:
-                outcome = apply(*found)
-            except AgentCoreError as exc:
-                refusal = exc
-        note = refusal.message if refusal else detail() if detail else ""
-        _audit(tool_call_id, call, action, actor, via, outcome, refusal, note)
-    if refusal is not None:
-        raise refusal
-    assert outcome is not None
-    return outcome
-
-
 def _settle(
-    run: Run,
-    call: ToolCall,
+    current: Attempt,
     wanted: CallStatus,
     actor: Actor,
     via: str,
@@ -195,8 +123,9 @@ def _settle(
     remember: bool = False,
     reason: str = "",
     args: dict[str, Any] | None = None,
-    notes: list[str] | None = None,
 ) -> Outcome:
+    held = current.decision
+    run, call = held.run, held.call
     if call.kind == "human":
         raise InvalidDecision("this call asks a question: answer it instead")
     if not get_policy().can_decide(actor, call):
@@ -204,8 +133,8 @@ def _settle(
     if call.status != CallStatus.PENDING_APPROVAL:
         if _repeats(call, wanted, remember=remember, args=args):
             return Outcome.UNCHANGED
-        raise _conflict(run, call)
-    _check_deadline(run, call)
+        raise conflict(run, call)
+    check_deadline(held)
     tool = get_agent(run.agent).get_tool(call.tool_name)
     if remember and not get_policy().may_remember(tool, call):
         raise InvalidDecision(f"{call.tool_name} approvals cannot be remembered")
@@ -213,15 +142,12 @@ def _settle(
         args = _validated(tool.validate_args, args, "the edited arguments")
         guards.check_edit(run, call, tool, args)
     if wanted == CallStatus.APPROVED:
-        tally = quorum.vote(run, call, actor, via, remember=remember, args=args)
-        if notes is not None and tally.note:
-            notes.append(tally.note)
+        tally = quorum.vote(held, actor, via, remember=remember, args=args)
+        current.note += tally.note  # where the quorum's count stands
         if tally.vote != quorum.Vote.COMPLETE:
             return Outcome.UNCHANGED if tally.vote == quorum.Vote.REPEATED else Outcome.APPLIED
-    core.settle_approval(
-        run,
-        call,
-        status=wanted,
+    held.settle(
+        wanted,
         decided_by_ref=actor.ref,
         decided_via=via,
         reason=reason,
@@ -251,23 +177,8 @@ def _repeats(
     return args is None or args == call.args
 
 
-def _conflict(run: Run, call: ToolCall) -> AgentCoreError:
-    if call.status == CallStatus.EXPIRED:
-        return ApprovalExpired()
-    if call.status == CallStatus.CANCELLED or (run.is_terminal and call.decided_at is None):
-        return RunNotActive()
-    return AlreadyDecided(f"{call.pk} is already {call.status}")
-
-
-def _check_deadline(run: Run, call: ToolCall) -> None:
-    """Guarantee 9 at decision time: a request past its deadline expires now and answers 410."""
-    if call.expires_at is not None and call.expires_at <= timezone.now():
-        if _expire(run, call):
-            _audit(call.pk, call, Action.EXPIRE, SYSTEM, "expiry", Outcome.APPLIED, None, "")
-        raise ApprovalExpired()
-
-
-def _answer(run: Run, call: ToolCall, *, actor: Actor, via: str, answer: Any) -> Outcome:
+def _answer(held: Decision, *, actor: Actor, via: str, answer: Any) -> Outcome:
+    run, call = held.run, held.call
     if call.kind != "human":
         raise InvalidDecision("this call asks for an approval, not an answer")
     if not get_policy().can_answer(actor, call):
@@ -278,7 +189,7 @@ def _answer(run: Run, call: ToolCall, *, actor: Actor, via: str, answer: Any) ->
         raise RunNotActive()
     tool = get_agent(run.agent).get_tool(call.tool_name)
     value = _validated(tool.validate_answer, answer, "the answer")
-    core.answer_input(run, call, answer=value, decided_by_ref=actor.ref, via=via)
+    held.answer(value, decided_by_ref=actor.ref, via=via)
     return Outcome.APPLIED
 
 
@@ -301,35 +212,6 @@ def _remember(call: ToolCall, actor: Actor) -> None:
     )
 
 
-def _expire(run: Run, call: ToolCall) -> bool:
-    return core.settle_approval(
-        run, call, status=CallStatus.EXPIRED, decided_by_ref=SYSTEM.ref, decided_via="expiry"
-    )
-
-
-def _audit(
-    tool_call_id: str,
-    call: ToolCall | None,
-    action: Action,
-    actor: Actor,
-    via: str,
-    outcome: Outcome | None,
-    refusal: AgentCoreError | None,
-    detail: str = "",
-) -> None:
-    DecisionAttempt.objects.create(
-        tool_call_id=tool_call_id,
-        run_id=call.run_id if call else "",
-        thread_id=call.thread_id if call else "",
-        tool_name=call.tool_name if call else "",
-        action=action,
-        actor_ref=actor.ref,
-        via=via,
-        outcome=outcome.value if outcome else refusal.code if refusal else "",
-        detail=detail,
-    )
-
-
 def expire_due(limit: int = 500) -> int:
     """Settle pending approvals whose deadline passed (the periodic sweep); returns how many.
 
@@ -339,14 +221,16 @@ def expire_due(limit: int = 500) -> int:
     due = list(
         ToolCall.objects.filter(status=CallStatus.PENDING_APPROVAL, expires_at__lte=timezone.now())
         .order_by("expires_at")
-        .values_list("pk", "run_id")[:limit]
+        .values_list("pk", flat=True)[:limit]
     )
     expired = 0
-    for call_id, run_id in due:
-        with transaction.atomic():
-            run = core.lock_run(run_id)
-            call = ToolCall.objects.get(pk=call_id)
-            if call.status == CallStatus.PENDING_APPROVAL and _expire(run, call):
+    for call_id in due:
+        with decision(call_id) as held:
+            if (
+                held is not None
+                and held.call.status == CallStatus.PENDING_APPROVAL
+                and expire(held)
+            ):
                 expired += 1
-                _audit(call_id, call, Action.EXPIRE, SYSTEM, "expiry", Outcome.APPLIED, None)
+                audit(call_id, held.call, Action.EXPIRE, SYSTEM, "expiry", Outcome.APPLIED, None)
     return expired

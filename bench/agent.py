@@ -1,4 +1,6 @@
-"""The benchmark's agent: its scripted model calls a read tool, then an action tool, then answers.
+"""The benchmark's agents. ``bench``: its scripted model calls a read tool, then an action tool,
+then answers. ``bench_parent``: hands that whole cycle to ``bench`` (a delegated cycle, SPEC §14)
+and answers with its answer.
 
 Zero model latency: the script answers from the transcript at once.
 """
@@ -28,4 +30,21 @@ bench_agent = Agent(
     instructions="Refund order B-1.",
     model="scripted:bench-cycle",
     tools=(lookup_order, issue_refund),
+)
+
+
+def parent_script(request: ModelRequest) -> Reply:
+    """Step 0: ask ``bench``; step 1: its answer is the final answer."""
+    if not any(m.role == "tool" for m in request.messages):
+        return Reply(calls=[("ask_bench", {"message": "Refund B-1"})])
+    return Reply(text="Billing says: refunded.")
+
+
+register_script("bench-parent", parent_script)
+
+bench_parent_agent = Agent(
+    name="bench_parent",
+    instructions="Hand the refund to bench.",
+    model="scripted:bench-parent",
+    delegates=("bench",),
 )

@@ -2,6 +2,8 @@
 
 One cycle: start a run whose model calls a read tool, then an action tool → waiting → approve
 over the service API → the tool runs → final answer → completed (scripted model, zero latency).
+A delegated cycle: the run hands that cycle to a child run (``ask_bench``) and answers with its
+answer; the child's action call is the one approved.
 
 Usage (PostgreSQL and Redis from DATABASE_URL / REDIS_URL; ``make bench`` starts private ones):
 
@@ -39,10 +41,10 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import DatabaseError, close_old_connections, connection, transaction  # noqa: E402
 
-from agent_core import services  # noqa: E402
+from agent_core import runs  # noqa: E402
 from agent_core.actors import Actor  # noqa: E402
+from agent_core.dispatch import Runner, set_runner  # noqa: E402
 from agent_core.models import Run, RunStatus, StreamFrame, ToolCall  # noqa: E402
-from agent_core.runner import Runner, set_runner  # noqa: E402
 from agent_core.runner.durable import DurableRunner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
 from approvals import services as port  # noqa: E402
@@ -105,13 +107,28 @@ def wait_status(run_id: str, wanted: str) -> float:
     return float(finished_at.timestamp())
 
 
-def cycle(synchronous: bool) -> tuple[float, float]:
-    """One approval cycle; returns (start→waiting, approve→completed) in seconds."""
+def child_of(run_id: str) -> str:
+    """The child run a delegated cycle's parent started (polled: a worker starts it)."""
+    reads = 0
+    while True:
+        reads += 1
+        found = Run.objects.filter(parent_run_id=run_id).values_list("pk", flat=True).first()
+        if found is not None:
+            POLLS.add(reads)
+            return found
+        time.sleep(POLL)
+
+
+def cycle(synchronous: bool, delegated: bool = False) -> tuple[float, float]:
+    """One approval cycle; returns (start→waiting, approve→completed) in seconds. ``delegated``:
+    the run hands the cycle to a child run, whose action call is approved."""
     t0 = time.time()
-    run = services.start_run(agent="bench", message="Refund B-1", actor=ACTOR)
-    t1 = time.time() if synchronous else wait_status(run.pk, RunStatus.WAITING)
+    agent = "bench_parent" if delegated else "bench"
+    run = runs.start_run(agent=agent, message="Refund B-1", actor=ACTOR)
+    parked = child_of(run.pk) if delegated else run.pk
+    t1 = time.time() if synchronous else wait_status(parked, RunStatus.WAITING)
     call_id = ToolCall.objects.values_list("pk", flat=True).get(
-        run_id=run.pk, status="pending_approval"
+        run_id=parked, status="pending_approval"
     )
     POLLS.add(1)
     t2 = time.time()
@@ -220,10 +237,12 @@ class Result:
     empty: float | None = None
 
 
-def measure(name: str, runner: Runner, synchronous: bool, cycles: int, batch: int) -> Result:
+def measure(
+    name: str, runner: Runner, synchronous: bool, cycles: int, batch: int, delegated: bool = False
+) -> Result:
     set_runner(runner)
     for _ in range(5):
-        cycle(synchronous)  # warm up: imports, plans, connections
+        cycle(synchronous, delegated)  # warm up: imports, plans, connections
     # Commits, write transactions, rows and bytes over a sequential batch.
     POLLS.count = 0
     statements = 0
@@ -233,7 +252,7 @@ def measure(name: str, runner: Runner, synchronous: bool, cycles: int, batch: in
     waits, dones, floors = [], [], []
     for _ in range(cycles):
         with counting() as count:
-            w, d = cycle(synchronous)
+            w, d = cycle(synchronous, delegated)
         statements += count[0]
         waits.append(w)
         dones.append(d)
@@ -254,11 +273,11 @@ def measure(name: str, runner: Runner, synchronous: bool, cycles: int, batch: in
     if synchronous:
         result.statements = (statements - POLLS.count) / cycles
     result.rate1 = cycles / (sum(waits) + sum(dones))
-    result.rate8 = throughput(synchronous, batch, 8)
+    result.rate8 = throughput(synchronous, batch, 8, delegated)
     return result
 
 
-def throughput(synchronous: bool, batch: int, concurrency: int) -> float:
+def throughput(synchronous: bool, batch: int, concurrency: int, delegated: bool) -> float:
     counter = iter(range(batch))
     lock = threading.Lock()
 
@@ -267,7 +286,7 @@ def throughput(synchronous: bool, batch: int, concurrency: int) -> float:
             with lock:
                 if next(counter, None) is None:
                     break
-            cycle(synchronous)
+            cycle(synchronous, delegated)
         close_old_connections()
         connection.close()
 
@@ -360,11 +379,17 @@ def main(argv: list[str] | None = None) -> None:
         # development VM): every run starts from vacuumed, analyzed tables.
         cursor.execute(f"VACUUM ANALYZE {', '.join(TABLES)}")
     try:
-        results = [measure("inline", InlineRunner(workers=0), True, args.cycles, args.batch)]
+        inline = InlineRunner(workers=0)
+        results = [measure("inline", inline, True, args.cycles, args.batch)]
+        results.append(measure("inline, delegated", inline, True, args.cycles, args.batch, True))
         with celery_worker(8):
             durable = measure("durable", DurableRunner(), False, args.cycles, args.batch)
             durable.empty = statistics.median(hops.empty_cycle() for _ in range(args.cycles))
             results.append(durable)
+            delegated = measure(
+                "durable, delegated", DurableRunner(), False, args.cycles, args.batch, True
+            )
+            results.append(delegated)
     finally:
         with connection.cursor() as cursor:
             cursor.execute("DROP TABLE bench_floor")

@@ -13,7 +13,7 @@ LOGGING = {"version": 1, "disable_existing_loggers": False}
 # through without asking, and the cycle must ask.
 _agent: dict[str, Any] = {
     **DEV_AGENT,
-    "AGENTS": [*DEV_AGENT["AGENTS"], "bench.agent.bench_agent"],
+    "AGENTS": [*DEV_AGENT["AGENTS"], "bench.agent.bench_agent", "bench.agent.bench_parent_agent"],
     "APPROVAL_POLICY": "approvals.policy.DefaultPolicy",
 }
 AGENT = _agent

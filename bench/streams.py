@@ -39,7 +39,8 @@ from asgiref.sync import sync_to_async  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import transaction  # noqa: E402
 
-from agent_core import streams  # noqa: E402
+from agent_core import frames, streams  # noqa: E402
+from agent_core.frames import Frame  # noqa: E402
 from agent_core.models import Run, Thread  # noqa: E402
 from tests.live.server import Server, start_server  # noqa: E402
 
@@ -112,13 +113,13 @@ def _new_run() -> str:
 @sync_to_async
 def _emit_stamped(run_id: str, i: int) -> None:
     with transaction.atomic():
-        streams.emit(run_id, [("text", {"text": f"t{i}", "t": time.time()})])
+        streams.emit(run_id, [Frame("text", {"text": f"t{i}", "t": time.time()})])
 
 
 @sync_to_async
 def _end(run_id: str) -> None:
     with transaction.atomic():
-        streams.emit(run_id, [("finish", {"status": "completed"})])
+        streams.emit(run_id, [frames.finish("completed")])
         Run.objects.filter(pk=run_id).update(status="completed")
 
 

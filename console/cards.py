@@ -12,6 +12,7 @@ from django import forms
 from django.utils import timezone
 from django.utils.timesince import timesince
 
+from agent_core import delegation
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
 from agent_core.exceptions import AgentCoreError, AlreadyAnswered, AlreadyDecided, RunNotActive
@@ -80,6 +81,11 @@ class Card:
             .first()
         )
         return CallContext(user_text=asked.text if asked else "", model_text=said.text)
+
+    @cached_property
+    def chain(self) -> str:
+        """The agents from the run a person started down to the call's: "support → billing"."""
+        return " → ".join(delegation.chain_of(self.call.run))
 
     @property
     def prompt(self) -> str:

@@ -1,10 +1,15 @@
-"""The demo agent, registered in ``AGENT["AGENTS"]`` as ``demo.agents.support_agent``."""
+"""The demo agents, registered in ``AGENT["AGENTS"]``: ``support`` (``demo.agents.support_agent``)
+hands refunds to ``billing`` (``ask_billing``) and has a campaign reviewed by ``legal`` and
+``brand`` in parallel (``ask_campaign_review``) before it sends it."""
 
 from __future__ import annotations
 
 from agent_core.agents import Agent
+from agent_core.compositions import Parallel
+from agent_core.providers.base import ModelRequest
+from agent_core.providers.scripted import Reply, register_script
 
-from .tools import ask_user, issue_refund, lookup_order, purge_cache, send_campaign
+from .tools import ask_user, issue_refund, lookup_order, purge_cache, send_campaign, sign_off
 
 support_agent = Agent(
     name="support",
@@ -14,4 +19,56 @@ support_agent = Agent(
         "missing."
     ),
     tools=(lookup_order, issue_refund, send_campaign, purge_cache, ask_user),
+    delegates=("billing", "campaign_review"),
+)
+
+billing_agent = Agent(
+    name="billing",
+    description="The billing desk: looks orders up and refunds them (finance approves refunds).",
+    instructions="You handle refunds. Look the order up, refund what is asked, say what you did.",
+    tools=(lookup_order, issue_refund),
+)
+
+
+def review_script(request: ModelRequest) -> Reply:
+    """A reviewer: asked with a campaign id, it signs it off (a person of its team approves);
+    then it says whether it did."""
+    last = request.messages[-1]
+    if last.role == "user":
+        campaign = "".join(p.get("text", "") for p in last.parts).strip()
+        return Reply(calls=[("sign_off", {"campaign_id": campaign})])
+    [result] = [p for p in last.parts if p.get("type") == "tool_result"]
+    return Reply(text="signed off" if not result.get("is_error") else "not signed off")
+
+
+register_script("review", review_script)
+
+legal_agent = Agent(
+    name="legal",
+    instructions="Review campaigns for legal.",
+    model="scripted:review",
+    tools=(sign_off,),
+)
+brand_agent = Agent(
+    name="brand",
+    instructions="Review campaigns for brand.",
+    model="scripted:review",
+    tools=(sign_off,),
+)
+
+
+def merge_reviews(answers: dict[str, str]) -> str:
+    """The campaign may go out once every reviewer signed it off."""
+    held = [team for team, answer in answers.items() if answer != "signed off"]
+    if held:
+        return f"Hold the campaign: {', '.join(held)} did not sign it off."
+    return "Legal and brand signed it off: it may be sent."
+
+
+campaign_review = Parallel(
+    name="campaign_review",
+    description="Legal and brand review a campaign (its id) in parallel; answers whether it "
+    "may be sent.",
+    branches=("legal", "brand"),
+    merge=merge_reviews,
 )

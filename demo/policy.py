@@ -20,8 +20,9 @@ MOVES_MONEY = frozenset({"issue_refund"})
 
 
 class DemoPolicy(ApprovalPolicy):
-    """Refunds: finance, 15 minutes (small ones free); campaigns: two people from marketing;
-    purges: the requester. Money moves only with a yes each time: refunds are never remembered."""
+    """Refunds: finance, 15 minutes (small ones free); campaigns: two people from marketing, and
+    each review's sign-off one of them; purges: the requester. Money moves only with a yes each
+    time: refunds are never remembered."""
 
     def requirement_for(
         self, tool: ToolSpec, args: dict[str, Any], actor: Actor, thread: Thread
@@ -33,6 +34,8 @@ class DemoPolicy(ApprovalPolicy):
                 return Requirement(approver="finance", ttl=REFUND_TTL)
             case "send_campaign":
                 return Requirement(approver="marketing", quorum=2)  # the two-person rule
+            case "sign_off":  # a campaign review's sign-off (demo.agents.campaign_review)
+                return Requirement(approver="marketing")
             case "purge_cache":
                 return Requirement(approver=REQUESTER)
         return Requirement()

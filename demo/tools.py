@@ -105,6 +105,12 @@ def purge_cache(ctx: ToolContext, path: str) -> dict[str, Any]:
     return {"purged": path, "purge_id": purge.pk}
 
 
+@tool(kind="action")
+def sign_off(ctx: ToolContext, campaign_id: str) -> dict[str, Any]:
+    """Sign a campaign off for this reviewer's team (a person of the team approves it)."""
+    return {"campaign_id": campaign_id, "signed_off": True}
+
+
 class Answer(pydantic.BaseModel):
     """The user's reply to a question."""
 

@@ -12,10 +12,10 @@ from typing import Any, Protocol
 import pytest
 from django.contrib.auth.models import User
 
-from agent_core import services
+from agent_core import calls, leases, runs
 from agent_core.actors import Actor
+from agent_core.dispatch import get_runner, set_runner
 from agent_core.models import Run, StreamFrame, ToolCall
-from agent_core.runner import get_runner, set_runner
 from agent_core.runner.inline import InlineRunner
 from approvals import services as port
 from demo.models import Campaign, Order
@@ -100,7 +100,7 @@ def turn(
         message: str, *, actor: Actor = ALICE, thread_id: str | None = None, agent: str = "support"
     ) -> Run:
         with django_capture_on_commit_callbacks(execute=True):
-            run = services.start_run(agent=agent, message=message, actor=actor, thread_id=thread_id)
+            run = runs.start_run(agent=agent, message=message, actor=actor, thread_id=thread_id)
         run.refresh_from_db()
         return run
 
@@ -132,6 +132,13 @@ def ops_turn(turn: Callable[..., Run], settings: Any) -> Callable[..., Run]:
     return functools.partial(turn, agent="ops")
 
 
+@pytest.fixture
+def desk(turn: Callable[..., Run]) -> Callable[..., Run]:
+    """Like ``turn``, for the ``desk`` test agent, which delegates (SPEC §14;
+    ``tests/durable/agents.py``)."""
+    return functools.partial(turn, agent="desk")
+
+
 def frame_kinds(run: Run) -> list[str]:
     return list(StreamFrame.objects.filter(run=run).order_by("seq").values_list("kind", flat=True))
 
@@ -153,8 +160,8 @@ def leave_in_doubt(call_id: str, approver: Actor) -> None:
     finally:
         set_runner(previous)
     run_id = ToolCall.objects.values_list("run_id", flat=True).get(pk=call_id)
-    lease = services.acquire_lease(run_id, "worker-that-dies")
+    lease = leases.acquire(run_id, "worker-that-dies")
     assert lease is not None
-    services.claim_call(lease, call_id)
-    services.mark_in_doubt(lease, call_id)
-    services.block_on_doubt(lease, call_id)
+    calls.claim_call(lease, call_id)
+    calls.mark_in_doubt(lease, call_id)
+    runs.block_on_doubt(lease, call_id)

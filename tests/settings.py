@@ -28,6 +28,13 @@ _agent: dict[str, Any] = {
         "tests.durable.agents.crash_agent",
         "tests.durable.agents.slow_agent",
         "tests.durable.agents.flaky_agent",
+        "tests.durable.agents.desk_agent",
+        "tests.durable.agents.relay_agent",
+        "tests.durable.agents.lawyer_agent",
+        "tests.durable.agents.designer_agent",
+        "tests.durable.agents.review_agent",
+        "tests.durable.agents.review_by_relay_agent",
+        "tests.durable.agents.chain_agent",
     ],
     "PROVIDERS": {
         "scripted": "agent_core.providers.scripted.ScriptedProvider",

@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .. import turns, usage
+from .. import usage
 from ..conf import agent_settings
 from ..models import Message, QueuedMessage, Run, Step, Thread, ToolCall
 from ..turns import Mode
@@ -131,7 +131,8 @@ class ThreadDetailSerializer(ThreadSerializer):
 
     @extend_schema_field(QueuedMessageSerializer(many=True))
     def get_queued_messages(self, thread: Thread) -> list[dict[str, Any]]:
-        return QueuedMessageSerializer(turns.waiting(thread.pk), many=True).data  # type: ignore[return-value]
+        waiting = QueuedMessage.objects.waiting(thread.pk)
+        return QueuedMessageSerializer(waiting, many=True).data  # type: ignore[return-value]
 
     @extend_schema_field(UsageSerializer)
     def get_usage(self, thread: Thread) -> dict[str, int]:
@@ -191,12 +192,28 @@ class RunSerializer(serializers.ModelSerializer[Run]):
         return run.error_message if agent_settings().expose_error_details else None
 
 
+class ChildRunSerializer(serializers.ModelSerializer[Run]):
+    """A run this run started by delegation (SPEC §14); ``parent_tool_call_id`` is ``null`` for
+    a detached one."""
+
+    class Meta:
+        model = Run
+        fields = ["id", "agent", "status", "error_code", "parent_tool_call_id", "created_at"]
+        read_only_fields = fields
+
+
 class RunDetailSerializer(RunSerializer):
-    """A run with its journal and its tool calls."""
+    """A run with its journal, its tool calls and its child runs."""
 
     steps = StepSerializer(many=True, read_only=True)
     tool_calls = ToolCallSerializer(many=True, read_only=True)
+    children = serializers.SerializerMethodField()
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "steps", "tool_calls"]
+        fields = [*RunSerializer.Meta.fields, "steps", "tool_calls", "children"]
         read_only_fields = fields
+
+    @extend_schema_field(ChildRunSerializer(many=True))
+    def get_children(self, run: Run) -> list[dict[str, Any]]:
+        children = run.child_runs.order_by("created_at")
+        return ChildRunSerializer(children, many=True).data  # type: ignore[return-value]

@@ -22,11 +22,11 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import idempotency, services, turns
+from .. import cancel, idempotency, turns
 from ..access import check_may_cancel, check_may_manage, visible_runs, visible_threads
 from ..exceptions import InvalidHeader, NotFound, RunActive
 from ..ids import ID_REGEX
-from ..models import Message, Run, Thread, ToolCall
+from ..models import Message, QueuedMessage, Run, Thread, ToolCall
 from . import serializers
 from .actors import request_actor
 from .base import AirlockAPIView, extend_schema
@@ -150,7 +150,7 @@ class CancelView(AirlockAPIView):
         if run is None:
             raise NotFound(f"no run {run_id}")
         check_may_cancel(actor, run)
-        run = services.request_cancel(run.pk, actor_ref=actor.ref)
+        run = cancel.request_cancel(run.pk, actor_ref=actor.ref)
         return Response({"status": run.status}, status=status.HTTP_202_ACCEPTED)
 
 
@@ -209,7 +209,9 @@ class ThreadViewSet(
     def queue(self, request: Request, pk: str) -> Response:
         """The thread's queued messages, in the order they will start."""
         thread = self.get_object()
-        rows = serializers.QueuedMessageSerializer(turns.waiting(thread.pk), many=True)
+        rows = serializers.QueuedMessageSerializer(
+            QueuedMessage.objects.waiting(thread.pk), many=True
+        )
         return Response(rows.data)
 
     @extend_schema(

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..models import CALL_PENDING, RUN_TERMINAL, Run, RunStatus, StreamFrame, ToolCall
+from ..models import CALL_PENDING, RUN_ACTIVE, RUN_TERMINAL, Run, RunStatus, StreamFrame, ToolCall
 
 POLL_SECONDS = 0.1
 _SHOWN_CHARS = 300
@@ -44,17 +44,36 @@ class RunFollower:
             for frame in self.new_frames():
                 if text := render(frame.kind, frame.data):
                     write(text)
-            if run.status == RunStatus.WAITING or run.status in RUN_TERMINAL:
+            if run.status in RUN_TERMINAL:
+                return run
+            # A run waiting on its child runs alone is still moving (SPEC §14).
+            if run.status == RunStatus.WAITING and (
+                pending_calls(run.pk) or len(awaited_runs(run.pk)) == 1
+            ):
                 return run
             time.sleep(poll)
 
 
-def pending_calls(run_id: str) -> list[ToolCall]:
-    """The run's calls waiting on a person (an approval or an answer), in proposal order."""
-    return list(
-        ToolCall.objects.filter(run_id=run_id, status__in=CALL_PENDING).order_by(
-            "requested_at", "position"
+def awaited_runs(run_id: str) -> list[str]:
+    """The run and the active child runs it waits on, theirs too (its delegations' runs)."""
+    found, level = [run_id], [run_id]
+    while level:
+        level = list(
+            Run.objects.filter(
+                parent_run_id__in=level, parent_tool_call__isnull=False, status__in=RUN_ACTIVE
+            ).values_list("pk", flat=True)
         )
+        found += level
+    return found
+
+
+def pending_calls(run_id: str) -> list[ToolCall]:
+    """The calls waiting on a person (an approval or an answer) of the run and of the child
+    runs it waits on, in the order they were proposed."""
+    return list(
+        ToolCall.objects.filter(run_id__in=awaited_runs(run_id), status__in=CALL_PENDING)
+        .select_related("run")
+        .order_by("requested_at", "position")
     )
 
 
@@ -74,8 +93,16 @@ def shown(value: Any) -> str:
 
 
 def render(kind: str, data: dict[str, Any]) -> str:
-    """A frame as terminal text (empty for frames a terminal does not need)."""
+    """A frame as terminal text (empty for frames a terminal does not need); a child run's
+    frames (SPEC §14) are indented under the call that started it."""
+    if "run_id" in data:
+        if kind in ("finish", "text"):  # its answer comes back as the delegation's output
+            return ""
+        own = {k: v for k, v in data.items() if k not in ("run_id", "parent_tool_call_id")}
+        return "".join(f"    | {line}\n" for line in render(kind, own).splitlines() if line)
     match kind:
+        case "delegated":
+            return f"  => {data['agent']} ({data['child_run_id']})\n"
         case "text":
             return str(data.get("text", ""))
         case "tool-input-available":

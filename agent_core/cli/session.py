@@ -8,9 +8,9 @@ from django.core.management.base import CommandError
 from .. import turns
 from ..actors import Actor, actor_for_user
 from ..conf import agent_settings
+from ..dispatch import get_runner
 from ..exceptions import AgentCoreError, QuotaExceeded
 from ..models import Run, Thread
-from ..runner import get_runner
 from .follow import RunFollower, shown
 
 

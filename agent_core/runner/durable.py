@@ -27,13 +27,17 @@ from dataclasses import dataclass
 from django.db import connection
 from django.dispatch import Signal
 
-from .. import services, signals
+from .. import signals
 from ..agents import get_agent
 from ..celery import STEP_TASK
 from ..conf import agent_settings
+from ..dispatch import Next
 from ..exceptions import LeaseLost
-from ..services import Claim, Lease, Next
+from ..journal import read_run
+from ..leases import Claim, Lease, hand_off, renew
 from . import loop
+from .model_step import RetryLater
+from .plan import CallModel, Recover, RunTool, plan
 from .queues import queue_of
 
 logger = logging.getLogger(__name__)
@@ -43,15 +47,15 @@ def next_queue(run_id: str) -> str:
     """The queue of the run's next step, read from the journal (the model queue when the
     journal cannot say: that step will then settle the run)."""
     model_queue = agent_settings().MODEL_QUEUE
-    found = services.read_run(run_id)
+    found = read_run(run_id)
     if found is None:
         return model_queue
     try:
-        step = loop.plan(*found)
+        step = plan(*found)
         agent = get_agent(found[0].agent)
     except Exception:
         return model_queue
-    if isinstance(step, loop.RunTool | loop.Recover):
+    if isinstance(step, RunTool | Recover):
         return queue_of(agent, step.call.tool_name)
     return model_queue
 
@@ -125,7 +129,7 @@ class DurableRunner:
         if onward is None:
             return
         if onward.token is None:
-            services.hand_off(lease)
+            hand_off(lease)
         # Otherwise no hand-off write: the next task takes the lease over by its token. Should
         # that task be lost, the lease expires and the sweeper re-drives the run.
         self.enqueue(run_id, onward.queue, countdown=onward.countdown, token=onward.token)
@@ -158,7 +162,7 @@ class DurableRunner:
                     if last
                     else loop.take_and_open(lease, opened, only=queue)
                 )
-            except loop.RetryLater as retry:
+            except RetryLater as retry:
                 return _Onward(queue, None, retry.delay)
             except LeaseLost:
                 logger.warning("lost the lease of %s; another driver has it", lease.run_id)
@@ -177,7 +181,7 @@ def _heartbeat(lease: Lease) -> Iterator[None]:
     def beat() -> None:
         try:
             while not stop.wait(period):
-                if services.renew_leases([lease]):
+                if renew([lease]):
                     logger.warning("lease of %s was taken over", lease.run_id)
                     return
         except Exception:
@@ -197,5 +201,5 @@ def _heartbeat(lease: Lease) -> Iterator[None]:
 def _announce(signal: Signal, step: loop.Opened) -> None:
     # Between two commits: where instrumentation hooks in, and where the crash tests' workers
     # stop (tests/durable/faults.py) to be killed at a precise moment.
-    kind = Next.MODEL if isinstance(step.step, loop.CallModel) else Next.TOOL
+    kind = Next.MODEL if isinstance(step.step, CallModel) else Next.TOOL
     signal.send(DurableRunner, run_id=step.run.pk, kind=kind)

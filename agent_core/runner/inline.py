@@ -17,11 +17,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from django.db import close_old_connections
 
-from .. import services
 from ..conf import agent_settings
+from ..dispatch import Next
 from ..exceptions import LeaseLost
-from ..services import Claim, Lease, Next
-from . import loop, sweep
+from ..leases import Claim, Lease, hand_off, renew
+from . import loop
+from .model_step import RetryLater
+from .sweep import sweep
 
 logger = logging.getLogger(__name__)
 
@@ -75,13 +77,13 @@ class InlineRunner:
                 try:
                     # The step's record opens the next one, when it may (one commit, not two).
                     opened = loop.take_and_open(lease, opened)
-                except loop.RetryLater as retry:
+                except RetryLater as retry:
                     time.sleep(retry.delay)
                     opened = Next.MODEL  # open the model step again: its next attempt
                 except LeaseLost:
                     logger.warning("lost the lease of %s; another driver has it", run_id)
                     return
-            services.hand_off(lease)  # shutting down: another driver may take the run at once
+            hand_off(lease)  # shutting down: another driver may take the run at once
         finally:
             with self._held_lock:
                 self._held.pop(run_id, None)
@@ -110,7 +112,7 @@ class InlineRunner:
             try:
                 with self._held_lock:
                     held = list(self._held.values())
-                for lease in services.renew_leases(held):
+                for lease in renew(held):
                     logger.warning("lease of %s was taken over", lease.run_id)
                 if time.monotonic() >= next_sweep:
                     sweep(self)

@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from agent_core import delegation
 from agent_core.agents import get_agent
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import SYSTEM_VIAS, ToolCall
@@ -113,6 +114,7 @@ class PendingCallSerializer(serializers.ModelSerializer[ToolCall]):
     answer_schema = serializers.SerializerMethodField()
     approvals = serializers.SerializerMethodField()
     approvals_needed = serializers.SerializerMethodField()
+    chain = serializers.SerializerMethodField()
 
     class Meta:
         model = ToolCall
@@ -134,6 +136,7 @@ class PendingCallSerializer(serializers.ModelSerializer[ToolCall]):
             "answer_schema",
             "approvals",
             "approvals_needed",
+            "chain",
         ]
 
     @extend_schema_field(ApprovalSerializer(many=True))
@@ -144,6 +147,11 @@ class PendingCallSerializer(serializers.ModelSerializer[ToolCall]):
     def get_approvals_needed(self, call: ToolCall) -> int:
         """How many distinct approvers the call needs (1 unless its policy set a quorum)."""
         return quorum.standing(call)[0]
+
+    def get_chain(self, call: ToolCall) -> list[str]:
+        """The agents from the run a person started down to the call's (``["support",
+        "billing"]``: billing's call, delegated by support; SPEC §14)."""
+        return delegation.chain_of(call.run)
 
     def get_answer_schema(self, call: ToolCall) -> dict[str, Any] | None:
         """A human tool's answer schema (read from the declared tool, not the database)."""

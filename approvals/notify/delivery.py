@@ -19,8 +19,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent_core.conf import agent_settings
+from agent_core.dispatch import get_runner
 from agent_core.models import ToolCall
-from agent_core.runner import get_runner
 from agent_core.runner.inline import InlineRunner
 
 from ..conf import approvals_settings

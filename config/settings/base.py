@@ -141,7 +141,13 @@ SPECTACULAR_SETTINGS = {
 }
 
 AGENT: dict[str, Any] = {
-    "AGENTS": ["demo.agents.support_agent"],
+    "AGENTS": [
+        "demo.agents.support_agent",
+        "demo.agents.billing_agent",
+        "demo.agents.legal_agent",
+        "demo.agents.brand_agent",
+        "demo.agents.campaign_review",
+    ],
     "MODEL": "scripted:demo",
     "RUNNER": os.environ.get("AGENT_RUNNER", "inline"),
 }

@@ -15,9 +15,9 @@ from django.shortcuts import get_object_or_404, redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from agent_core import services
 from agent_core.access import check_may_cancel, visible_runs
 from agent_core.actors import Actor
+from agent_core.cancel import request_cancel
 from agent_core.exceptions import NotAllowed
 from agent_core.models import Run, RunStatus, Step, StreamFrame, ToolCall
 from approvals.models import DecisionAttempt, Delivery
@@ -87,6 +87,9 @@ def _run_context(request: HttpRequest, run_id: str) -> dict[str, Any]:
         ],
         "frames": frames,
         "last_seq": frames[-1].seq if frames else 0,
+        # The delegation tree around the run (SPEC §14): who started it, what it started.
+        "parent": run.parent_run,
+        "children": list(run.child_runs.order_by("created_at")),
     }
 
 
@@ -125,7 +128,7 @@ def cancel(request: HttpRequest, run_id: str) -> HttpResponse:
         return _refused(request, run_id, exc.message, status=403)
     if run.is_terminal or run.status == RunStatus.CANCELLING:
         return _refused(request, run_id, _too_late(run), status=409)
-    run = services.request_cancel(run.pk, actor_ref=actor.ref)
+    run = request_cancel(run.pk, actor_ref=actor.ref)
     if run.status == RunStatus.CANCELLING:
         messages.success(request, f"Cancelling {run.pk}: it stops at its next safe point.")
     else:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from agent_core import services
+from agent_core import cancel
 from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, Thread
-from agent_core.runner import sweep
 from agent_core.runner.abort import CancelWatch
+from agent_core.runner.sweep import sweep
 from tests.conftest import ALICE, REFUND, calls_of
 
 pytestmark = pytest.mark.django_db
@@ -28,7 +28,7 @@ def test_cancel_cascades_to_child_runs(turn, decide):
     parent = turn(REFUND)
     child = _child_of(parent, RunStatus.WAITING)
     done = _child_of(parent, RunStatus.COMPLETED)
-    decide(services.request_cancel, parent.pk, actor_ref=ALICE.ref)
+    decide(cancel.request_cancel, parent.pk, actor_ref=ALICE.ref)
     for run in (parent, child, done):
         run.refresh_from_db()
     assert parent.status == child.status == RunStatus.CANCELLED
@@ -45,8 +45,8 @@ def test_a_driven_run_is_marked_cancelling_and_the_sweeper_settles_it_if_the_dri
         lease_owner="dead-worker",
         lease_expires_at=run.created_at.replace(year=2100),
     )
-    assert services.request_cancel(run.pk, actor_ref=ALICE.ref).status == RunStatus.CANCELLING
-    assert services.request_cancel(run.pk, actor_ref=ALICE.ref).status == RunStatus.CANCELLING
+    assert cancel.request_cancel(run.pk, actor_ref=ALICE.ref).status == RunStatus.CANCELLING
+    assert cancel.request_cancel(run.pk, actor_ref=ALICE.ref).status == RunStatus.CANCELLING
     sweep()
     assert Run.objects.get(pk=run.pk).status == RunStatus.CANCELLING  # the lease still holds
     Run.objects.filter(pk=run.pk).update(lease_expires_at=run.created_at)

@@ -22,6 +22,13 @@ def test_an_agent_path_that_does_not_import_is_reported():
     assert error.id == "agent_core.E002" and "no_such_agent" in error.msg
 
 
+@override_settings(AGENT={"AGENTS": ["demo.agents.support_agent"]})
+def test_a_delegate_that_is_not_registered_is_reported():
+    messages = check_agent_settings()
+    assert ids(messages) == ["agent_core.W011", "agent_core.W011"]
+    assert "'support' delegates to 'billing'" in messages[0].msg
+
+
 @override_settings(AGENT={"APPROVAL_POLICY": "approvals.policy.Nope"})
 def test_a_dotted_path_setting_that_does_not_import_is_reported():
     assert ids(check_agent_settings()) == ["agent_core.E003"]

@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from agent_core import services
+from agent_core import calls, leases
+from agent_core.dispatch import Next
 from agent_core.exceptions import LeaseLost
+from agent_core.leases import Claim
 from agent_core.models import CallStatus, Run, RunStatus, Step
 from agent_core.runner import loop
-from agent_core.services import Claim, Next
+from agent_core.runner.plan import RunTool
 from approvals import services as port
 from tests.conftest import ALICE, REFUND, calls_of
 
@@ -27,15 +29,15 @@ def approved(turn) -> Run:
 
 
 def test_a_passed_token_takes_the_lease_over_and_a_stale_one_backs_off(approved):
-    first = services.acquire_lease(approved.pk, "worker-1")
+    first = leases.acquire(approved.pk, "worker-1")
     assert first is not None
-    assert services.acquire_lease(approved.pk, "worker-2") is None  # live: back off
-    assert services.acquire_lease(approved.pk, "worker-2", passed=first.token - 1) is None
-    second = services.acquire_lease(approved.pk, "worker-2", passed=first.token)
+    assert leases.acquire(approved.pk, "worker-2") is None  # live: back off
+    assert leases.acquire(approved.pk, "worker-2", passed=first.token - 1) is None
+    second = leases.acquire(approved.pk, "worker-2", passed=first.token)
     assert second is not None and second.token == first.token + 1
     [call] = calls_of(approved)
     with pytest.raises(LeaseLost), transaction.atomic():  # the first driver is fenced out
-        services.claim_call(first, call.pk)
+        calls.claim_call(first, call.pk)
     assert calls_of(approved)[0].status == CallStatus.APPROVED
 
 
@@ -43,7 +45,7 @@ def test_claim_step_takes_the_lease_in_the_transaction_that_plans(approved):
     found = loop.claim_step(Claim(approved.pk, "worker-1"), only="agent.llm")  # atomic: here
     assert found is not None
     lease, opened = found
-    assert isinstance(opened, loop.Opened) and isinstance(opened.step, loop.RunTool)
+    assert isinstance(opened, loop.Opened) and isinstance(opened.step, RunTool)
     approved.refresh_from_db()
     assert (approved.lease_owner, approved.lease_token) == ("worker-1", lease.token)
     assert loop.claim_step(Claim(approved.pk, "worker-2")) is None  # held: back off

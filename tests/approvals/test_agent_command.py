@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from agent_core import services
+from agent_core import runs
 from agent_core.actors import actor_for_user
 from agent_core.models import (
     CallStatus,
@@ -54,7 +54,7 @@ def open_chat(terminals: list[Terminal], *args: str) -> Terminal:
 def waiting(message: str) -> tuple[str, str]:
     """Start, in this process, a turn of alice's that stops on a person: (call id, thread id)."""
     alice = actor_for_user(User.objects.get(username="alice"))
-    run = services.start_run(agent="support", message=message, actor=alice)
+    run = runs.start_run(agent="support", message=message, actor=alice)
     run.refresh_from_db()
     assert run.status == RunStatus.WAITING
     return ToolCall.objects.get(run=run).pk, run.thread_id
@@ -185,9 +185,9 @@ def _age(thread_id: str, days: int) -> None:
 
 def test_cleanup_deletes_old_finished_threads_only(people):
     alice = actor_for_user(people["alice"])
-    old_done = services.start_run(agent="support", message="hello", actor=alice).thread_id
+    old_done = runs.start_run(agent="support", message="hello", actor=alice).thread_id
     _, old_waiting = waiting('/call purge_cache {"path": "/p"}')
-    services.start_run(agent="support", message="hello", actor=alice)
+    runs.start_run(agent="support", message="hello", actor=alice)
     recent = Thread.objects.exclude(pk__in=[old_done, old_waiting]).get().pk
     _age(old_done, 40)
     _age(old_waiting, 40)
@@ -327,3 +327,20 @@ def test_mark_done_and_not_done_resolve_a_call_in_doubt(people):
         "applied",
         "not_found",
     ]
+
+
+def test_chat_shows_and_decides_a_child_runs_card(people, terminals):
+    chat = open_chat(terminals)
+    chat.expect("you> ")
+    refund = '/call issue_refund {"order_id": "A-1001", "amount": 30}'
+    chat.send(f"/call ask_billing {json.dumps({'message': refund})}")
+    card = chat.expect("edit <json> > ")
+    assert "=> billing (run_" in card and "[approval needed] issue_refund" in card
+    assert "asked by: support → billing" in card
+    chat.send("approve")
+    answer = chat.expect("you> ")
+    assert "ask_billing returned" in answer and "issue_refund returned" in answer
+    assert Refund.objects.count() == 1
+    assert Run.objects.filter(agent="billing", status=RunStatus.COMPLETED).count() == 1
+    chat.end_input()
+    assert chat.wait() == 0

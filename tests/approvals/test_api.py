@@ -12,7 +12,7 @@ from django.test import override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agent_core import services
+from agent_core import runs
 from agent_core.actors import Actor, actor_for_user
 from agent_core.models import SYSTEM_VIAS, CallStatus, ToolCall
 from approvals import services as port
@@ -100,7 +100,7 @@ def test_refusals_have_their_status_and_code_and_are_audited(turn, people, post)
 def test_a_dead_runs_card_answers_run_not_active(turn, people, post):
     run = turn(refund(10), actor=actor(people["alice"]))
     [call] = calls_of(run)
-    services.fail_run(run.pk, code="run_failed", message="gone")
+    runs.fail_run(run.pk, code="run_failed", message="gone")
     status, data = post(people["alice"], "/agent/tool-call/approve", {"tool_call_id": call.pk})
     assert (status, data["code"]) == (409, "run_not_active")
 
@@ -291,6 +291,7 @@ def test_the_inbox_lists_what_the_actor_may_decide_across_threads(turn, people):
         "answer_schema": None,
         "approvals": [],
         "approvals_needed": 1,
+        "chain": ["support"],
     }
     q = get(alice, "/agent/approvals/pending", tool="ask_user")[1]["results"][0]
     assert q["answer_schema"]["required"] == ["answer"]
@@ -299,7 +300,7 @@ def test_the_inbox_lists_what_the_actor_may_decide_across_threads(turn, people):
     assert ids(get(fran, "/agent/approvals/pending", agent="ops")[1]) == []
     assert ids(get(fran, "/agent/approvals/pending", tool="purge_cache")[1]) == []
     # Decided calls leave the inbox.
-    services.fail_run(big.run_id, code="run_failed", message="gone")
+    runs.fail_run(big.run_id, code="run_failed", message="gone")
     assert ids(get(fran, "/agent/approvals/pending")[1]) == [bobs_big.pk]
     assert client_for(None).get("/agent/approvals/pending").status_code == 401
 

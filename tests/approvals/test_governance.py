@@ -5,15 +5,15 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.db import transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from agent_core import services, signals
+from agent_core import signals
 from agent_core.actors import Actor
+from agent_core.decisions import decision
 from agent_core.exceptions import AlreadyDecided, NotFound
 from agent_core.models import CallStatus, Message, RunStatus, StreamFrame, ToolCall
-from agent_core.runner import sweep
+from agent_core.runner.sweep import sweep
 from approvals import amendments
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
@@ -476,15 +476,10 @@ def test_signals_are_sent_after_commit(turn, django_capture_on_commit_callbacks,
 def test_cancelling_a_pending_approval_sends_approval_settled(
     turn, django_capture_on_commit_callbacks, sent
 ):
-    """The cancel path (``settle_approval`` with ``cancelled``) is announced like the others."""
+    """The cancel path (``Decision.settle`` with ``cancelled``) is announced like the others."""
     run = turn(refund(10))
     [call] = calls_of(run)
-    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
-        services.settle_approval(
-            services.lock_run(run.pk),
-            call,
-            status=CallStatus.CANCELLED,
-            decided_by_ref="system",
-            decided_via="cancel",
-        )
+    with django_capture_on_commit_callbacks(execute=True), decision(call.pk) as held:
+        assert held is not None
+        held.settle(CallStatus.CANCELLED, decided_by_ref="system", decided_via="cancel")
     assert sent[-1] == ("settled", call.pk, "cancelled")

@@ -13,10 +13,10 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from agent_core import services
+from agent_core import runs
 from agent_core.actors import actor_for_user
+from agent_core.dispatch import set_runner
 from agent_core.models import ToolCall
-from agent_core.runner import set_runner
 from agent_core.runner.inline import InlineRunner
 from approvals.checks import check_approvals_settings
 from approvals.models import Delivery, NotificationOptOut
@@ -155,7 +155,7 @@ def test_a_failing_webhook_is_retried_with_backoff_and_recorded_as_failed(shop, 
     }
     try:
         with override_settings(APPROVALS=settings):
-            services.start_run(agent="support", message=REFUND, actor=ALICE)
+            runs.start_run(agent="support", message=REFUND, actor=ALICE)
             deadline = time.monotonic() + 30
             while not Delivery.objects.filter(status="failed").exists():
                 assert time.monotonic() < deadline, list(Delivery.objects.values())

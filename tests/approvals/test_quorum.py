@@ -10,7 +10,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from agent_core import services
+from agent_core import runs
 from agent_core.actors import Actor, actor_for_user
 from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, ToolCall
 from approvals import services as port
@@ -169,7 +169,7 @@ def test_the_api_shows_who_approved_and_how_many_are_needed(
 def test_concurrent_approvals_on_separate_processes_each_count_once(shop, sync_runner):
     for name in ["fran", "finn", "fred"]:
         make_user(name, "finance")
-    run = services.start_run(agent="support", message=REFUND, actor=ALICE)
+    run = runs.start_run(agent="support", message=REFUND, actor=ALICE)
     [call] = calls_of(run)
     # Two people at once, each twice: four processes racing on one call.
     procs = [

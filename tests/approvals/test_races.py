@@ -11,10 +11,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agent_core import services
+from agent_core import runs
+from agent_core.dispatch import set_runner
 from agent_core.models import CallStatus, RunStatus, StreamFrame, ToolCall
-from agent_core.runner import set_runner, sweep
 from agent_core.runner.inline import InlineRunner
+from agent_core.runner.sweep import sweep
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired
 from approvals.models import Action, DecisionAttempt
@@ -23,7 +24,7 @@ from tests.conftest import ALICE, REFUND, calls_of, settled, wait_for
 
 
 def waiting_call() -> ToolCall:
-    run = services.start_run(agent="support", message=REFUND, actor=ALICE)
+    run = runs.start_run(agent="support", message=REFUND, actor=ALICE)
     wait_for("the run to wait", settled(run.pk, RunStatus.WAITING))
     [call] = calls_of(run)
     return call

@@ -9,10 +9,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agent_core import services
+from agent_core import runs
+from agent_core.dispatch import set_runner
 from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, NotFound, RunNotActive
 from agent_core.models import CallStatus, RunStatus, ToolCall
-from agent_core.runner import set_runner
 from agent_core.runner.inline import InlineRunner
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired, InvalidDecision
@@ -87,7 +87,7 @@ def test_an_expired_request_answers_gone_and_the_model_is_told(turn, decide):
 def test_a_dead_runs_calls_answer_run_not_active(turn, decide):
     run = turn(REFUND)
     [call] = calls_of(run)
-    services.fail_run(run.pk, code="run_failed", message="the worker's disk caught fire")
+    runs.fail_run(run.pk, code="run_failed", message="the worker's disk caught fire")
     call.refresh_from_db()
     assert call.status == CallStatus.FAILED
     with pytest.raises(RunNotActive):
@@ -119,7 +119,7 @@ def test_ask_the_user(turn, decide):
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_decisions_on_one_call_have_one_winner(shop, threaded_runner):
-    run = services.start_run(agent="support", message=REFUND, actor=ALICE)
+    run = runs.start_run(agent="support", message=REFUND, actor=ALICE)
     wait_for("the run to wait", settled(run.pk, RunStatus.WAITING))
     [call] = calls_of(run)
     barrier = threading.Barrier(8)
@@ -155,7 +155,7 @@ def test_concurrent_decisions_on_one_call_have_one_winner(shop, threaded_runner)
 
 @pytest.mark.django_db(transaction=True)
 def test_a_waiting_run_is_redriven_by_a_new_runner_after_a_restart(shop, threaded_runner):
-    run = services.start_run(agent="support", message=REFUND, actor=ALICE)
+    run = runs.start_run(agent="support", message=REFUND, actor=ALICE)
     wait_for("the run to wait", settled(run.pk, RunStatus.WAITING))
     threaded_runner.shutdown()
     set_runner(None)  # the process is gone; what remains is the database

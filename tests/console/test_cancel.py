@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from agent_core import services
+from agent_core import leases
 from agent_core.models import CallStatus, RunStatus, ToolCall
 from approvals import services as port
 from tests.console.conftest import REFUND, actor
@@ -50,7 +50,7 @@ def test_a_driven_run_is_marked_cancelling(turn, login, people, finance_policy):
     run = turn(REFUND, actor=actor(people["alice"]))
     call = ToolCall.objects.get(run=run)
     port.approve(call.pk, actor=actor(people["fran"]))  # not driven: a worker takes it below
-    assert services.acquire_lease(run.pk, "a-live-worker") is not None
+    assert leases.acquire(run.pk, "a-live-worker") is not None
     client = login("otto")
     response = _cancel(client, run)
     assert response.status_code == 302

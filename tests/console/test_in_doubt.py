@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from agent_core import services
+from agent_core import calls, leases, runs
 from agent_core.models import CallStatus, RunStatus, ToolCall
 from approvals import services as port
 from approvals.models import DecisionAttempt
@@ -19,11 +19,11 @@ def doubtful(turn, people):
     run = turn('/call purge_cache {"path": "/sale"}', actor=actor(people["fran"]))
     call = ToolCall.objects.get(run=run)
     port.approve(call.pk, actor=actor(people["fran"]))  # not driven: the worker is "dead"
-    lease = services.acquire_lease(run.pk, "worker-that-dies")
+    lease = leases.acquire(run.pk, "worker-that-dies")
     assert lease is not None
-    services.claim_call(lease, call.pk)
-    services.mark_in_doubt(lease, call.pk)
-    services.block_on_doubt(lease, call.pk)
+    calls.claim_call(lease, call.pk)
+    calls.mark_in_doubt(lease, call.pk)
+    runs.block_on_doubt(lease, call.pk)
     call.refresh_from_db()
     assert call.status == CallStatus.IN_DOUBT
     return call

@@ -10,7 +10,7 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
-from agent_core import services
+from agent_core import runs
 from agent_core.asgi import websocket_application
 from agent_core.models import ToolCall
 from approvals import services as port
@@ -56,7 +56,7 @@ def test_a_new_request_and_its_decision_reach_open_pages(people, shop, sync_runn
         inbox = WebsocketCommunicator(application, "/console/ws/")
         inbox.scope["user"] = people["fran"]
         assert (await inbox.connect())[0]
-        run = await database_sync_to_async(services.start_run)(
+        run = await database_sync_to_async(runs.start_run)(
             agent="support", message=REFUND, actor=alice
         )
         requested: list[dict[str, Any]] = []

@@ -14,8 +14,8 @@ from django.core import mail
 from django.core.management import call_command
 from django.utils import timezone
 
-from agent_core.actors import actor_for_user
-from agent_core.models import CallStatus, RunStatus
+from agent_core.actors import Actor, actor_for_user
+from agent_core.models import CallStatus, Run, RunStatus, ToolCall
 from approvals import services as port
 from approvals.exceptions import NotApprover
 from demo.models import CachePurge, Campaign, Customer, Order, Refund
@@ -157,3 +157,17 @@ def test_a_campaign_emails_both_marketers_and_needs_both_yeses(turn, decide, set
     decide(port.approve, call.pk, actor=otto, via="test")
     call.refresh_from_db()
     assert call.status == CallStatus.SUCCEEDED and call.decided_by_ref == otto.ref
+
+
+def test_support_has_a_campaign_reviewed_in_parallel_then_sends_it(turn, decide):
+    mia = Actor(ref="user:mia", roles=frozenset({"marketing"}))
+    run = turn('/call ask_campaign_review {"message": "spring-sale"}')
+    review = Run.objects.get(parent_run=run)
+    sign_offs = list(ToolCall.objects.filter(run__parent_run=review, tool_name="sign_off"))
+    assert len(sign_offs) == 2 and all(c.approver == "marketing" for c in sign_offs)
+    for call in sign_offs:
+        decide(port.approve, call.pk, actor=mia)
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED
+    [asked] = calls_of(run)
+    assert asked.result == "Legal and brand signed it off: it may be sent."

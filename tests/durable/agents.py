@@ -4,7 +4,7 @@
 dedupes on the idempotency key, ``purge_strict``, a plain tool that asks afresh for every
 attempt, and ``read_vault``, a read that runs only on the ``agent.vault`` queue. ``slow``
 streams a little text and then stalls for ``AIRLOCK_TEST_SLOW_MODEL`` seconds, so a test can
-kill a worker in the middle of a model step.
+kill a worker in the middle of a model step. ``desk`` and ``relay`` delegate (compositions).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from agent_core.agents import Agent
+from agent_core.agents import Agent, Delegate
+from agent_core.compositions import Parallel, Pipeline
 from agent_core.exceptions import ModelError
 from agent_core.providers.base import ModelEvent, ModelRequest, TextDelta
 from agent_core.providers.scripted import ScriptedProvider
@@ -89,3 +90,44 @@ class FlakyProvider(ScriptedProvider):
 
 
 flaky_agent = Agent(name="flaky", instructions="Crash tests.", model="flaky:demo", tools=_TOOLS)
+
+
+# Compositions (SPEC §14): ``desk`` hands work to ``billing`` (the demo's) awaited, gated and
+# detached, and to ``relay``, which hands it on to ``billing`` or back to ``desk`` (a cycle).
+desk_agent = Agent(
+    name="desk",
+    instructions="Composition tests.",
+    tools=_TOOLS,
+    delegates=(
+        "billing",
+        "relay",
+        Delegate("billing", kind="action", name="ask_billing_gated"),
+        Delegate("billing", detached=True),
+        "review",
+        "review_by_relay",
+        "chain",
+        "slow",
+    ),
+)
+relay_agent = Agent(
+    name="relay", instructions="Composition tests.", tools=_TOOLS, delegates=("billing", "desk")
+)
+
+# Two reviewers, as branches of ``review`` (merged by a function), of ``review_by_relay`` (merged
+# by the ``relay`` agent) and as the steps of the pipeline ``chain``.
+lawyer_agent = Agent(name="lawyer", instructions="Composition tests.", tools=_TOOLS)
+designer_agent = Agent(name="designer", instructions="Composition tests.", tools=_TOOLS)
+
+
+def merge_reviews(answers: dict[str, str]) -> str:
+    """Both reviewers' answers, in branch order: what ``review`` answers (after
+    ``AIRLOCK_TEST_MERGE_DELAY`` seconds, so a test can kill a worker while it merges)."""
+    time.sleep(float(os.environ.get("AIRLOCK_TEST_MERGE_DELAY", "0")))
+    return " | ".join(f"{branch}: {answer}" for branch, answer in answers.items())
+
+
+review_agent = Parallel(name="review", branches=("lawyer", "designer"), merge=merge_reviews)
+review_by_relay_agent = Parallel(
+    name="review_by_relay", branches=("lawyer", "designer"), merge="relay"
+)
+chain_agent = Pipeline(name="chain", steps=("lawyer", "designer"))

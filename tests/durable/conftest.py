@@ -19,10 +19,10 @@ import redis
 from django.conf import settings
 from django.db import connection
 
-from agent_core import services
+from agent_core import runs
 from agent_core.actors import Actor
+from agent_core.dispatch import set_runner
 from agent_core.models import Run, StreamFrame
-from agent_core.runner import set_runner
 from agent_core.runner.durable import DurableRunner
 from tests.conftest import ALICE
 from tests.processes import django_env
@@ -126,7 +126,7 @@ def cluster(transactional_db: None, tmp_path: Path, settings: Any) -> Iterator[C
 
 
 def start(message: str, *, agent: str = "crash", actor: Actor = ALICE) -> Run:
-    return services.start_run(agent=agent, message=message, actor=actor)
+    return runs.start_run(agent=agent, message=message, actor=actor)
 
 
 def assert_frames_gapless(run_id: str) -> None:

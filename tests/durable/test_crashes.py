@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agent_core import services
+from agent_core import runs
 from agent_core.exceptions import RunNotActive
 from agent_core.models import CallStatus, Message, Run, RunStatus, Step, StreamFrame, ToolCall
 from agent_core.transcript import NEVER_COMPLETED
@@ -308,7 +308,7 @@ def test_a_journal_the_code_does_not_reach_kills_the_run_and_poisons_nothing(
     assert Refund.objects.count() == 0
     assert_frames_gapless(run.pk)
     # The next turn gives the model a result for every call of the dead run.
-    nxt = services.start_run(agent="crash", message="hello", actor=ALICE, thread_id=run.thread_id)
+    nxt = runs.start_run(agent="crash", message="hello", actor=ALICE, thread_id=run.thread_id)
     completed(cluster, nxt)
     results = {
         part["tool_call_id"]: part["output"]

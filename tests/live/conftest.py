@@ -12,7 +12,7 @@ import httpx
 import pytest
 from httpx_sse import connect_sse
 
-from agent_core import services
+from agent_core import cancel
 from agent_core.models import Run, RunStatus
 from tests.live.server import Server, start_server
 
@@ -49,7 +49,7 @@ def settle_runs(transactional_db: None) -> Iterator[None]:
     while Run.objects.filter(status__in=active).exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     for run_id in Run.objects.filter(status__in=active).values_list("pk", flat=True):
-        services.request_cancel(run_id, actor_ref="test-teardown")
+        cancel.request_cancel(run_id, actor_ref="test-teardown")
     time.sleep(0.2)  # the driver that was told to stop lets go of its transaction
 
 

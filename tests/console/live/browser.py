@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import connections
 from playwright.sync_api import Browser, Page, ViewportSize, expect
 
-from agent_core import services
+from agent_core import runs
 from agent_core.actors import actor_for_user
 from agent_core.models import Run, ToolCall
 from tests.conftest import leave_in_doubt
@@ -92,7 +92,7 @@ def start(people: dict[str, Any], message: str, username: str = "alice") -> Run:
 
     def go() -> Run:
         who = actor_for_user(people[username])
-        run = services.start_run(agent="support", message=message, actor=who)
+        run = runs.start_run(agent="support", message=message, actor=who)
         run.refresh_from_db()
         return run
 

@@ -1,0 +1,173 @@
+"""A tool call's transitions on the driver's side: claim, finish, refuse, in doubt, recovered.
+
+Each is fenced by the driver's lease (``leases.lock``) and journals what it settles, so a
+recorded tool step is never redone. Decisions made by people are ``decisions.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from . import frames, journal, signals, state, streams
+from .agents import get_agent
+from .dispatch import Next
+from .exceptions import InvalidTransition, ToolNotFound
+from .frames import Frames
+from .leases import Lease, lock
+from .models import CallStatus, Run, Step, StepStatus, ToolCall
+from .runs import continue_or_park
+
+logger = logging.getLogger(__name__)
+
+
+def claim_call(lease: Lease, call_id: str) -> Run:
+    """``approved → executing``, fenced by the lease token: the side effect may start now.
+
+    Returns the run, locked until the caller's transaction ends."""
+    # No savepoint when nested (the atomic tool's transaction): an error here ends it anyway.
+    with transaction.atomic(savepoint=False):
+        run = lock(lease)
+        won = state.transition(
+            ToolCall.objects.filter(pk=call_id, run_id=lease.run_id),
+            CallStatus.APPROVED,
+            CallStatus.EXECUTING,
+            fence=lease.token,
+            attempts=F("attempts") + 1,
+            started_at=timezone.now(),
+        )
+        if not won:
+            raise InvalidTransition(f"{call_id} is not approved")
+        return run
+
+
+def finish_call(
+    lease: Lease,
+    call_id: str,
+    *,
+    result: Any = None,
+    error: str | None = None,
+    expected: CallStatus = CallStatus.EXECUTING,
+    held: Run | None = None,
+) -> Next:
+    """``executing → succeeded | failed``, journaled as ``tool:<id>``; parks the run when what
+    remains of the step waits on people. Returns what the run does next.
+
+    A read tool goes straight from ``approved`` (``expected``): running it again is harmless.
+    ``held``: the run, when the caller's transaction already holds its lock (``claim_call``).
+    """
+    now = timezone.now()
+    status = CallStatus.FAILED if error is not None else CallStatus.SUCCEEDED
+    # No savepoint when nested (the atomic tool's transaction, or the inline driver opening the
+    # next step in it): an error here ends it anyway.
+    with transaction.atomic(savepoint=False):
+        # The tool has run: its outcome is recorded even when a cancel arrived meanwhile.
+        run = held or lock(lease, allow_cancelling=True)
+        extra: dict[str, Any] = {}
+        if expected == CallStatus.APPROVED:
+            extra = {"attempts": F("attempts") + 1, "started_at": now, "fence": lease.token}
+        won = state.transition(
+            ToolCall.objects.filter(pk=call_id, run=run),
+            expected,
+            status,
+            result=result,
+            error=error or "",
+            finished_at=now,
+            **extra,
+        )
+        if not won:
+            raise InvalidTransition(f"{call_id} is not {expected}")
+        journal.record_tool_step(run, call_id, status.value)
+        if error is None:
+            streams.emit(run.pk, [frames.tool_output(call_id, result)])
+        else:
+            streams.emit(run.pk, [frames.tool_output_error(call_id, error)])
+        return continue_or_park(run)
+
+
+def refuse_call(lease: Lease, call_id: str, *, reason: str) -> Next:
+    """``approved → refused``: the preflight right before execution said no; nothing ran.
+    Returns what the run does next."""
+    with transaction.atomic(savepoint=False):  # as record_model_step
+        run = lock(lease)
+        won = state.transition(
+            ToolCall.objects.filter(pk=call_id, run=run),
+            CallStatus.APPROVED,
+            CallStatus.REFUSED,
+            reason=reason,
+            finished_at=timezone.now(),
+        )
+        if not won:
+            raise InvalidTransition(f"{call_id} is not approved")
+        streams.emit(run.pk, [frames.tool_output_denied(call_id, reason)])
+        return continue_or_park(run)
+
+
+def mark_in_doubt(lease: Lease, call_id: str) -> None:
+    """``executing → in_doubt``: an attempt died mid-effect; nobody knows whether it happened."""
+    with transaction.atomic():
+        run = lock(lease)
+        won = state.transition(
+            ToolCall.objects.filter(pk=call_id, run=run),
+            CallStatus.EXECUTING,
+            CallStatus.IN_DOUBT,
+        )
+        if won:
+            streams.emit(run.pk, [frames.tool_in_doubt(call_id)])
+            call = ToolCall.objects.get(pk=call_id)
+            transaction.on_commit(lambda: signals.call_in_doubt.send(ToolCall, call=call))
+
+
+def recovered(lease: Lease, call_id: str, *, done: bool, result: Any = None) -> bool:
+    """The tool's ``recover()`` (or its being idempotent) settled an in-doubt call for the
+    driver: see ``resolve``."""
+    with transaction.atomic():
+        run = lock(lease)
+        return resolve(run, ToolCall.objects.get(pk=call_id), done=done, result=result)
+
+
+def resolve(run: Run, call: ToolCall, *, done: bool, result: Any = None) -> bool:
+    """Settle an in-doubt call under its run's lock: ``done`` records ``result`` without running
+    anything; not done makes it runnable again (``approved``, or ``pending_approval`` when its
+    tool asks afresh for every attempt: ``asks_again``). ``False``: it was no longer in doubt."""
+    now = timezone.now()
+    announce: Frames
+    reapprove = not done and asks_again(run, call)
+    if done:
+        fields: dict[str, Any] = {"result": result, "finished_at": now}
+        target = CallStatus.SUCCEEDED
+        announce = [frames.tool_output(call.pk, result)]
+    elif reapprove:
+        fields = {"decided_by_ref": "", "decided_at": None, "decided_via": ""}
+        fields.update(expires_at=None, requested_at=now)
+        target = CallStatus.PENDING_APPROVAL
+        call.status, call.expires_at = CallStatus.PENDING_APPROVAL, None
+        announce = [frames.approval_requested(call)]
+    else:
+        fields, target, announce = {}, CallStatus.APPROVED, []
+    calls = ToolCall.objects.filter(pk=call.pk)
+    if not state.transition(calls, CallStatus.IN_DOUBT, target, **fields):
+        return False
+    if done:
+        Step.objects.update_or_create(
+            run=run,
+            name=f"tool:{call.pk}",
+            defaults={"status": StepStatus.COMPLETED, "output": {"status": "succeeded"}},
+        )
+    streams.emit(run.pk, announce)
+    if reapprove:
+        transaction.on_commit(lambda: signals.approval_requested.send(ToolCall, call=call))
+    return True
+
+
+def asks_again(run: Run, call: ToolCall) -> bool:
+    """Whether a new attempt of ``call`` needs a fresh approval (SPEC §5, 5): its tool's
+    ``approval_scope`` is ``"attempt"``. A tool that is gone asks nobody; re-run, it fails."""
+    try:
+        return get_agent(run.agent).get_tool(call.tool_name).approval_scope == "attempt"
+    except ToolNotFound:
+        return False

@@ -1,0 +1,135 @@
+"""Decisions made outside any driver — approve, reject, expire, answer, extend, resolve a call in
+doubt — each under the run's row lock, which ``decision`` takes itself.
+
+``with decision(call_id) as d:`` opens a transaction, locks the call's run (a run before its
+calls: the order every writer takes them) and reads the call under that lock; ``d``'s methods
+are the only way to write a decision, so none is ever made without the lock. The run resumes
+after commit when the decision was the last thing it waited for.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Subquery
+from django.utils import timezone
+
+from . import calls, frames, journal, signals, state, streams
+from .frames import Frames
+from .models import CallStatus, Run, ToolCall
+from .runs import resume_if_unblocked
+from .tools import args_digest
+
+logger = logging.getLogger(__name__)
+
+
+@contextmanager
+def decision(call_id: str) -> Iterator[Decision | None]:
+    """A transaction holding the lock of the call's run, with the call read under it (``None``:
+    there is no such call). Whatever the body writes commits with it, or not at all."""
+    with transaction.atomic():
+        run_of_call = ToolCall.objects.filter(pk=call_id).values("run_id")
+        run = Run.objects.select_for_update().filter(pk=Subquery(run_of_call)).first()
+        yield None if run is None else Decision(run, ToolCall.objects.get(pk=call_id))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A call and its run, the run's row locked (only ``decision`` makes one)."""
+
+    run: Run
+    call: ToolCall
+
+    def settle(
+        self,
+        status: CallStatus,
+        *,
+        decided_by_ref: str,
+        decided_via: str,
+        reason: str = "",
+        remember: bool = False,
+        args: dict[str, Any] | None = None,
+    ) -> bool:
+        """``pending_approval → approved | rejected | expired | cancelled``; resumes the run
+        when it was the last call waiting. ``False``: the call was no longer pending."""
+        run, call = self.run, self.call
+        now = timezone.now()
+        fields: dict[str, Any] = {
+            "decided_by_ref": decided_by_ref,
+            "decided_via": decided_via,
+            "decided_at": now,
+            "reason": reason,
+            "remember": remember,
+        }
+        if args is not None and args != call.args:
+            fields.update(
+                args=args, original_args=call.args, args_digest=args_digest(call.tool_name, args)
+            )
+        if status != CallStatus.APPROVED:
+            fields["finished_at"] = now
+        rows = ToolCall.objects.filter(pk=call.pk)
+        if not state.transition(rows, CallStatus.PENDING_APPROVAL, status, **fields):
+            return False
+        call.status = status
+        for key, value in fields.items():
+            setattr(call, key, value)
+        announce: Frames = [frames.approval_settled(call)]
+        if status != CallStatus.APPROVED:
+            denied = "approval expired" if status == CallStatus.EXPIRED else reason or status.value
+            announce.append(frames.tool_output_denied(call.pk, denied))
+        streams.emit(run.pk, announce)
+        transaction.on_commit(lambda: signals.approval_settled.send(ToolCall, call=call))
+        resume_if_unblocked(run)
+        return True
+
+    def answer(self, answer: Any, *, decided_by_ref: str, via: str) -> bool:
+        """``pending_input → succeeded`` with the person's answer as the result; resumes the
+        run. ``False``: the call no longer waited for an answer."""
+        run, call = self.run, self.call
+        now = timezone.now()
+        won = state.transition(
+            ToolCall.objects.filter(pk=call.pk),
+            CallStatus.PENDING_INPUT,
+            CallStatus.SUCCEEDED,
+            result=answer,
+            decided_by_ref=decided_by_ref,
+            decided_via=via,
+            decided_at=now,
+            finished_at=now,
+        )
+        if not won:
+            return False
+        journal.record_tool_step(run, call.pk, CallStatus.SUCCEEDED.value)
+        streams.emit(run.pk, [frames.tool_output(call.pk, answer)])
+        resume_if_unblocked(run)
+        return True
+
+    def extend(self, expires_at: datetime) -> bool:
+        """Move a pending request's deadline to ``expires_at`` (later only), announced as
+        ``approval-extended``. ``False``: not pending, or not later."""
+        call = self.call
+        won = ToolCall.objects.filter(
+            pk=call.pk, status=CallStatus.PENDING_APPROVAL, expires_at__lt=expires_at
+        ).update(expires_at=expires_at)
+        if not won:
+            return False
+        call.expires_at = expires_at
+        streams.emit(self.run.pk, [frames.approval_extended(call.pk, expires_at)])
+        return True
+
+    def resolve(self, *, done: bool, decided_by_ref: str, result: Any = None) -> bool:
+        """A person marks the in-doubt call done (``result`` recorded, nothing runs again) or not
+        done (it runs again, asking afresh when its tool says so); the run resumes."""
+        if not calls.resolve(self.run, self.call, done=done, result=result):
+            return False
+        logger.info(
+            "%s resolved as %s by %s", self.call.pk, "done" if done else "not done", decided_by_ref
+        )
+        resume_if_unblocked(self.run)
+        return True

@@ -1,0 +1,107 @@
+"""The run's journal: one step record per name (``llm:<n>``, ``tool:<call id>``), and what a plan
+reads from it.
+
+A recorded step is never redone (SPEC §5, 6): the loop plans from ``read_run`` and ``run_calls``
+alone, never from memory, and a replay reads a recorded step's output instead of redoing it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from . import frames, sql, streams, transcript
+from .leases import Lease, lock
+from .models import Run, Step, StepStatus, StreamFrame, ToolCall
+
+
+def read_run(run_id: str, *, lease: Lease | None = None) -> tuple[Run, dict[str, str]] | None:
+    """The run and its journal (step name → status), in one query.
+
+    With ``lease``: the run's row locked, or ``None`` when the lease no longer holds it.
+    """
+    if lease is None:
+        runs = Run.objects.raw(sql.READ_RUN, [run_id])
+    else:
+        runs = Run.objects.raw(sql.READ_RUN_LOCKED, [run_id, lease.token, lease.owner])
+    run = next(iter(runs), None)
+    if run is None:
+        return None
+    pairs = (entry.rsplit(" ", 1) for entry in run.journal)  # type: ignore[attr-defined]
+    return run, {name: status for name, status in pairs}
+
+
+def run_calls(run: Run) -> list[ToolCall]:
+    """Every call of the run, in the order its steps proposed them (what a plan reads), each
+    with ``delegated``: whether it started a child run."""
+    return list(ToolCall.objects.raw(sql.RUN_CALLS, [run.pk]))
+
+
+def begin_model_step(run: Run, name: str, *, previous: Iterable[ToolCall] = ()) -> int:
+    """Journal the start of a model step and return its attempt number (1 on the first try).
+
+    On the first attempt, the results of ``previous`` (the calls of the step before, every one
+    settled) join the transcript. A retried attempt marks the text its cut-short predecessor
+    streamed as superseded. The caller holds the run's lock under its lease (``loop.open_step``).
+    """
+    assert connection.in_atomic_block, "a step opens in the transaction that locked its run"
+    row = sql.fetch_one(sql.BEGIN_STEP, [run.pk, name, StepStatus.STARTED.value, timezone.now()])
+    assert row is not None
+    attempts = int(row[0])
+    if attempts == 1:
+        transcript.append_results(run, list(previous))
+    else:
+        _supersede_partial_text(run, name)
+    streams.emit(run.pk, [frames.step_start(name, attempts)])
+    return attempts
+
+
+def _supersede_partial_text(run: Run, step_name: str) -> None:
+    """Mark the text the cut-short attempt streamed, in the run's stream and in the copies its
+    awaiting ancestors' streams hold (SPEC §14)."""
+    streams: list[tuple[str, str | None]] = [(run.pk, None)]
+    if run.parent_tool_call_id is not None:
+        ancestry = sql.fetch_all(sql.ANCESTRY, [run.pk])[1:]
+        streams += [(ancestor_id, run.pk) for ancestor_id, _, _ in ancestry]
+    for stream_run_id, origin in streams:
+        frames = StreamFrame.objects.filter(run_id=stream_run_id)
+        if origin is None:
+            frames = frames.exclude(data__has_key="run_id")
+        else:
+            frames = frames.filter(data__run_id=origin)
+        last_start = (
+            frames.filter(kind="step-start", data__step=step_name)
+            .order_by("-seq")
+            .values_list("seq", flat=True)
+            .first()
+        )
+        if last_start is not None:
+            frames.filter(kind="text", seq__gt=last_start).update(superseded=True)
+
+
+def emit_text(lease: Lease, chunks: list[str]) -> None:
+    """Stream coalesced text of the model step in flight, fenced by the lease."""
+    with transaction.atomic():
+        lock(lease)
+        streams.emit(lease.run_id, [frames.text("".join(chunks))])
+
+
+def complete_model_step(run: Run, name: str, output: dict[str, Any], usage: dict[str, int]) -> None:
+    """Record a model step's output and the provider's usage figures."""
+    Step.objects.filter(run=run, name=name).update(
+        status=StepStatus.COMPLETED, output=output, finished_at=timezone.now(), **usage
+    )
+
+
+def record_tool_step(run: Run, call_id: str, status: str) -> None:
+    """Journal ``tool:<call id>`` as done with the call's outcome: it never runs again."""
+    Step.objects.create(
+        run=run,
+        name=f"tool:{call_id}",
+        status=StepStatus.COMPLETED,
+        output={"status": status},
+        finished_at=timezone.now(),
+    )

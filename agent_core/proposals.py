@@ -1,0 +1,168 @@
+"""Recording a model step: the suspend transaction (SPEC §5, guarantee 1).
+
+The assistant message, its tool calls with the gate's answers stamped on them, the frames that
+announce them and, when the step leaves only calls waiting on people, the run's ``waiting``
+status commit together, before any frame says "approval requested".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from . import frames, journal, signals, state, streams, transcript
+from .dispatch import Next
+from .frames import Frames
+from .gate import Verdict
+from .leases import Lease, lock
+from .models import CallStatus, Role, Run, ToolCall
+from .runs import complete_run, continue_or_park
+from .tools import args_digest
+from .usage import add_to_run
+
+
+@dataclass
+class ProposedCall:
+    """A tool call read from a model response, checked by the loop before it is recorded.
+
+    ``status`` is ``proposed`` for an action the gate must review, ``approved`` for a read,
+    ``pending_input`` for a human tool, or already settled (``failed``, ``refused``,
+    ``succeeded``) when validation or preflight decided it.
+    """
+
+    id: str
+    provider_call_id: str
+    tool_name: str
+    kind: str
+    args: dict[str, Any]
+    status: CallStatus
+    error: str = ""
+    reason: str = ""
+    confirmation: str = ""
+    result: Any = None
+    input_schema: dict[str, Any] | None = None
+    prompt: str = ""
+
+
+def record_model_step(
+    lease: Lease,
+    *,
+    name: str,
+    text: str,
+    pending_text: list[str],
+    calls: list[ProposedCall],
+    usage: dict[str, int],
+    finish_reason: str,
+    review: Callable[[ToolCall, Run], Verdict],
+) -> Next:
+    """The suspend transaction: the assistant message, its calls with the gate's answers, the
+    frames announcing them and, when the step leaves only calls waiting on people, ``waiting``.
+
+    A step without calls is the final answer: the run completes in the same transaction.
+    Returns what the run does next.
+    """
+    # No savepoint when nested (the inline driver opens the next step in it): one transaction.
+    with transaction.atomic(savepoint=False):
+        run = lock(lease)
+        parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        parts += [
+            {"type": "tool_call", "id": c.id, "name": c.tool_name, "args": c.args} for c in calls
+        ]
+        message = transcript.append(run, Role.ASSISTANT, parts)
+        announce: Frames = [frames.text("".join(pending_text))] if pending_text else []
+        rows = [_call_row(run, message.pk, name, position, c) for position, c in enumerate(calls)]
+        for row in rows:
+            if row.status == CallStatus.PROPOSED:
+                _apply_verdict(row, review(row, run))
+            state.check(ToolCall, CallStatus.PROPOSED, row.status)  # where a new call may go
+        ToolCall.objects.bulk_create(rows)
+        for row, proposed in zip(rows, calls, strict=True):
+            announce += _proposal_frames(row, proposed)
+        announce.append(frames.step_finish(name, usage))
+        output = {"message_id": message.pk, "usage": usage, "finish_reason": finish_reason}
+        journal.complete_model_step(run, name, output, usage)
+        add_to_run(run, usage)
+        _announce_calls(rows)
+        if not calls:
+            complete_run(run, ended=announce)
+            return Next.STOP
+        streams.emit(run.pk, announce)
+        return continue_or_park(run, {row.status for row in rows})
+
+
+def _apply_verdict(row: ToolCall, verdict: Verdict) -> None:
+    """Stamp the gate's answer on a call being proposed; it is never re-derived later."""
+    row.requires_approval = verdict.required
+    if verdict.refused:
+        row.status, row.reason, row.finished_at = (
+            CallStatus.REFUSED,
+            verdict.refused,
+            timezone.now(),
+        )
+    elif not verdict.required:
+        row.status, row.decided_via = CallStatus.APPROVED, "policy"
+    elif verdict.remembered_by_ref:
+        row.status, row.decided_via, row.remember = CallStatus.APPROVED, "remembered", True
+        row.decided_by_ref, row.decided_at = verdict.remembered_by_ref, timezone.now()
+        row.approver = verdict.approver
+    else:
+        row.status, row.approver = CallStatus.PENDING_APPROVAL, verdict.approver
+        row.expires_at = verdict.expires_at
+
+
+def _call_row(run: Run, message_id: str, step: str, position: int, c: ProposedCall) -> ToolCall:
+    settled = c.status in (CallStatus.FAILED, CallStatus.REFUSED, CallStatus.SUCCEEDED)
+    return ToolCall(
+        id=c.id,
+        run=run,
+        thread_id=run.thread_id,
+        message_id=message_id,
+        step_name=step,
+        position=position,
+        provider_call_id=c.provider_call_id,
+        tool_name=c.tool_name,
+        kind=c.kind,
+        args=c.args,
+        args_digest=args_digest(c.tool_name, c.args),
+        status=c.status,
+        requester_ref=run.thread.owner_ref,
+        error=c.error,
+        reason=c.reason,
+        confirmation=c.confirmation,
+        result=c.result,
+        finished_at=timezone.now() if settled else None,
+    )
+
+
+def _proposal_frames(call: ToolCall, proposed: ProposedCall) -> Frames:
+    announce = [frames.tool_input_available(call)]
+    match call.status:
+        case CallStatus.PENDING_APPROVAL:
+            announce.append(frames.approval_requested(call))
+        case CallStatus.PENDING_INPUT:
+            announce.append(frames.input_requested(call.id, proposed.input_schema, proposed.prompt))
+        case CallStatus.APPROVED if call.decided_via == "remembered":
+            announce.append(frames.approval_settled(call))
+        case CallStatus.SUCCEEDED:
+            announce.append(frames.tool_output(call.id, call.result))
+        case CallStatus.REFUSED:
+            announce.append(frames.tool_output_denied(call.id, call.reason))
+        case CallStatus.FAILED:
+            announce.append(frames.tool_output_error(call.id, call.error))
+    return announce
+
+
+def _announce_calls(rows: list[ToolCall]) -> None:
+    def send() -> None:
+        for row in rows:
+            signals.tool_call.send(ToolCall, call=row)
+            if row.status == CallStatus.PENDING_APPROVAL:
+                signals.approval_requested.send(ToolCall, call=row)
+            elif row.decided_via == "remembered":
+                signals.approval_settled.send(ToolCall, call=row)
+
+    transaction.on_commit(send)

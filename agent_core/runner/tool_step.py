@@ -1,0 +1,119 @@
+"""Tool steps (``tool:<call id>``): run an approved call at most once, and find out — never
+guess — whether a call an earlier attempt left executing ran (SPEC §5, guarantees 4 and 5)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from django.db import transaction
+
+from .. import calls, delegation, tracing
+from ..agents import Agent
+from ..dispatch import Next
+from ..exceptions import Cancelled, ToolNotFound
+from ..leases import Lease
+from ..models import CallStatus, Run, ToolCall
+from ..runs import block_on_doubt
+from ..tools import AbortSignal, AlreadyDone, Refuse, ToolContext, ToolSpec, to_jsonable
+from .context import tool_context
+
+logger = logging.getLogger(__name__)
+
+
+def execute(
+    lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: AbortSignal
+) -> Next | Callable[[], Next]:
+    """Run the call, or find that it must not run. Returns its record, still to be made; or,
+    for a tool whose effect lies outside this database, made at once: what comes next."""
+    try:
+        tool = agent.get_tool(call.tool_name)
+    except ToolNotFound as exc:
+        return partial(
+            calls.finish_call, lease, call.pk, error=exc.message, expected=CallStatus.APPROVED
+        )
+    if abort.is_set():  # the safe point before a tool is dispatched
+        raise Cancelled()
+    if tool.delegate:  # starts a child run: nothing runs here
+        return partial(delegation.start_child, lease, call, tool)
+    ctx = tool_context(run, call.pk, abort)
+    if tool.kind == "action" and tool.preflight is not None:
+        match tool.preflight(ctx, call.args):
+            case Refuse(reason=reason):
+                return partial(calls.refuse_call, lease, call.pk, reason=reason)
+            case AlreadyDone(result=done):
+                return partial(
+                    calls.finish_call,
+                    lease,
+                    call.pk,
+                    result=to_jsonable(done),
+                    expected=CallStatus.APPROVED,
+                )
+    if tool.kind == "read":
+        # Reads have no side effect: run, then record; a crash in between just runs it again.
+        result, error = _invoke(tool, ctx, call.args)
+        return partial(
+            calls.finish_call,
+            lease,
+            call.pk,
+            result=result,
+            error=error,
+            expected=CallStatus.APPROVED,
+        )
+    if tool.atomic:
+        # The effect lives in this database: it commits with its result, or not at all.
+        return partial(_run_atomic, lease, tool, ctx, call)
+    calls.claim_call(lease, call.pk)
+    result, error = _invoke(tool, ctx, call.args)
+    return calls.finish_call(lease, call.pk, result=result, error=error)
+
+
+def _invoke(tool: ToolSpec, ctx: ToolContext, args: dict[str, Any]) -> tuple[Any, str | None]:
+    try:
+        with tracing.tool_call(tool.name, tool.kind, ctx):
+            return tool(ctx, args), None
+    except Exception as exc:
+        logger.info("tool %s (%s) raised %r", tool.name, ctx.tool_call_id, exc)
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def _run_atomic(lease: Lease, tool: ToolSpec, ctx: ToolContext, call: ToolCall) -> Next:
+    # No savepoint when nested (the opening of the next step joins it): one transaction.
+    with transaction.atomic(savepoint=False):
+        held = calls.claim_call(lease, call.pk)
+        try:
+            with transaction.atomic(), tracing.tool_call(tool.name, tool.kind, ctx):
+                result, error = tool(ctx, call.args), None
+        except Exception as exc:
+            result, error = None, f"{type(exc).__name__}: {exc}"
+        return calls.finish_call(lease, call.pk, result=result, error=error, held=held)
+
+
+def recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> Next:
+    """An attempt died while the call was executing: find out, never guess, whether it ran.
+    Returns what comes next (a tool step: the call, or another of its step, may be runnable)."""
+    if call.status == CallStatus.EXECUTING:
+        calls.mark_in_doubt(lease, call.pk)
+    try:
+        tool: ToolSpec | None = agent.get_tool(call.tool_name)
+    except ToolNotFound:
+        tool = None
+    if tool is None:
+        block_on_doubt(lease, call.pk)
+        return Next.STOP
+    if tool.recover is not None:
+        try:
+            found = tool.recover(tool_context(run, call.pk), call.args)
+        except Exception:
+            logger.exception("recover() of %s failed", call.pk)
+            block_on_doubt(lease, call.pk)
+            return Next.STOP
+        calls.recovered(lease, call.pk, done=found.done, result=to_jsonable(found.result))
+    elif tool.idempotent or tool.kind == "read":
+        calls.recovered(lease, call.pk, done=False)
+    else:
+        block_on_doubt(lease, call.pk)
+        return Next.STOP
+    return Next.TOOL

@@ -1,0 +1,296 @@
+"""A run's life: start, park, resume, complete, fail (cancel: ``cancel.py``).
+
+Run-level decisions (park, resume, end) are taken under the run's row lock: the driver's, under
+its lease (``leases.lock``), or an outside writer's (``leases.lock_run``). Every status write goes
+through ``state.transition``, and the frames announcing it are written in its transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from . import dispatch, frames, journal, signals, state, streams, transcript
+from .actors import Actor
+from .agents import get_agent
+from .conf import agent_settings
+from .dispatch import Next
+from .exceptions import AgentNotFound, NotFound, RunActive
+from .frames import Frames
+from .leases import Lease, deadline, lock, lock_run
+from .models import (
+    CALL_PENDING,
+    CallStatus,
+    QueuedMessage,
+    QueuedStatus,
+    Role,
+    Run,
+    RunStatus,
+    Thread,
+    ToolCall,
+)
+
+logger = logging.getLogger(__name__)
+
+# Calls that keep a run waiting: on a person, or (``executing`` between steps) on a child run.
+BLOCKING = frozenset({*CALL_PENDING, CallStatus.IN_DOUBT, CallStatus.EXECUTING})
+
+
+@transaction.atomic
+def start_run(
+    *,
+    agent: str,
+    message: str,
+    actor: Actor,
+    thread_id: str | None = None,
+    parent: Run | None = None,
+    parent_tool_call_id: str | None = None,
+) -> Run:
+    """Start a turn: the user's message, a queued run holding the thread; dispatched on commit.
+
+    A child run (``parent``, SPEC §14) gets a thread of its own, owned by the parent's
+    requester; ``parent_tool_call_id``: the call that waits for its answer (none: detached).
+    """
+    get_agent(agent)
+    run = Run(
+        agent=agent,
+        actor_ref=actor.ref,
+        actor_roles=sorted(actor.roles),
+        runner=agent_settings().RUNNER,
+        lease_expires_at=deadline(),
+        parent_run=parent,
+        parent_tool_call_id=parent_tool_call_id,
+    )
+    if thread_id is None:
+        # A new thread is born held by its run (the foreign keys are checked at commit).
+        owner = parent.thread.owner_ref if parent is not None else actor.ref
+        run.thread = Thread.objects.create(
+            owner_ref=owner, agent=agent, title=message[:80], active_run_id=run.pk
+        )
+        run.save(force_insert=True)
+    else:
+        thread = Thread.objects.filter(pk=thread_id).first()
+        if thread is None:
+            raise NotFound(f"no thread {thread_id}")
+        run.thread = thread
+        run.save(force_insert=True)
+        claimed = Thread.objects.filter(pk=thread.pk, active_run__isnull=True).update(
+            active_run=run, updated_at=timezone.now()
+        )
+        if not claimed:
+            raise RunActive()
+    transcript.append(run, Role.USER, [{"type": "text", "text": message}])
+    transaction.on_commit(lambda: signals.run_started.send(Run, run=run))
+    dispatch.on_commit(run.id, Next.MODEL)
+    return run
+
+
+def end_run(
+    run: Run, status: RunStatus, *, code: str = "", message: str = "", ended: Frames | None = None
+) -> bool:
+    """Settle the run as ``status`` (from a status the table allows) and release its thread;
+    ``ended`` go out before ``finish``. ``False``: the run had already left those statuses."""
+    won = state.transition(
+        Run.objects.filter(pk=run.pk),
+        state.sources_of(Run, status),
+        status,
+        error_code=code,
+        error_message=message,
+        finished_at=timezone.now(),
+        lease_owner="",
+        lease_expires_at=None,
+    )
+    if not won:
+        return False
+    released = Thread.objects.filter(pk=run.thread_id, active_run=run.pk).update(active_run=None)
+    run.status, run.error_code, run.error_message = status, code, message
+    # The thread's next queued turn starts in this transaction: exactly once, even on a crash.
+    next_turn = _start_next_turn(run) if released else []
+    streams.emit(run.pk, [*(ended or []), *next_turn, frames.finish(status.value, code)])
+    if run.parent_tool_call_id is not None:
+        _answer_parent(run)
+    return True
+
+
+def _answer_parent(child: Run) -> None:
+    """In the transaction that ended a child run (SPEC §14): its outcome settles the delegation
+    call that waits for it, and the parent resumes if nothing else blocks it — both or neither,
+    so a crash can neither strand the parent nor resume it twice. A parent that has ended (its
+    call cancelled or failed with it) is left as it is."""
+    assert child.parent_run_id is not None and child.parent_tool_call_id is not None
+    parent = lock_run(child.parent_run_id)  # a child's lock before its parent's, always
+    now = timezone.now()
+    about = f"The {child.agent} agent's run {child.pk}"
+    if child.status == RunStatus.COMPLETED:
+        last = child.messages.filter(role=Role.ASSISTANT).order_by("-seq").first()
+        answer = last.text if last is not None else ""
+        fields: dict[str, Any] = {"result": answer}
+        target, announce = (
+            CallStatus.SUCCEEDED,
+            frames.tool_output(child.parent_tool_call_id, answer),
+        )
+    else:
+        said = "was cancelled" if child.status == RunStatus.CANCELLED else "failed"
+        detail = f" ({child.error_code}: {child.error_message})" if child.error_code else ""
+        fields = {"error": f"{about} {said}{detail}."}
+        target = CallStatus.FAILED
+        announce = frames.tool_output_error(child.parent_tool_call_id, fields["error"])
+    calls = ToolCall.objects.filter(pk=child.parent_tool_call_id)
+    if not state.transition(calls, CallStatus.EXECUTING, target, finished_at=now, **fields):
+        return
+    journal.record_tool_step(parent, child.parent_tool_call_id, target.value)
+    streams.emit(parent.pk, [announce])
+    resume_if_unblocked(parent)
+
+
+def _start_next_turn(run: Run) -> Frames:
+    """In the transaction that ended ``run`` and released its thread: start the thread's next
+    queued message. Returns the frame announcing it in the ending run's stream."""
+    while True:
+        queued = QueuedMessage.objects.waiting(run.thread_id).select_for_update().first()
+        if queued is None:
+            return []
+        actor = Actor(ref=queued.actor_ref, roles=frozenset(queued.actor_roles))
+        try:
+            next_run = start_run(
+                agent=queued.agent, message=queued.text, actor=actor, thread_id=run.thread_id
+            )
+        except AgentNotFound:  # its agent was removed since: it can never start
+            QueuedMessage.objects.filter(pk=queued.pk).update(status=QueuedStatus.WITHDRAWN)
+            continue
+        QueuedMessage.objects.filter(pk=queued.pk).update(
+            status=QueuedStatus.STARTED, run=next_run, started_at=timezone.now()
+        )
+        return [frames.next_turn(queued.pk, next_run.pk)]
+
+
+def complete_run(run: Run, *, ended: Frames | None = None) -> None:
+    """``running → completed``; releases the thread. The caller holds the run's lock."""
+    if end_run(run, RunStatus.COMPLETED, ended=ended):
+        transaction.on_commit(lambda: signals.run_finished.send(Run, run=run))
+
+
+def stop_over_quota(run: Run, *, limit: str, detail: str) -> None:
+    """At a safe point before a model step: the actor's token budget is spent, the run ends as
+    failed with ``quota_exceeded``. The caller holds the run's lock; no call of it is open."""
+    report_unreported_calls(run)
+    ended = [frames.quota_exceeded(limit, detail)]
+    if end_run(run, RunStatus.FAILED, code="quota_exceeded", message=detail, ended=ended):
+        logger.warning("run %s stopped: quota %s exceeded (%s)", run.pk, limit, detail)
+        transaction.on_commit(
+            lambda: signals.quota_exceeded.send(Run, run=run, actor_ref=run.actor_ref, reason=limit)
+        )
+        transaction.on_commit(lambda: signals.run_failed.send(Run, run=run))
+
+
+def fail_run(run_id: str, *, code: str, message: str, lease: Lease | None = None) -> bool:
+    """Settle a run as failed: its open calls fail, the model is told, the thread is released."""
+    with transaction.atomic():
+        run = lock(lease) if lease else lock_run(run_id)
+        if run.is_terminal:
+            return False
+        calls = ToolCall.objects.filter(run=run)
+        # A delegation's child is cancelled with its dead parent (the sweeper's ``orphans``).
+        state.transition(
+            calls.filter(child_runs__isnull=False),
+            CallStatus.EXECUTING,
+            CallStatus.FAILED,
+            error=f"{transcript.NEVER_COMPLETED} (run failed: {code})",
+            finished_at=timezone.now(),
+        )
+        state.transition(calls, CallStatus.EXECUTING, CallStatus.IN_DOUBT)
+        state.transition(
+            calls,
+            [CallStatus.APPROVED, *CALL_PENDING],
+            CallStatus.FAILED,
+            error=f"{transcript.NEVER_COMPLETED} (run failed: {code})",
+            finished_at=timezone.now(),
+        )
+        report_unreported_calls(run)
+        end_run(run, RunStatus.FAILED, code=code, message=message)
+    logger.warning("run %s failed: %s %s", run_id, code, message)
+    transaction.on_commit(lambda: signals.run_failed.send(Run, run=run))
+    return True
+
+
+def report_unreported_calls(run: Run) -> None:
+    """Give the transcript a result for every call of the run's last model step, if not yet."""
+    last_assistant = run.messages.filter(role=Role.ASSISTANT).order_by("-seq").first()
+    if last_assistant is None:
+        return
+    if run.messages.filter(role=Role.TOOL, seq__gt=last_assistant.seq).exists():
+        return
+    transcript.append_results(run, list(last_assistant.tool_calls.order_by("position")))
+
+
+def open_calls(run: Run) -> set[str]:
+    """The statuses of the run's calls that are approved or wait on a person."""
+    return set(
+        ToolCall.objects.filter(run=run, status__in=[CallStatus.APPROVED, *BLOCKING])
+        .order_by()
+        .values_list("status", flat=True)
+    )
+
+
+def continue_or_park(run: Run, statuses: set[str] | None = None) -> Next:
+    """Once a step's calls are recorded or settled (``statuses``: those of the run's calls that
+    may still be open, read when not given): run an approved one (``TOOL``), park the run on one
+    that waits on a person (``STOP``: the run is ``waiting`` now), or call the model again
+    (``MODEL``). The caller holds the run's lock."""
+    if statuses is None:
+        statuses = open_calls(run)
+    if CallStatus.APPROVED in statuses:
+        return Next.TOOL
+    if statuses & BLOCKING:
+        _park(run)
+        return Next.STOP
+    return Next.MODEL
+
+
+def _park(run: Run, **fields: str) -> None:
+    """``running → waiting``: the run holds no worker while it waits (``resume_if_unblocked``)."""
+    state.transition(
+        Run.objects.filter(pk=run.pk),
+        RunStatus.RUNNING,
+        RunStatus.WAITING,
+        lease_owner="",
+        lease_expires_at=None,
+        **fields,
+    )
+
+
+def block_on_doubt(lease: Lease, call_id: str) -> None:
+    """Stop the run on an in-doubt call nothing can resolve: a person must say what happened."""
+    with transaction.atomic():
+        run = lock(lease)
+        _park(
+            run,
+            error_code="side_effect_retry_blocked",
+            error_message=f"{call_id} may or may not have run; mark it done or not done",
+        )
+
+
+def resume_if_unblocked(run: Run) -> bool:
+    """``waiting → queued`` once no call waits on a person; dispatched after commit.
+
+    The caller holds the run's lock, taken before it settled the call.
+    """
+    if run.status != RunStatus.WAITING:
+        return False
+    statuses = open_calls(run)
+    if statuses & BLOCKING:
+        return False
+    state.transition(
+        Run.objects.filter(pk=run.pk),
+        RunStatus.WAITING,
+        RunStatus.QUEUED,
+        error_code="",
+        error_message="",
+        lease_owner="",
+        lease_expires_at=deadline(),
+    )
+    dispatch.on_commit(run.pk, continue_or_park(run, statuses))  # nothing blocks: tool or model
+    return True

@@ -1,0 +1,106 @@
+"""The allowed status transitions of Run and ToolCall (SPEC §4) and the one helper that writes one.
+
+Every status write is a compare-and-set, ``UPDATE … WHERE status IN (<sources>)`` inside the
+caller's transaction, through ``transition``. A pair that is not in the table raises
+``InvalidTransition`` before anything is written (a bug, said loudly). A compare-and-set that
+matched no row means one thing everywhere: another writer got there first, the row is unchanged,
+and the helper says so by returning 0; the caller decides what losing means for it.
+
+A status that only moves a row to the status it already has (a lease taken over: ``running``
+stays ``running``) is not a transition. A call's first status is written by its ``INSERT``: the
+loop proposes it (``proposed``) and ``check`` stamps where the proposal went.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from django.db.models import Model, QuerySet
+
+from .exceptions import InvalidTransition
+from .models import CallStatus, Run, RunStatus, ToolCall
+
+_R, _C = RunStatus, CallStatus
+
+RUN_ALLOWED: frozenset[tuple[str, str]] = frozenset(
+    {
+        (_R.QUEUED, _R.RUNNING),  # a driver took the lease
+        (_R.RUNNING, _R.WAITING),  # parked on a person (or on a call in doubt)
+        (_R.WAITING, _R.QUEUED),  # nothing blocks any more: queued for a driver, which runs it
+        (_R.RUNNING, _R.COMPLETED),
+        (_R.RUNNING, _R.CANCELLING),  # a driver holds it: stopped at its next safe point
+        (_R.CANCELLING, _R.CANCELLED),
+        # No driver holds it: cancelled at once.
+        (_R.QUEUED, _R.CANCELLED),
+        (_R.RUNNING, _R.CANCELLED),
+        (_R.WAITING, _R.CANCELLED),
+        # A step failed (running), or the run was settled as dead from outside its driver.
+        (_R.QUEUED, _R.FAILED),
+        (_R.RUNNING, _R.FAILED),
+        (_R.WAITING, _R.FAILED),
+    }
+)
+
+CALL_ALLOWED: frozenset[tuple[str, str]] = frozenset(
+    {
+        # Proposed: where the gate, the tool's kind or its preflight sends a new call.
+        (_C.PROPOSED, _C.APPROVED),
+        (_C.PROPOSED, _C.PENDING_APPROVAL),
+        (_C.PROPOSED, _C.PENDING_INPUT),
+        (_C.PROPOSED, _C.REFUSED),
+        (_C.PROPOSED, _C.SUCCEEDED),
+        (_C.PROPOSED, _C.FAILED),  # unknown tool, invalid arguments, over the step's limit
+        # A person decides, the deadline passes, the run dies or is cancelled.
+        (_C.PENDING_APPROVAL, _C.APPROVED),
+        (_C.PENDING_APPROVAL, _C.REJECTED),
+        (_C.PENDING_APPROVAL, _C.EXPIRED),
+        (_C.PENDING_APPROVAL, _C.FAILED),
+        (_C.PENDING_APPROVAL, _C.CANCELLED),
+        (_C.PENDING_INPUT, _C.SUCCEEDED),  # answered
+        (_C.PENDING_INPUT, _C.REJECTED),  # skipped
+        (_C.PENDING_INPUT, _C.FAILED),
+        (_C.PENDING_INPUT, _C.CANCELLED),
+        # Approved: claimed; a read ran; the second preflight refused it or found it done.
+        (_C.APPROVED, _C.EXECUTING),
+        (_C.APPROVED, _C.SUCCEEDED),
+        (_C.APPROVED, _C.FAILED),
+        (_C.APPROVED, _C.REFUSED),
+        (_C.APPROVED, _C.CANCELLED),  # the run was cancelled before it was dispatched
+        (_C.EXECUTING, _C.SUCCEEDED),
+        (_C.EXECUTING, _C.FAILED),
+        (_C.EXECUTING, _C.IN_DOUBT),  # the attempt died mid-effect
+        (_C.EXECUTING, _C.CANCELLED),  # a delegation whose run was cancelled (SPEC §14)
+        # In doubt: recover() or a person says it happened (done) or not (runs again, asking
+        # afresh when its tool's approval_scope is "attempt").
+        (_C.IN_DOUBT, _C.SUCCEEDED),
+        (_C.IN_DOUBT, _C.APPROVED),
+        (_C.IN_DOUBT, _C.PENDING_APPROVAL),
+    }
+)
+
+ALLOWED: dict[type[Model], frozenset[tuple[str, str]]] = {Run: RUN_ALLOWED, ToolCall: CALL_ALLOWED}
+
+_M = TypeVar("_M", Run, ToolCall)
+
+
+def check(model: type[Model], sources: str | Iterable[str], target: str) -> list[str]:
+    """The ``sources`` as a list, once every move from one of them to ``target`` is allowed."""
+    found = [sources] if isinstance(sources, str) else list(sources)
+    allowed = ALLOWED[model]
+    for source in found:
+        if source != target and (source, target) not in allowed:
+            raise InvalidTransition(f"{model.__name__} may not go from {source} to {target}")
+    return found
+
+
+def sources_of(model: type[Model], target: str) -> frozenset[str]:
+    """Every status the table lets a row of ``model`` leave for ``target``."""
+    return frozenset(source for source, to in ALLOWED[model] if to == target)
+
+
+def transition(rows: QuerySet[_M], sources: str | Iterable[str], target: str, **fields: Any) -> int:
+    """Move the ``rows`` still in one of ``sources`` to ``target`` (with ``fields``), as one
+    compare-and-set; returns how many moved (0: the caller lost the race)."""
+    found = check(rows.model, sources, target)
+    return rows.filter(status__in=found).update(status=target, **fields)

@@ -1,0 +1,117 @@
+"""A decision attempt: authorized, made under the run's lock, audited whatever came of it.
+
+``with attempt(call_id, action, actor, via) as current:`` refuses a reserved ``via``, takes the
+core's ``decision`` (a transaction holding the run's lock, the call read under it), answers 404
+for a call the actor may not see, and runs the body. Every attempt leaves a ``DecisionAttempt``
+row; a refusal (an ``AgentCoreError`` from the body) is raised after that row has committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+
+from django.utils import timezone
+
+from agent_core.actors import SYSTEM, Actor
+from agent_core.decisions import Decision, decision
+from agent_core.exceptions import AgentCoreError, AlreadyDecided, NotFound, RunNotActive
+from agent_core.models import CallStatus, Run, ToolCall
+
+from . import guards
+from .exceptions import ApprovalExpired
+from .models import Action, DecisionAttempt
+
+
+class Outcome(StrEnum):
+    """A successful decision either changed the call or repeated what was already decided."""
+
+    APPLIED = "applied"
+    UNCHANGED = "unchanged"
+
+
+@dataclass
+class Attempt:
+    """The decision an attempt holds, what came of it and the note its audit row keeps."""
+
+    decision: Decision
+    outcome: Outcome | None = None
+    note: str = ""
+
+    @property
+    def done(self) -> Outcome:
+        """The outcome of an attempt whose body ran to its end."""
+        assert self.outcome is not None, "the body of an attempt sets its outcome"
+        return self.outcome
+
+
+@contextmanager
+def attempt(tool_call_id: str, action: Action, actor: Actor, via: str) -> Iterator[Attempt]:
+    """Hold the call's decision for the body, and audit the attempt whatever came of it."""
+    guards.check_via(via)
+    refusal: AgentCoreError | None = None
+    with decision(tool_call_id) as found:
+        if found is None or not guards.may_see(actor, found.call):
+            # Unseen is unknown (SPEC §7): a 403 would confirm that the id exists.
+            refusal = NotFound(f"no tool call {tool_call_id}")
+            call = found.call if found else None
+            audit(tool_call_id, call, action, actor, via, None, refusal, refusal.message)
+        else:
+            current = Attempt(found)
+            try:
+                yield current
+            except AgentCoreError as exc:
+                refusal = exc
+            note = refusal.message if refusal else current.note
+            audit(tool_call_id, found.call, action, actor, via, current.outcome, refusal, note)
+    if refusal is not None:
+        raise refusal
+
+
+def conflict(run: Run, call: ToolCall) -> AgentCoreError:
+    """The refusal of a decision on a call that no longer waits for one."""
+    if call.status == CallStatus.EXPIRED:
+        return ApprovalExpired()
+    if call.status == CallStatus.CANCELLED or (run.is_terminal and call.decided_at is None):
+        return RunNotActive()
+    return AlreadyDecided(f"{call.pk} is already {call.status}")
+
+
+def check_deadline(held: Decision) -> None:
+    """Guarantee 9 at decision time: a request past its deadline expires now and answers 410."""
+    call = held.call
+    if call.expires_at is not None and call.expires_at <= timezone.now():
+        if expire(held):
+            audit(call.pk, call, Action.EXPIRE, SYSTEM, "expiry", Outcome.APPLIED, None)
+        raise ApprovalExpired()
+
+
+def expire(held: Decision) -> bool:
+    """``pending_approval → expired``, decided by the system (``decided_via="expiry"``)."""
+    return held.settle(CallStatus.EXPIRED, decided_by_ref=SYSTEM.ref, decided_via="expiry")
+
+
+def audit(
+    tool_call_id: str,
+    call: ToolCall | None,
+    action: Action,
+    actor: Actor,
+    via: str,
+    outcome: Outcome | None,
+    refusal: AgentCoreError | None,
+    detail: str = "",
+) -> None:
+    """Append the attempt's ``DecisionAttempt`` row."""
+    DecisionAttempt.objects.create(
+        tool_call_id=tool_call_id,
+        run_id=call.run_id if call else "",
+        thread_id=call.thread_id if call else "",
+        tool_name=call.tool_name if call else "",
+        action=action,
+        actor_ref=actor.ref,
+        via=via,
+        outcome=outcome.value if outcome else refusal.code if refusal else "",
+        detail=detail,
+    )

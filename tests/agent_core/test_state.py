@@ -1,0 +1,172 @@
+"""The transition table against SPEC §4, and the one helper that writes a status."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from agent_core import state
+from agent_core.exceptions import InvalidTransition
+from agent_core.models import (
+    CALL_TERMINAL,
+    RUN_TERMINAL,
+    CallStatus,
+    Run,
+    RunStatus,
+    Thread,
+    ToolCall,
+)
+from tests.conftest import ALICE, REFUND, calls_of
+
+R, C = RunStatus, CallStatus
+
+# SPEC §4, "Run", each allowed move with the words it comes from.
+SPEC_RUN = {
+    (R.QUEUED, R.RUNNING): "queued → running",
+    (R.RUNNING, R.WAITING): "running ⇄ waiting (waiting = parked on a person; no worker held)",
+    # A parked run holds no worker (§12): resumed, it is queued for a driver, which runs it.
+    (R.WAITING, R.QUEUED): "running ⇄ waiting",
+    (R.RUNNING, R.COMPLETED): "→ completed",
+    (R.QUEUED, R.FAILED): "→ failed",
+    (R.RUNNING, R.FAILED): "→ failed",
+    (R.WAITING, R.FAILED): "→ failed (§5.10: a dead run poisons nothing)",
+    (R.RUNNING, R.CANCELLING): "A run being stopped passes through cancelling",
+    (R.CANCELLING, R.CANCELLED): "A run being stopped passes through cancelling",
+    (R.QUEUED, R.CANCELLED): "→ cancelled",
+    (R.RUNNING, R.CANCELLED): "→ cancelled (no driver holds it: settled at once)",
+    (R.WAITING, R.CANCELLED): "→ cancelled (§5.11: settles a parked run at once)",
+}
+
+# SPEC §4, "ToolCall": the diagram, the paragraph under it, and §5.10 / §5.11 / §6.
+SPEC_CALL = {
+    (C.PROPOSED, C.APPROVED): "proposed ──read / not required / remembered──▶ approved",
+    (C.PROPOSED, C.PENDING_APPROVAL): "├─action, approval required──▶ pending_approval",
+    (C.PROPOSED, C.PENDING_INPUT): "├─human tool──▶ pending_input",
+    (C.PROPOSED, C.REFUSED): "└─preflight──▶ refused (reason to the model)",
+    (C.PROPOSED, C.SUCCEEDED): "└─preflight──▶ … | succeeded (already done, no effect)",
+    # §6: an unknown tool or invalid arguments are a tool error the model sees, never a run.
+    (C.PROPOSED, C.FAILED): "(§6) invalid calls become errors, never executions",
+    (C.APPROVED, C.EXECUTING): "approved ─claim─▶ executing",
+    (C.EXECUTING, C.SUCCEEDED): "executing ─▶ succeeded",
+    (C.EXECUTING, C.FAILED): "└──▶ failed",
+    (C.EXECUTING, C.IN_DOUBT): "└─crash──▶ in_doubt",
+    (C.PENDING_APPROVAL, C.APPROVED): "pending_approval ─approve─┘",
+    (C.PENDING_APPROVAL, C.REJECTED): "├─reject──▶ rejected",
+    (C.PENDING_APPROVAL, C.EXPIRED): "├─ttl────▶ expired",
+    (C.PENDING_APPROVAL, C.FAILED): "├─run dies─▶ failed",
+    (C.PENDING_APPROVAL, C.CANCELLED): "└─cancel──▶ cancelled",
+    (C.PENDING_INPUT, C.SUCCEEDED): "pending_input ─answer─▶ succeeded",
+    (C.PENDING_INPUT, C.REJECTED): "─skip─▶ rejected",
+    (C.PENDING_INPUT, C.FAILED): "(§5.10) its pending calls become failed",
+    (C.PENDING_INPUT, C.CANCELLED): "(§5.11) its pending calls become cancelled",
+    (C.IN_DOUBT, C.SUCCEEDED): "in_doubt: recover() decides, or a person marks it done",
+    (C.IN_DOUBT, C.APPROVED): "in_doubt: … or not done (it runs again)",
+    (C.IN_DOUBT, C.PENDING_APPROVAL): '(§5.5) approval_scope = "attempt": a fresh approval',
+    (C.APPROVED, C.SUCCEEDED): "a read call goes approved → succeeded | failed",
+    (C.APPROVED, C.FAILED): "a read call goes approved → succeeded | failed",
+    (C.APPROVED, C.REFUSED): "the second preflight … may move an approved call to refused",
+    (C.APPROVED, C.CANCELLED): "(§5.11) stops a run … before tools are dispatched",
+    (C.EXECUTING, C.CANCELLED): "(§14) a delegation call … settles with the child's outcome",
+}
+
+
+def test_the_run_table_is_spec_4():
+    assert state.RUN_ALLOWED == set(SPEC_RUN)
+
+
+def test_the_call_table_is_spec_4():
+    assert state.CALL_ALLOWED == set(SPEC_CALL)
+
+
+@pytest.mark.parametrize(
+    ("table", "statuses", "terminal"),
+    [(state.RUN_ALLOWED, RunStatus, RUN_TERMINAL), (state.CALL_ALLOWED, CallStatus, CALL_TERMINAL)],
+)
+def test_terminal_statuses_are_left_never_and_every_other_is_reached(table, statuses, terminal):
+    sources = {source for source, _ in table}
+    targets = {target for _, target in table}
+    assert not sources & terminal
+    assert sources | targets == set(statuses)
+    assert set(statuses) - targets <= {RunStatus.QUEUED, CallStatus.PROPOSED}  # the first
+
+
+@pytest.mark.parametrize(
+    ("model", "source", "target"),
+    [
+        (Run, R.COMPLETED, R.RUNNING),
+        (Run, R.WAITING, R.COMPLETED),
+        (Run, R.CANCELLING, R.FAILED),
+        (ToolCall, C.REJECTED, C.APPROVED),
+        (ToolCall, C.PENDING_APPROVAL, C.EXECUTING),
+        (ToolCall, C.EXECUTING, C.APPROVED),
+    ],
+)
+def test_a_pair_not_in_the_table_raises(model, source, target):
+    with pytest.raises(InvalidTransition):
+        state.check(model, source, target)
+
+
+def test_sources_of_reads_the_table():
+    assert state.sources_of(Run, R.COMPLETED) == {R.RUNNING}
+    assert state.sources_of(Run, R.CANCELLED) == {R.QUEUED, R.RUNNING, R.WAITING, R.CANCELLING}
+
+
+@pytest.mark.django_db
+def test_an_invalid_transition_writes_nothing(turn):
+    run = turn(REFUND)  # waiting on the refund's approval
+    [call] = calls_of(run)
+    with pytest.raises(InvalidTransition):
+        state.transition(ToolCall.objects.filter(pk=call.pk), C.PENDING_APPROVAL, C.EXECUTING)
+    with pytest.raises(InvalidTransition):
+        state.transition(Run.objects.filter(pk=run.pk), R.WAITING, R.COMPLETED)
+    assert ToolCall.objects.get(pk=call.pk).status == C.PENDING_APPROVAL
+    assert Run.objects.get(pk=run.pk).status == R.WAITING
+
+
+@pytest.mark.django_db
+def test_a_lost_compare_and_set_moves_nothing_and_says_so(turn):
+    run = turn(REFUND)
+    [call] = calls_of(run)
+    rows = ToolCall.objects.filter(pk=call.pk)
+    assert state.transition(rows, C.PENDING_APPROVAL, C.REJECTED, reason="no") == 1
+    # A second decision raced the first: its source is gone, it moves nothing.
+    assert state.transition(rows, C.PENDING_APPROVAL, C.APPROVED) == 0
+    assert ToolCall.objects.get(pk=call.pk).status == C.REJECTED
+
+
+@pytest.mark.django_db
+def test_a_row_that_keeps_its_status_is_not_a_transition():
+    thread = Thread.objects.create(owner_ref=ALICE.ref, agent="support")
+    run = Run.objects.create(thread=thread, agent="support", actor_ref=ALICE.ref, runner="inline")
+    Run.objects.filter(pk=run.pk).update(status=R.RUNNING)
+    rows = Run.objects.filter(pk=run.pk)
+    assert state.transition(rows, [R.QUEUED, R.RUNNING], R.RUNNING, lease_owner="w") == 1
+
+
+def _root_name(node: ast.expr) -> str:
+    while isinstance(node, ast.Call | ast.Attribute):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def test_no_status_is_written_around_the_helper():
+    """No ``Run.objects…update(status=…)`` / ``ToolCall.objects…update(status=…)`` in the apps
+    but the one in ``state.transition``."""
+    root = Path(__file__).resolve().parents[2]
+    found = []
+    for app in ("agent_core", "approvals", "console"):
+        for path in (root / app).rglob("*.py"):
+            if "migrations" in path.parts or path.name == "state.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "update"
+                    and any(k.arg == "status" for k in node.keywords)
+                    and _root_name(node.func.value) in ("Run", "ToolCall")
+                ):
+                    found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert found == []

@@ -1,0 +1,40 @@
+"""The console around delegation (SPEC §14): the inbox card names the chain, the run page shows
+the tree (its parent, its children with their status and a link)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from agent_core.models import Run, ToolCall
+from tests.console.conftest import REFUND, actor
+
+
+@pytest.fixture
+def delegated(turn, people, finance_policy):
+    """Support handed a refund to billing, whose refund waits on finance."""
+    parent = turn(
+        f"/call ask_billing {json.dumps({'message': REFUND})}", actor=actor(people["alice"])
+    )
+    child = Run.objects.get(parent_run=parent)
+    return parent, child, ToolCall.objects.get(run=child)
+
+
+def test_the_inbox_card_names_the_chain(login, delegated):
+    _, _, refund = delegated
+    client = login("fran")
+    assert f'data-row="{refund.pk}"' in client.get(reverse("console:inbox")).content.decode()
+    card = client.get(reverse("console:call", args=[refund.pk])).content.decode()
+    assert f'id="card-{refund.pk}"' in card and "support → billing" in card
+
+
+def test_the_run_page_shows_the_tree(login, delegated):
+    parent, child, _ = delegated
+    client = login("otto")
+    page = client.get(reverse("console:run", args=[parent.pk])).content.decode()
+    assert reverse("console:run", args=[child.pk]) in page and "data-children" in page
+    assert "billing" in page and "waiting" in page
+    page = client.get(reverse("console:run", args=[child.pk])).content.decode()
+    assert "data-parent-run" in page and reverse("console:run", args=[parent.pk]) in page
