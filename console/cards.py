@@ -15,11 +15,12 @@ from django.utils.timesince import timesince
 from agent_core import delegation
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
-from agent_core.exceptions import AgentCoreError
+from agent_core.exceptions import AgentCoreError, AlreadyAnswered, AlreadyDecided, RunNotActive
 from agent_core.models import CallStatus, Message, Role, ToolCall
 from agent_core.tools import ToolSpec
 from approvals import escalation, quorum
 from approvals.conf import approvals_settings
+from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
 from approvals.models import Approval
 from approvals.policy import get_policy
 
@@ -174,3 +175,16 @@ def explain(call: ToolCall) -> str:
         case _ if call.decided_at is not None:
             return f"{who} approved this {ago}{via}; it is now {call.status.replace('_', ' ')}."
     return f"This call is {call.status.replace('_', ' ')}."
+
+
+def refusal(exc: AgentCoreError, call: ToolCall) -> str:
+    """What a refused decision on ``call`` says, on its card and in a bulk decision's results
+    alike (the HTTP status is the exception's own ``status_code``)."""
+    if isinstance(exc, NotApprover):
+        approver = "the requester" if call.approver == "requester" else call.approver
+        return f"You may not decide this call: it waits on {approver}."
+    if isinstance(exc, InvalidDecision):
+        return f"Nothing was decided: {exc.message}."
+    if isinstance(exc, AlreadyDecided | AlreadyAnswered | ApprovalExpired | RunNotActive):
+        return explain(call)
+    return exc.message

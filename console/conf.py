@@ -17,7 +17,7 @@ class ConsoleSettings:
 
     # Group names whose members may open the console (staff users always may).
     ROLES: tuple[str, ...] = ("operator",)
-    # Rows per page of the runs and audit lists.
+    # Rows per page of the runs, audit and notifications lists (`?page_size=` up to 200).
     PAGE_SIZE: int = 50
     # Days shown by the metrics page.
     METRICS_DAYS: int = 14

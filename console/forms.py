@@ -1,4 +1,5 @@
-"""The console's forms: decisions, in-doubt resolutions and list filters."""
+"""The console's forms: decisions, in-doubt resolutions and bulk selections (its list filters are
+``console.filters``)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ from typing import Any
 from django import forms
 
 from agent_core import jsonsafe
-from agent_core.models import RunStatus
-from approvals.models import Action, DeliveryStatus
 
 
 def parse_json(text: str) -> Any:
@@ -87,37 +86,6 @@ class MarkDoneForm(forms.Form):
     """Mark an in-doubt call done: it happened; ``result`` is what the model will be told."""
 
     result = JSONResultField(required=False, label="Result (JSON)")
-
-
-class RunFilterForm(forms.Form):
-    """Filters of the runs list."""
-
-    status = forms.ChoiceField(required=False, choices=[("", "Any status"), *RunStatus.choices])
-    agent = forms.CharField(required=False)
-    actor = forms.CharField(required=False, help_text="a username or an actor ref")
-    thread = forms.CharField(required=False)
-
-
-class AuditFilterForm(forms.Form):
-    """Filters of the audit log (also used by its CSV export)."""
-
-    actor = forms.CharField(required=False, help_text="a username or an actor ref")
-    action = forms.ChoiceField(required=False, choices=[("", "Any action"), *Action.choices])
-    outcome = forms.CharField(required=False)
-    via = forms.CharField(required=False)
-    tool = forms.CharField(required=False)
-    call = forms.CharField(required=False, label="Tool call id")
-
-
-class DeliveryFilterForm(forms.Form):
-    """Filters of the notification deliveries."""
-
-    status = forms.ChoiceField(
-        required=False, choices=[("", "Any status"), *DeliveryStatus.choices]
-    )
-    channel = forms.CharField(required=False)
-    recipient = forms.CharField(required=False, help_text="a username or an actor ref")
-    call = forms.CharField(required=False, label="Tool call id")
 
 
 class BulkForm(forms.Form):

@@ -2,7 +2,8 @@
 by the REST API's own ``PendingFilter`` and ``PendingPagination``.
 
 *Waiting on you* is the policy's ``decidable(actor)`` (the pending API's query, a ``UNION`` of one
-ordered, limited branch per case); *Waiting on others* is every other pending call, read-only.
+ordered, limited branch per case); *Waiting on others* is every other pending call the viewer may
+see (``agent_core.access``: an unseen call is never shown, SPEC §7), read-only.
 A row opens into the full card (``console.cards``), fetched when it is opened.
 """
 
@@ -13,17 +14,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-import django_filters
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
+from agent_core.access import is_operator, visible_runs
 from agent_core.actors import Actor
 from agent_core.api.pagination import Page
 from agent_core.models import REQUESTER, CallStatus, ToolCall
 from approvals import escalation, quorum, selectors
 from approvals.api.filters import PendingFilter, PendingPagination
 
-from .people import ref_of
+from .filters import ByPerson, paginate, sort_of
 
 Scope = Literal["yours", "others"]
 SCOPES: tuple[Scope, ...] = ("yours", "others")
@@ -34,17 +35,7 @@ SORTS = {"oldest": "Oldest first", "newest": "Newest first", "deadline": "Deadli
 class InboxFilter(PendingFilter):
     """The API's filters, with the requester given as a username (or an actor ref)."""
 
-    requester = django_filters.CharFilter(
-        method="by_requester",
-        max_length=200,
-        label="Requester",
-        help_text="a username or an actor ref",
-    )
-
-    def by_requester(
-        self, queryset: QuerySet[ToolCall], name: str, value: str
-    ) -> QuerySet[ToolCall]:
-        return queryset.filter(requester_ref=ref_of(value))
+    requester = ByPerson("requester_ref", "Requester")
 
 
 @dataclass
@@ -120,7 +111,14 @@ def calls_in(
     calls = filters.qs if filters.is_valid() else pending.none()
     if scope == "yours":
         return calls, who, filters
-    return calls.exclude(who), None, filters
+    return others_of(actor, calls.exclude(who)), None, filters
+
+
+def others_of(actor: Actor, calls: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
+    """``calls`` narrowed to the runs ``actor`` may see (all of them for an operator)."""
+    if is_operator(actor):
+        return calls
+    return calls.filter(run__in=visible_runs(actor).values("pk"))
 
 
 def listing(actor: Actor, params: Any, *, waiting_on_you: int) -> Listing:
@@ -128,8 +126,12 @@ def listing(actor: Actor, params: Any, *, waiting_on_you: int) -> Listing:
     scope = scope_of(params)
     calls, branches, filters = calls_in(actor, scope, params)
     pagination = PendingPagination()
-    page = pagination.paginate(calls, params, branches=branches)
-    others = selectors.pending_calls().count() - waiting_on_you
+    page = paginate(pagination, calls, params, branches=branches)
+    pending = selectors.pending_calls()
+    if is_operator(actor):  # every pending call is in one tab or the other
+        others = pending.count() - waiting_on_you
+    else:
+        others = others_of(actor, pending.exclude(selectors.decidable_by(actor))).count()
     return Listing(
         scope=scope,
         sort=page.sort,
@@ -151,7 +153,7 @@ def row_of(actor: Actor, call_id: str, params: Any) -> Row | None:
     call = calls.filter(pk=call_id).first()
     if call is None:
         return None
-    sort = PendingPagination().sort_of(params)
+    sort = sort_of(PendingPagination(), params)
     return rows_of([call], scope, field=PendingPagination.orderings[sort].field)[0]
 
 

@@ -6,7 +6,6 @@ import csv
 from collections.abc import Iterator
 from typing import Any
 
-from django.core.paginator import Paginator
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 
@@ -14,9 +13,8 @@ from agent_core.access import is_operator, visible_runs
 from approvals.models import DecisionAttempt
 
 from ..access import console_view
-from ..conf import console_settings
-from ..forms import AuditFilterForm
-from ..people import name_of, ref_of
+from ..filters import AuditFilter, filtered, newest_first
+from ..people import name_of
 from .common import actor_of, page
 
 CSV_COLUMNS = (
@@ -34,45 +32,22 @@ CSV_COLUMNS = (
 )
 
 
-def _attempts(request: HttpRequest) -> tuple[AuditFilterForm, QuerySet[DecisionAttempt]]:
-    form = AuditFilterForm(request.GET)
-    filters = form.cleaned_data if form.is_valid() else {}
-    qs = DecisionAttempt.objects.order_by("-created_at", "-id")
+def _attempts(request: HttpRequest) -> AuditFilter:
+    qs = DecisionAttempt.objects.all()
     actor = actor_of(request)
     if not is_operator(actor):
         # The API's rule: attempts on the runs the user sees, and the user's own.
         runs = visible_runs(actor).values("pk")
         qs = qs.filter(Q(run_id__in=runs) | Q(actor_ref=actor.ref))
-    if filters.get("actor"):
-        qs = qs.filter(actor_ref=ref_of(filters["actor"]))
-    for field, column in (
-        ("action", "action"),
-        ("outcome", "outcome"),
-        ("via", "via"),
-        ("tool", "tool_name"),
-        ("call", "tool_call_id"),
-    ):
-        if filters.get(field):
-            qs = qs.filter(**{column: filters[field]})
-    return form, qs
+    return AuditFilter(request.GET, queryset=qs)
 
 
 @console_view
 def audit(request: HttpRequest) -> HttpResponse:
     """The audit log, newest first."""
-    form, qs = _attempts(request)
-    paginator = Paginator(qs, console_settings().PAGE_SIZE)
-    query = request.GET.copy()
-    query.pop("page", None)
-    return page(
-        request,
-        "console/audit.html",
-        {
-            "filter_form": form,
-            "page_obj": paginator.get_page(request.GET.get("page")),
-            "query": query.urlencode(),
-        },
-    )
+    filters = _attempts(request)
+    listed = newest_first(filtered(filters), request)
+    return page(request, "console/audit.html", {**listed, "filter_form": filters.form})
 
 
 class _Echo:
@@ -109,7 +84,7 @@ def _rows(qs: QuerySet[DecisionAttempt]) -> Iterator[Any]:
 @console_view
 def audit_csv(request: HttpRequest) -> StreamingHttpResponse:
     """The filtered audit as CSV, every matching row (not one page)."""
-    _, qs = _attempts(request)
+    qs = filtered(_attempts(request)).order_by("-created_at", "-id")
     response = StreamingHttpResponse(_rows(qs), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="airlock-audit.csv"'
     return response

@@ -11,14 +11,13 @@ from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
 from agent_core.actors import Actor
-from agent_core.exceptions import AgentCoreError, AlreadyDecided, RunNotActive
+from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 from approvals import services as port
-from approvals.exceptions import ApprovalExpired, NotApprover
 
 from .. import listing
 from ..access import console_view
-from ..cards import explain
+from ..cards import explain, refusal
 from ..forms import BulkForm
 from .common import actor_of, is_fragment, page
 
@@ -74,19 +73,11 @@ def _decide(actor: Actor, call: ToolCall, form: BulkForm) -> Result:
             outcome = port.approve(call.pk, actor=actor, via=VIA)
     except AgentCoreError as exc:
         call.refresh_from_db()
-        return Result(call, False, _refusal(exc, call))
+        return Result(call, False, f"{refusal(exc, call)} Not sent.")
     call.refresh_from_db()
     if outcome == port.Outcome.UNCHANGED:
         return Result(call, False, f"{explain(call)} Nothing more was sent.")
     return Result(call, True, "Rejected." if rejecting else "Approved.")
-
-
-def _refusal(exc: AgentCoreError, call: ToolCall) -> str:
-    if isinstance(exc, NotApprover):
-        return "You may not decide this call."
-    if isinstance(exc, AlreadyDecided | ApprovalExpired | RunNotActive):
-        return f"{explain(call)} Not sent."
-    return exc.message
 
 
 def _render(

@@ -18,14 +18,14 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from agent_core.actors import Actor
-from agent_core.exceptions import AgentCoreError, AlreadyAnswered, AlreadyDecided, RunNotActive
+from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 from approvals import amendments
 from approvals import services as port
-from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
+from approvals.exceptions import InvalidDecision
 
 from ..access import console_view
-from ..cards import Card, answer_form_for, card_for, explain
+from ..cards import Card, answer_form_for, card_for, explain, refusal
 from ..forms import ApproveForm, EditArgsForm, ExtendForm, RejectForm
 from ..in_doubt import explain_resolved, was_resolved
 from .common import actor_of, is_fragment, page, tool_call_or_404
@@ -157,7 +157,7 @@ def _decide(
     except AgentCoreError as exc:
         call.refresh_from_db()
         card = card_for(actor, call, data=request.POST, form=form_name)
-        card.error = _refusal_text(exc, call)
+        card.error = refusal(exc, call)
         card.errors = _field_errors(exc)
         return _card_response(request, card, status=exc.status_code)
     if outcome == port.Outcome.UNCHANGED:
@@ -197,17 +197,6 @@ def _unchanged(request: HttpRequest, text: str) -> HttpResponse:
         )
     messages.warning(request, text)
     return redirect("console:inbox")
-
-
-def _refusal_text(exc: AgentCoreError, call: ToolCall) -> str:
-    if isinstance(exc, NotApprover):
-        approver = "the requester" if call.approver == "requester" else call.approver
-        return f"You may not decide this call: it waits on {approver}."
-    if isinstance(exc, InvalidDecision):
-        return f"Nothing was decided: {exc.message}."
-    if isinstance(exc, AlreadyDecided | AlreadyAnswered | ApprovalExpired | RunNotActive):
-        return explain(call)
-    return exc.message
 
 
 def _field_errors(exc: AgentCoreError) -> list[str]:

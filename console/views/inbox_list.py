@@ -14,7 +14,7 @@ from django.shortcuts import render
 from django.utils.decorators import decorator_from_middleware
 
 from agent_core.actors import Actor
-from agent_core.models import CALL_PENDING, ToolCall
+from agent_core.models import ToolCall
 from approvals.guards import may_see
 
 from .. import listing
@@ -85,9 +85,8 @@ def call_card(request: HttpRequest, call_id: str) -> HttpResponse:
     """A row opened: the call's full card (a page of its own without JavaScript)."""
     actor = actor_of(request)
     call = ToolCall.objects.select_related("run", "thread", "message").filter(pk=call_id).first()
-    # Every pending call is listed (read-only when not the viewer's); anything else is shown
-    # only to those who may see it.
-    if call is None or (call.status not in CALL_PENDING and not may_see(actor, call)):
+    # Only to those who may see it (SPEC §7): pending or not, an unseen call is unknown.
+    if call is None or not may_see(actor, call):
         raise Http404("no such tool call")
     card = card_for(actor, call)
     if is_fragment(request):

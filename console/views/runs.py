@@ -10,8 +10,6 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import messages
-from django.core.paginator import Paginator
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -25,50 +23,27 @@ from agent_core.models import Run, RunStatus, Step, StreamFrame, ToolCall
 from approvals.models import DecisionAttempt, Delivery
 
 from ..access import console_view
-from ..conf import console_settings
-from ..forms import RunFilterForm
-from ..people import ref_of
+from ..filters import RunsFilter, filtered, is_filtered, newest_first
 from .common import actor_of, fragment, page
-
-
-def _filtered(runs: QuerySet[Run], filters: dict[str, Any]) -> QuerySet[Run]:
-    if filters.get("status"):
-        runs = runs.filter(status=filters["status"])
-    if filters.get("agent"):
-        runs = runs.filter(agent=filters["agent"])
-    if filters.get("actor"):
-        runs = runs.filter(actor_ref=ref_of(filters["actor"]))
-    if filters.get("thread"):
-        runs = runs.filter(thread_id=filters["thread"])
-    return runs
 
 
 @console_view
 def runs(request: HttpRequest) -> HttpResponse:
-    """Every run the user may see (the API's rule), newest first, filterable by status, agent,
-    actor and thread."""
-    form = RunFilterForm(request.GET)
-    filters = form.cleaned_data if form.is_valid() else {}
+    """Every run the user may see (the API's rule), newest first, filtered by the API's
+    ``RunFilter`` (status, agent, thread) and the actor."""
     actor = actor_of(request)
-    qs = _filtered(visible_runs(actor).select_related("thread").order_by("-created_at"), filters)
-    page_obj = Paginator(qs, console_settings().PAGE_SIZE).get_page(request.GET.get("page"))
+    filters = RunsFilter(request.GET, queryset=visible_runs(actor).select_related("thread"))
+    listed = newest_first(filtered(filters), request)
     return page(
         request,
         "console/runs.html",
         {
-            "filter_form": form,
-            "page_obj": page_obj,
-            "cancellable": {r.pk for r in page_obj if _may_cancel(actor, r)},
-            "filtered": any(filters.values()),
-            "query": _query_without_page(request),
+            **listed,
+            "filter_form": filters.form,
+            "cancellable": {r.pk for r in listed["results"].rows if _may_cancel(actor, r)},
+            "filtered": is_filtered(filters),
         },
     )
-
-
-def _query_without_page(request: HttpRequest) -> str:
-    query = request.GET.copy()
-    query.pop("page", None)
-    return query.urlencode()
 
 
 def may_cancel(actor: Actor, run: Run) -> bool:

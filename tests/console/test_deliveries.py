@@ -26,7 +26,7 @@ def notified(turn, people, finance_policy) -> ToolCall:
 
 
 def listed(client, **query: str) -> list[Delivery]:
-    return list(client.get(reverse("console:deliveries"), query).context["page_obj"])
+    return list(client.get(reverse("console:deliveries"), query).context["results"].rows)
 
 
 @pytest.mark.django_db
@@ -36,7 +36,7 @@ def test_an_operator_sees_every_delivery_sent_and_failed_with_filters(login, peo
     assert page.status_code == 200
     html = page.content.decode()
     assert 'href="/console/deliveries/" aria-current="page">Notifications</a>' in html
-    rows = {d.recipient_ref: d for d in page.context["page_obj"]}
+    rows = {d.recipient_ref: d for d in page.context["results"].rows}
     fran, felix = (rows[actor(people[name]).ref] for name in ("fran", "felix"))
     assert (fran.status, fran.attempts, fran.channel) == (DeliveryStatus.SENT, 1, "email")
     assert felix.status == DeliveryStatus.FAILED and "cannot reach" in felix.error

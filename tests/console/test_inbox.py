@@ -269,8 +269,10 @@ def test_under_the_demo_policy_each_approver_sees_their_own(login, turn, people,
     assert (refund.approver, campaign.approver) == ("finance", "marketing")
     fran = login("fran")
     assert listed(fran.get(reverse("console:inbox"))) == [refund.pk]
-    assert listed(fran.get(reverse("console:inbox"), {"show": "others"})) == [campaign.pk]
-    assert "only marketing decides this" in card_html(fran, campaign)
+    # alice's campaign is not fran's to see (SPEC §7): not even read-only.
+    assert listed(fran.get(reverse("console:inbox"), {"show": "others"})) == []
+    assert fran.get(reverse("console:call", args=[campaign.pk])).status_code == 404
+    assert "only marketing decides this" in card_html(login("otto"), campaign)
     people["otto"].groups.add(Group.objects.get_or_create(name="marketing")[0])
     otto = login("otto").get(reverse("console:inbox"))
     assert listed(otto) == [campaign.pk]

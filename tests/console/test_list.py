@@ -124,7 +124,7 @@ def test_bulk_reject_needs_a_reason_and_one_tool(login, turn, people, finance_po
 
 def test_bulk_decisions_are_authorized_call_by_call(login, refund):
     response = _bulk(login("otto"), [refund], confirm="on")
-    assert b"You may not decide this call." in response.content
+    assert b"You may not decide this call: it waits on finance. Not sent." in response.content
     assert ToolCall.objects.get(pk=refund.pk).status == CallStatus.PENDING_APPROVAL
     assert DecisionAttempt.objects.get().outcome == "not_approver"
 

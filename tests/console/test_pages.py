@@ -28,7 +28,10 @@ def history(turn, decide, people, finance_policy):
 
 def test_runs_lists_every_run_with_filters(login, history):
     client = login("otto")
-    runs = lambda **q: [r.pk for r in client.get(reverse("console:runs"), q).context["page_obj"]]  # noqa: E731
+
+    def runs(**q: str) -> list[str]:
+        return [r.pk for r in client.get(reverse("console:runs"), q).context["results"].rows]
+
     assert len(runs()) == 3
     assert runs(status="waiting") == [history["waiting"].pk]
     assert len(runs(status="completed")) == 2
@@ -43,15 +46,30 @@ def test_runs_lists_every_run_with_filters(login, history):
 
 def test_an_unknown_status_filter_is_ignored_not_an_error(login, history):
     response = login("otto").get(reverse("console:runs"), {"status": "bogus"})
-    assert response.status_code == 200 and len(response.context["page_obj"]) == 3
+    assert response.status_code == 200 and len(response.context["results"].rows) == 3
 
 
 def test_the_runs_list_pages(login, history, settings):
     settings.AIRLOCK_CONSOLE = {"PAGE_SIZE": 2}
     client = login("otto")
+    completed = client.get(reverse("console:runs"), {"status": "completed"}).context["results"]
+    assert len(completed.rows) == 2 and completed.next_cursor is None  # filtered, then paged
     first = client.get(reverse("console:runs"))
-    assert len(first.context["page_obj"]) == 2 and b"Older" in first.content
-    assert len(client.get(reverse("console:runs"), {"page": 2}).context["page_obj"]) == 1
+    assert len(first.context["results"].rows) == 2 and b"Older" in first.content
+    older = first.context["next_query"]
+    second = client.get(f"{reverse('console:runs')}?{older}")
+    rows = [r.pk for r in first.context["results"].rows + second.context["results"].rows]
+    assert rows == [history[k].pk for k in ("waiting", "rejected", "approved")]
+    assert second.context["results"].next_cursor is None and b"Newest" in second.content
+
+
+def test_a_cursor_the_console_never_gave_out_is_400_not_500(login, history):
+    client = login("otto")
+    for name in ("runs", "audit", "deliveries", "inbox"):
+        assert client.get(reverse(f"console:{name}"), {"cursor": "nope"}).status_code == 400
+    call = ToolCall.objects.get(run=history["waiting"])
+    row = reverse("console:call_row", args=[call.pk])
+    assert client.get(row, {"show": "others", "sort": "nope"}).status_code == 400
 
 
 def test_a_run_page_shows_transcript_steps_calls_and_stream(login, history):
@@ -90,7 +108,7 @@ def test_the_audit_lists_and_filters_every_attempt(login, history, people):
     port_refusal = ToolCall.objects.get(run=history["waiting"])
     with pytest.raises(Exception):  # noqa: B017 (NotApprover, audited)
         port.approve(port_refusal.pk, actor=actor(people["otto"]))
-    rows = lambda **q: list(client.get(reverse("console:audit"), q).context["page_obj"])  # noqa: E731
+    rows = lambda **q: list(client.get(reverse("console:audit"), q).context["results"].rows)  # noqa: E731
     assert len(rows()) == 3
     assert [a.outcome for a in rows(outcome="not_approver")] == ["not_approver"]
     assert [a.action for a in rows(action="reject")] == ["reject"]
@@ -108,6 +126,19 @@ def test_the_audit_exports_the_filtered_rows_as_csv(login, history):
         ("fran", "approve", "applied"),
     ]
     assert rows[1]["via"] == "console" and rows[0]["tool_name"] == "issue_refund"
+
+
+def test_the_audit_pages_but_its_csv_export_is_every_row(login, history, settings):
+    settings.AIRLOCK_CONSOLE = {"PAGE_SIZE": 1}
+    client = login("otto")
+    first = client.get(reverse("console:audit"), {"actor": "fran"})
+    assert len(first.context["results"].rows) == 1 and b"Older" in first.content
+    second = client.get(f"{reverse('console:audit')}?{first.context['next_query']}")
+    assert [a.action for a in second.context["results"].rows] == ["approve"]
+    assert 'href="/console/audit.csv?actor=fran"' in second.content.decode()  # no cursor
+    export = client.get(reverse("console:audit_csv"), {"actor": "fran", "cursor": "ignored"})
+    rows = list(csv.DictReader(io.StringIO(b"".join(export.streaming_content).decode())))
+    assert [r["action"] for r in rows] == ["reject", "approve"]
 
 
 def test_the_metrics_count_runs_rates_and_latency(login, history):

@@ -10,8 +10,9 @@ from django.urls import reverse
 
 from agent_core.models import CallStatus, ToolCall
 from approvals import services as port
+from approvals.guards import may_see
 from approvals.models import DecisionAttempt
-from tests.console.conftest import actor
+from tests.console.conftest import actor, listed
 
 pytestmark = pytest.mark.django_db
 
@@ -30,16 +31,16 @@ def purge(turn, people, finance_policy):
 
 def test_staff_without_the_operator_role_see_only_what_the_api_shows_them(login, purge, refund):
     fran = login("fran")
-    listed = {r.pk for r in fran.get(reverse("console:runs")).context["page_obj"]}
+    listed = {r.pk for r in fran.get(reverse("console:runs")).context["results"].rows}
     assert listed == {refund.run_id}  # her refund to decide, not alice's purge
     assert fran.get(reverse("console:run", args=[purge.run_id])).status_code == 404
     fragment = reverse("console:run_fragment", args=[purge.run_id])
     assert fran.get(fragment).status_code == 404
     assert fran.post(reverse("console:cancel_run", args=[purge.run_id])).status_code == 404
-    audit = fran.get(reverse("console:audit")).context["page_obj"]
+    audit = fran.get(reverse("console:audit")).context["results"].rows
     assert purge.pk not in {a.tool_call_id for a in audit}
     otto = login("otto")
-    listed = {r.pk for r in otto.get(reverse("console:runs")).context["page_obj"]}
+    listed = {r.pk for r in otto.get(reverse("console:runs")).context["results"].rows}
     assert listed == {refund.run_id, purge.run_id}
     assert otto.get(reverse("console:run", args=[purge.run_id])).status_code == 200
 
@@ -87,3 +88,32 @@ def test_edited_args_the_database_cannot_hold_are_400_and_change_nothing(login, 
     refund.refresh_from_db()
     assert refund.status == CallStatus.PENDING_APPROVAL and refund.original_args is None
     assert not DecisionAttempt.objects.exists()
+
+
+def test_waiting_on_others_lists_only_the_calls_the_viewer_may_see(login, people, turn, refund):
+    """SPEC §7: an unseen call is never shown. fran (staff, finance) may not see alice's pending
+    purge (not her thread, not her role): it is neither on her *Waiting on others* tab, nor
+    counted, nor a card, nor a row."""
+    purge = ToolCall.objects.get(run=turn(PURGE, actor=actor(people["alice"])))
+    fran = login("fran")
+    response = fran.get(reverse("console:inbox"), {"show": "others"})
+    assert listed(response) == []
+    assert response.context["listing"].counts == {"yours": 1, "others": 0}
+    assert fran.get(reverse("console:call", args=[purge.pk])).status_code == 404
+    row = reverse("console:call_row", args=[purge.pk])
+    assert fran.get(row, {"show": "others"}).status_code == 204
+    # otto (operator) sees every run, so every call waiting on someone else.
+    others = login("otto").get(reverse("console:inbox"), {"show": "others"})
+    assert set(listed(others)) == {purge.pk, refund.pk}
+
+
+def test_the_pending_api_lists_only_calls_the_viewer_may_see(login, people, turn, refund):
+    """The API's pending list is the viewer's *Waiting on you* alone: every call on it is one
+    the policy lets them decide, so one they may see (``approvals.guards.may_see``)."""
+    purge = ToolCall.objects.get(run=turn(PURGE, actor=actor(people["alice"])))
+    fran = actor(people["fran"])
+    listed_ids = [
+        c["tool_call_id"] for c in login("fran").get("/agent/approvals/pending").json()["results"]
+    ]
+    assert listed_ids == [refund.pk]
+    assert not may_see(fran, purge)
