@@ -88,6 +88,11 @@ def approvals_settings() -> ApprovalsSettings:
     return ApprovalsSettings(**dict(getattr(settings, "APPROVALS", {})))
 
 
+def absolute(path: str) -> str:
+    """``path`` on the site named by ``APPROVALS["BASE_URL"]`` (as is without one)."""
+    return approvals_settings().BASE_URL.rstrip("/") + path if path else ""
+
+
 @receiver(setting_changed)
 def _reload(*, setting: str, **kwargs: Any) -> None:
     if setting == "APPROVALS":

@@ -24,9 +24,8 @@ from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 
 from . import services
-from .conf import approvals_settings
+from .conf import absolute, approvals_settings
 from .models import Action, DecisionAttempt, LinkUse
-from .notify.notice import absolute
 
 SALT = "airlock.approvals.decision-link"
 ACTIONS = (Action.APPROVE, Action.REJECT)

@@ -7,8 +7,7 @@ from typing import Any
 from celery import shared_task
 
 from .notify import delivery
-
-DELIVER_TASK = "approvals.deliver_notification"
+from .notify.delivery import DELIVER_TASK
 
 
 @shared_task(name=DELIVER_TASK, bind=True, acks_late=True, ignore_result=True)

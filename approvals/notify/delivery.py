@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
@@ -31,6 +32,8 @@ from .backends import backend_named, configured_backends
 from .notice import REQUESTED, Contact, contact_of, notice_for
 
 logger = logging.getLogger(__name__)
+
+DELIVER_TASK = "approvals.deliver_notification"
 
 
 def notify(call: ToolCall, *, event: str = REQUESTED, refs: list[str] | None = None) -> int:
@@ -73,9 +76,8 @@ def notify_after_commit(call: ToolCall, **options: Any) -> None:
 def schedule(delivery_id: int) -> None:
     """Hand one delivery attempt to the durable task queue or the inline runner's pool."""
     if agent_settings().RUNNER == "durable":
-        from ..tasks import deliver_notification
-
-        deliver_notification.delay(delivery_id)
+        # By name, as the project's routes know it (approvals.tasks imports this module).
+        current_app.send_task(DELIVER_TASK, args=[delivery_id])
         return
     runner = get_runner()
     submit = runner.submit if isinstance(runner, InlineRunner) else _call

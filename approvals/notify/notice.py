@@ -11,7 +11,7 @@ from django.urls import NoReverseMatch, reverse
 
 from agent_core.models import ToolCall
 
-from ..conf import approvals_settings
+from ..conf import absolute
 
 REQUESTED = "approval-requested"
 ESCALATED = "approval-escalated"
@@ -89,11 +89,6 @@ def notice_for(
         recipient=recipient,
         links=links,
     )
-
-
-def absolute(path: str) -> str:
-    """``path`` on the site named by ``APPROVALS["BASE_URL"]`` (as is without one)."""
-    return approvals_settings().BASE_URL.rstrip("/") + path if path else ""
 
 
 def _path(name: str) -> str:
