@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from agent_core.models import CallStatus, ToolCall
 from approvals import services as port
+from tests.conftest import wait_for
 from tests.console.conftest import REFUND, actor, copies_of
 from tests.console.live.browser import (
     PHONE,
@@ -121,8 +122,13 @@ def test_bulk_approve_confirms_and_reports_each_card(server, browser, people, sy
     for call in calls:
         expect(row(fran, call)).to_have_count(0)
     expect(row(fran, purge)).to_be_visible()
-    statuses = in_thread(lambda: [ToolCall.objects.get(pk=c.pk).status for c in calls])
-    assert statuses == [CallStatus.SUCCEEDED, CallStatus.REJECTED, CallStatus.SUCCEEDED]
+    # An approved call's tool runs after the answer reaches the page: wait for it to finish.
+    expected = [CallStatus.SUCCEEDED, CallStatus.REJECTED, CallStatus.SUCCEEDED]
+
+    def statuses() -> list[str]:
+        return [ToolCall.objects.get(pk=c.pk).status for c in calls]
+
+    in_thread(lambda: wait_for("the approved refunds to run", lambda: statuses() == expected))
 
 
 def test_the_list_a_card_and_a_bulk_confirmation_fit_a_phone(server, browser, people, sync_runner):
