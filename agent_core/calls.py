@@ -6,6 +6,7 @@ recorded tool step is never redone. Decisions made by people are ``decisions.py`
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -13,14 +14,15 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from . import frames, journal, signals, state, streams
+from . import frames, signals, sql, state, streams
 from .agents import get_agent
 from .dispatch import Next
 from .exceptions import InvalidTransition, ToolNotFound
 from .frames import Frames
 from .leases import Lease, lock
 from .models import CallStatus, Run, Step, StepStatus, ToolCall
-from .runs import continue_or_park
+from .runs import OPEN, continue_or_park
+from .streams import Riding
 
 logger = logging.getLogger(__name__)
 
@@ -62,31 +64,34 @@ def finish_call(
     """
     now = timezone.now()
     status = CallStatus.FAILED if error is not None else CallStatus.SUCCEEDED
+    state.check(ToolCall, expected, status)  # sql.FINISH_CALL writes the status
     # No savepoint when nested (the atomic tool's transaction, or the inline driver opening the
     # next step in it): an error here ends it anyway.
     with transaction.atomic(savepoint=False):
         # The tool has run: its outcome is recorded even when a cancel arrived meanwhile.
         run = held or lock(lease, allow_cancelling=True)
-        extra: dict[str, Any] = {}
-        if expected == CallStatus.APPROVED:
-            extra = {"attempts": F("attempts") + 1, "started_at": now, "fence": lease.token}
-        won = state.transition(
-            ToolCall.objects.filter(pk=call_id, run=run),
-            expected,
-            status,
-            result=result,
-            error=error or "",
-            finished_at=now,
-            **extra,
+        first = expected == CallStatus.APPROVED  # a read: this is also its only attempt
+        call: list[Any] = [
+            status.value,
+            None if result is None else json.dumps(result),
+            error or "",
+            now,
+        ]
+        call += [int(first), now if first else None, lease.token if first else None]
+        call += [call_id, run.pk, expected.value]
+        step = [run.pk, json.dumps({"status": status.value}), now, now]
+        still = [run.pk, call_id, OPEN]
+        announce = (
+            frames.tool_output(call_id, result)
+            if error is None
+            else frames.tool_output_error(call_id, error)
+        )
+        won, statuses = streams.emit(
+            run.pk, [announce], Riding(sql.FINISH_CALL, [*call, *step, *still])
         )
         if not won:
             raise InvalidTransition(f"{call_id} is not {expected}")
-        journal.record_tool_step(run, call_id, status.value)
-        if error is None:
-            streams.emit(run.pk, [frames.tool_output(call_id, result)])
-        else:
-            streams.emit(run.pk, [frames.tool_output_error(call_id, error)])
-        return continue_or_park(run)
+        return continue_or_park(run, set(statuses or ()))
 
 
 def refuse_call(lease: Lease, call_id: str, *, reason: str) -> Next:

@@ -1,16 +1,17 @@
 """The run's journal: one step record per name (``llm:<n>``, ``tool:<call id>``), and what a plan
 reads from it.
 
-A recorded step is never redone (SPEC §5, 6): the loop plans from ``read_run`` and ``run_calls``
-alone, never from memory, and a replay reads a recorded step's output instead of redoing it.
+A recorded step is never redone (SPEC §5, 6): the loop plans from ``read_run`` alone, never from
+memory, and a replay reads a recorded step's output instead of redoing it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from . import frames, sql, streams, transcript
@@ -18,8 +19,12 @@ from .leases import Lease, lock
 from .models import Run, Step, StepStatus, StreamFrame, ToolCall
 
 
-def read_run(run_id: str, *, lease: Lease | None = None) -> tuple[Run, dict[str, str]] | None:
-    """The run and its journal (step name → status), in one query.
+def read_run(
+    run_id: str, *, lease: Lease | None = None
+) -> tuple[Run, dict[str, str], list[ToolCall]] | None:
+    """The run, its journal (step name → status) and every call of the run, in the order its
+    steps proposed them (what a plan reads), each with ``delegated``: whether it started a child
+    run — in one query.
 
     With ``lease``: the run's row locked, or ``None`` when the lease no longer holds it.
     """
@@ -31,13 +36,27 @@ def read_run(run_id: str, *, lease: Lease | None = None) -> tuple[Run, dict[str,
     if run is None:
         return None
     pairs = (entry.rsplit(" ", 1) for entry in run.journal)  # type: ignore[attr-defined]
-    return run, {name: status for name, status in pairs}
+    calls = [_call(row) for row in run.calls or ()]  # type: ignore[attr-defined]
+    return run, {name: status for name, status in pairs}, calls
 
 
-def run_calls(run: Run) -> list[ToolCall]:
-    """Every call of the run, in the order its steps proposed them (what a plan reads), each
-    with ``delegated``: whether it started a child run."""
-    return list(ToolCall.objects.raw(sql.RUN_CALLS, [run.pk]))
+def _call(row: dict[str, Any]) -> ToolCall:
+    """A call read as JSON with its run (``sql.READ_RUN``): its timestamps parsed back."""
+    for name in _CALL_TIMES:
+        if row[name] is not None:
+            row[name] = datetime.fromisoformat(row[name])
+    call = ToolCall(**{name: row[name] for name in _CALL_COLUMNS})
+    call._state.adding = False  # a stored row, as the ORM would have read it
+    call.delegated = row["delegated"]  # type: ignore[attr-defined]
+    return call
+
+
+_CALL_COLUMNS = [field.attname for field in ToolCall._meta.concrete_fields]
+_CALL_TIMES = [
+    field.attname
+    for field in ToolCall._meta.concrete_fields
+    if isinstance(field, models.DateTimeField)
+]
 
 
 def begin_model_step(run: Run, name: str, *, previous: Iterable[ToolCall] = ()) -> int:
@@ -87,13 +106,6 @@ def emit_text(lease: Lease, chunks: list[str]) -> None:
     with transaction.atomic():
         lock(lease)
         streams.emit(lease.run_id, [frames.text("".join(chunks))])
-
-
-def complete_model_step(run: Run, name: str, output: dict[str, Any], usage: dict[str, int]) -> None:
-    """Record a model step's output and the provider's usage figures."""
-    Step.objects.filter(run=run, name=name).update(
-        status=StepStatus.COMPLETED, output=output, finished_at=timezone.now(), **usage
-    )
 
 
 def record_tool_step(run: Run, call_id: str, status: str) -> None:

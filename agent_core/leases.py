@@ -98,6 +98,12 @@ def lock(lease: Lease, *, allow_cancelling: bool = False) -> Run:
     return run
 
 
+def thread_owner(run: Run) -> str:
+    """The owner of a locked run's thread, read with its lock (``sql.LOCK_RUN``)."""
+    owner: str = run.thread_owner_ref  # type: ignore[attr-defined]
+    return owner
+
+
 def lock_run(run_id: str) -> Run:
     """The run's row, locked, for a writer outside any driver."""
     return Run.objects.select_for_update().get(pk=run_id)

@@ -7,6 +7,7 @@ status commit together, before any frame says "approval requested".
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,15 +15,16 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from . import frames, journal, signals, state, streams, transcript
+from . import frames, signals, sql, state, streams, transcript
 from .dispatch import Next
 from .frames import Frames
 from .gate import Verdict
-from .leases import Lease, lock
-from .models import CallStatus, Role, Run, ToolCall
+from .leases import Lease, lock, thread_owner
+from .models import CallStatus, Role, Run, StepStatus, ToolCall
 from .runs import complete_run, continue_or_park
+from .streams import Riding
 from .tools import args_digest
-from .usage import add_to_run
+from .usage import FIELDS
 
 
 @dataclass
@@ -84,14 +86,20 @@ def record_model_step(
             announce += _proposal_frames(row, proposed)
         announce.append(frames.step_finish(name, usage))
         output = {"message_id": message.pk, "usage": usage, "finish_reason": finish_reason}
-        journal.complete_model_step(run, name, output, usage)
-        add_to_run(run, usage)
+        streams.emit(run.pk, announce, _recorded(run, name, output, usage))
         _announce_calls(rows)
         if not calls:
-            complete_run(run, ended=announce)
+            complete_run(run)
             return Next.STOP
-        streams.emit(run.pk, announce)
         return continue_or_park(run, {row.status for row in rows})
+
+
+def _recorded(run: Run, name: str, output: dict[str, Any], usage: dict[str, int]) -> Riding:
+    """The journal entry completed with the step's output and usage, and the usage added to the
+    run's totals, riding on the statement of the step's frames (``sql.RECORD_MODEL_STEP``)."""
+    tokens = [usage.get(field, 0) for field in FIELDS]
+    step = [StepStatus.COMPLETED.value, json.dumps(output), timezone.now(), *tokens, run.pk, name]
+    return Riding(sql.RECORD_MODEL_STEP, step, tokens)
 
 
 def _apply_verdict(row: ToolCall, verdict: Verdict) -> None:
@@ -129,7 +137,7 @@ def _call_row(run: Run, message_id: str, step: str, position: int, c: ProposedCa
         args=c.args,
         args_digest=args_digest(c.tool_name, c.args),
         status=c.status,
-        requester_ref=run.thread.owner_ref,
+        requester_ref=thread_owner(run),
         error=c.error,
         reason=c.reason,
         confirmation=c.confirmation,

@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 # Calls that keep a run waiting: on a person, or (``executing`` between steps) on a child run.
 BLOCKING = frozenset({*CALL_PENDING, CallStatus.IN_DOUBT, CallStatus.EXECUTING})
+# Calls still open once a step's calls are recorded: approved (to run) or blocking.
+OPEN = sorted({CallStatus.APPROVED.value, *BLOCKING})
 
 
 @transaction.atomic
@@ -229,7 +231,7 @@ def report_unreported_calls(run: Run) -> None:
 def open_calls(run: Run) -> set[str]:
     """The statuses of the run's calls that are approved or wait on a person."""
     return set(
-        ToolCall.objects.filter(run=run, status__in=[CallStatus.APPROVED, *BLOCKING])
+        ToolCall.objects.filter(run=run, status__in=OPEN)
         .order_by()
         .values_list("status", flat=True)
     )

@@ -12,10 +12,12 @@ from typing import Any
 
 from django.db import connection
 
-from .models import Message, Run, Step, StreamFrame, ToolCall
+from .models import Message, Run, Step, StreamFrame, Thread, ToolCall
 
 _RUN = Run._meta.db_table
 _STEP = Step._meta.db_table
+_CALL = ToolCall._meta.db_table
+_FRAME = StreamFrame._meta.db_table
 
 # Take a run's lease (leases.acquire): status, owner, deadline, run id, the two statuses a run
 # may be taken in, now, the token passed on. Waits for the row lock, then re-checks the row.
@@ -30,23 +32,28 @@ ACQUIRE_LEASE = (
 # The conditions of a write fenced by a lease: token, owner.
 FENCED = "AND lease_token = %s AND lease_owner = %s"
 
-# A run's row, locked, while a lease holds it (leases.lock): run id, token, owner.
-LOCK_RUN = f"SELECT * FROM {_RUN} WHERE id = %s {FENCED} FOR UPDATE"
+# A run's row, locked, while a lease holds it, with its thread's owner (``thread_owner_ref``:
+# the requester of the calls it proposes) (leases.lock): run id, token, owner.
+LOCK_RUN = (
+    f"SELECT r.*, t.owner_ref AS thread_owner_ref FROM {_RUN} r"
+    f" JOIN {Thread._meta.db_table} t ON t.id = r.thread_id"
+    f" WHERE r.id = %s {FENCED} FOR UPDATE OF r"
+)
 
-# A run and its journal (``name status`` pairs) in one read (journal.read_run): run id.
+# Every call of a run in the order its steps proposed them, each with ``delegated``: whether it
+# started a child run (SPEC §14); a JSON array (NULL: none), read with the run.
+_RUN_CALLS = (
+    f"(SELECT json_agg(c ORDER BY c.position) FROM (SELECT c.*, EXISTS (SELECT 1 FROM {_RUN} k"
+    f" WHERE k.parent_tool_call_id = c.id) AS delegated FROM {_CALL} c WHERE c.run_id = r.id) c)"
+)
+
+# A run, its journal (``name status`` pairs) and its calls in one read (journal.read_run): run id.
 READ_RUN = (
     f"SELECT *, ARRAY(SELECT s.name || ' ' || s.status FROM {_STEP} s"
-    f" WHERE s.run_id = r.id) AS journal FROM {_RUN} r WHERE r.id = %s"
+    f" WHERE s.run_id = r.id) AS journal, {_RUN_CALLS} AS calls FROM {_RUN} r WHERE r.id = %s"
 )
 # The same, locked, while a lease holds it: run id, token, owner.
 READ_RUN_LOCKED = f"{READ_RUN} {FENCED} FOR UPDATE OF r"
-
-# Every call of a run in the order its steps proposed them (journal.run_calls), each with
-# ``delegated``: whether it started a child run (SPEC §14): run id.
-RUN_CALLS = (
-    f"SELECT c.*, EXISTS (SELECT 1 FROM {_RUN} k WHERE k.parent_tool_call_id = c.id) AS delegated"
-    f" FROM {ToolCall._meta.db_table} c WHERE c.run_id = %s ORDER BY c.position"
-)
 
 # A run and its ancestors, nearest first, as ``(id, agent, parent_tool_call_id)`` (delegation's
 # depth and cycle checks, the chain an inbox card names): run id.
@@ -66,24 +73,66 @@ BEGIN_STEP = (
     " ON CONFLICT (run_id, name) DO UPDATE SET attempts = s.attempts + 1 RETURNING s.attempts"
 )
 
-# Reserve frame numbers on the run row and insert the frames that take them (streams.emit), and
-# say whose child the run is, if it waits on it (its frames go to that stream too): count, run
-# id, run id, count, created at, kinds, JSON payloads.
-_EMIT = (
-    "WITH r AS (UPDATE {run} SET last_seq = last_seq + %s WHERE id = %s{only}"
-    " RETURNING last_seq, parent_run_id, parent_tool_call_id),"
-    " f AS (INSERT INTO {frame} (run_id, seq, kind, data, superseded, created_at)"
-    " SELECT %s, r.last_seq - %s + f.n, f.kind, f.data::jsonb, false, %s"
-    " FROM r, unnest(%s::varchar[], %s::text[]) WITH ORDINALITY AS f(kind, data, n)"
-    " RETURNING seq)"
-    " SELECT f.seq, r.parent_run_id, r.parent_tool_call_id FROM f, r"
-)
-EMIT_FRAMES = _EMIT.format(run=_RUN, frame=StreamFrame._meta.db_table, only="")
+
+def with_frames(*, before: str = "", sets: str = "", only: str = "", extra: str = "") -> str:
+    """A statement that reserves frame numbers on the run row and inserts the frames that take
+    them (streams.emit), and says whose child the run is, if it waits on it (its frames go to
+    that stream too).
+
+    Writes the frames announce may ride on it: ``before``, common table expressions (each ending
+    with a comma); ``sets``, more assignments of the run's row (each starting with a comma);
+    ``extra``, more columns of the one row it answers (each starting with a comma). Parameters:
+    those of ``before``, count, those of ``sets``, run id, run id, count, created at, kinds,
+    JSON payloads.
+    """
+    return (
+        f"WITH {before}r AS (UPDATE {_RUN} SET last_seq = last_seq + %s{sets} WHERE id = %s{only}"
+        " RETURNING last_seq, parent_run_id, parent_tool_call_id),"
+        f" f AS (INSERT INTO {_FRAME} (run_id, seq, kind, data, superseded, created_at)"
+        " SELECT %s, r.last_seq - %s + f.n, f.kind, f.data::jsonb, false, %s"
+        " FROM r, unnest(%s::varchar[], %s::text[]) WITH ORDINALITY AS f(kind, data, n)"
+        " RETURNING seq)"
+        f" SELECT f.seq, r.parent_run_id, r.parent_tool_call_id{extra} FROM f, r"
+    )
+
+
+EMIT_FRAMES = with_frames()
 # The same into an ancestor's stream, unless it has ended (its ``finish`` is its last frame).
-MIRROR_FRAMES = _EMIT.format(
-    run=_RUN,
-    frame=StreamFrame._meta.db_table,
-    only=" AND status NOT IN ('completed', 'failed', 'cancelled')",
+MIRROR_FRAMES = with_frames(only=" AND status NOT IN ('completed', 'failed', 'cancelled')")
+
+# A model step's record, with its frames (proposals.record_model_step): the journal entry
+# completed with its output and usage (status, JSON output, finished at, input, output and
+# cached tokens, run id, name), the usage added to the run's totals (input, output, cached).
+RECORD_MODEL_STEP = with_frames(
+    before=(
+        f"s AS (UPDATE {_STEP} SET status = %s, output = %s::jsonb, finished_at = %s,"
+        " input_tokens = %s, output_tokens = %s, cached_tokens = %s"
+        " WHERE run_id = %s AND name = %s),"
+    ),
+    sets=(
+        ", input_tokens = input_tokens + %s, output_tokens = output_tokens + %s,"
+        " cached_tokens = cached_tokens + %s"
+    ),
+)
+
+# A tool step's record, with its frames (calls.finish_call): the call's compare-and-set to its
+# outcome (status, JSON result, error, finished at, attempts added, started at and fence unless
+# NULL, call id, run id, expected status; the pair checked by ``state.check`` first), its
+# journal entry ``tool:<id>`` (run id, JSON output, started at, finished at), and the statuses
+# of the run's other calls among the given ones (run id, call id, statuses). Answers, after the
+# frames' columns: whether the call moved (0 or 1), those statuses (NULL: none).
+FINISH_CALL = with_frames(
+    before=(
+        f"c AS (UPDATE {_CALL} SET status = %s, result = %s::jsonb, error = %s, finished_at = %s,"
+        " attempts = attempts + %s, started_at = COALESCE(%s, started_at),"
+        " fence = COALESCE(%s, fence) WHERE id = %s AND run_id = %s AND status = %s RETURNING id),"
+        f" s AS (INSERT INTO {_STEP} (run_id, name, status, output, attempts, input_tokens,"
+        " output_tokens, cached_tokens, started_at, finished_at)"
+        " SELECT %s, 'tool:' || c.id, 'completed', %s::jsonb, 1, 0, 0, 0, %s, %s FROM c),"
+        f" o AS (SELECT array_agg(DISTINCT status) AS statuses FROM {_CALL}"
+        " WHERE run_id = %s AND id <> %s AND status = ANY(%s)),"
+    ),
+    extra=", (SELECT count(*) FROM c), (SELECT statuses FROM o)",
 )
 
 # The thread's next message number and the message that takes it (transcript.append): id,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
@@ -24,32 +25,52 @@ def group_name(run_id: str) -> str:
     return f"agent_run.{run_id}"
 
 
-def emit(run_id: str, frames: Sequence[Frame]) -> None:
+@dataclass(frozen=True)
+class Riding:
+    """Writes that ride on the statement numbering a run's frames: a named statement built by
+    ``sql.with_frames`` and the parameters of its ``before`` and ``sets`` parts."""
+
+    statement: str
+    before: Sequence[Any] = ()
+    sets: Sequence[Any] = ()
+
+
+def emit(run_id: str, frames: Sequence[Frame], riding: Riding | None = None) -> tuple[Any, ...]:
     """Append ``frames`` to the run's stream, and to the stream of each ancestor waiting on it
     (SPEC §9: numbered in that ancestor's sequence, carrying the child's ``run_id`` and
-    ``parent_tool_call_id``); they are published after commit."""
+    ``parent_tool_call_id``); they are published after commit.
+
+    ``riding``: writes made by the same statement (one round trip); returns that statement's
+    ``extra`` columns (nothing without it).
+    """
     if not frames:
-        return
+        assert riding is None, "writes ride on frames"
+        return ()
     assert connection.in_atomic_block, "frames are written with the state they announce"
-    parent = _write(sql.EMIT_FRAMES, run_id, frames)
-    assert parent is not None, f"no run {run_id}"
+    riding = riding or Riding(sql.EMIT_FRAMES)
+    row = _write(riding, run_id, frames)
+    assert row is not None, f"no run {run_id}"
+    parent, extra = row[1:3], row[3:]
     origin = {"run_id": run_id, "parent_tool_call_id": parent[1]}
     while parent[0] is not None and parent[1] is not None:
         # Frames mirrored from a grandchild already say where they come from.
         mirrored = [Frame(kind, {**origin, **data}) for kind, data in frames]
         frames, run_id = mirrored, parent[0]
-        parent = _write(sql.MIRROR_FRAMES, run_id, frames)
-        if parent is None:  # the ancestor has ended: its stream is closed
-            return
+        found = _write(Riding(sql.MIRROR_FRAMES), run_id, frames)
+        if found is None:  # the ancestor has ended: its stream is closed
+            break
+        parent = found[1:3]
+    return extra
 
 
-def _write(statement: str, run_id: str, frames: Sequence[Frame]) -> tuple[str | None, ...] | None:
-    """Number and insert ``frames`` in the run's stream; the run's ``(parent_run_id,
-    parent_tool_call_id)``, or ``None`` when the statement matched no run."""
+def _write(riding: Riding, run_id: str, frames: Sequence[Frame]) -> tuple[Any, ...] | None:
+    """Number and insert ``frames`` in the run's stream; the statement's first row (``seq``,
+    ``parent_run_id``, ``parent_tool_call_id``, extras), or ``None`` when it matched no run."""
     n = len(frames)
     kinds = [kind for kind, _ in frames]
     payloads = [json.dumps(data) for _, data in frames]
-    rows = sql.fetch_all(statement, [n, run_id, run_id, n, timezone.now(), kinds, payloads])
+    params = [*riding.before, n, *riding.sets, run_id, run_id, n, timezone.now(), kinds, payloads]
+    rows = sql.fetch_all(riding.statement, params)
     if not rows:
         return None
     seqs = sorted(row[0] for row in rows)
@@ -59,7 +80,7 @@ def _write(statement: str, run_id: str, frames: Sequence[Frame]) -> tuple[str | 
         for seq, (kind, data) in zip(seqs, frames, strict=True)
     ]
     transaction.on_commit(lambda: publish(run_id, published))
-    return rows[0][1], rows[0][2]
+    return rows[0]
 
 
 def publish(run_id: str, frames: list[dict[str, Any]]) -> None:

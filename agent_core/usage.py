@@ -30,14 +30,6 @@ class Totals:
         return {name: getattr(self, name) for name in FIELDS}
 
 
-def add_to_run(run: Run, usage: dict[str, int]) -> None:
-    """Add a recorded model step's usage to its run's totals (the caller holds the run's lock)."""
-    if any(usage.get(name) for name in FIELDS):
-        Run.objects.filter(pk=run.pk).update(
-            **{name: F(name) + usage.get(name, 0) for name in FIELDS}
-        )
-
-
 def _summed(rows: QuerySet[Any]) -> Totals:
     sums = rows.aggregate(**{name: Sum(name) for name in FIELDS})
     return Totals(**{name: int(sums[name] or 0) for name in FIELDS})

@@ -50,9 +50,10 @@ def next_queue(run_id: str) -> str:
     found = read_run(run_id)
     if found is None:
         return model_queue
+    run, journal, every_call = found
     try:
-        step = plan(*found)
-        agent = get_agent(found[0].agent)
+        step = plan(journal, every_call)
+        agent = get_agent(run.agent)
     except Exception:
         return model_queue
     if isinstance(step, RunTool | Recover):

@@ -101,14 +101,14 @@ def _open(lease: Lease, only: str | None) -> Opened | Next | Elsewhere:
     found = read_run(lease.run_id, lease=lease)
     if found is None:  # another driver holds the run now
         return Next.STOP
-    run, journal = found
+    run, journal, every_call = found
     if run.status == RunStatus.CANCELLING:  # the safe point between steps
         finish_cancel(lease)
         return Next.STOP
     if run.status != RunStatus.RUNNING:
         return Next.STOP
     agent = get_agent(run.agent)
-    step = plan(run, journal)
+    step = plan(journal, every_call)
     if only is not None and isinstance(step, CallModel | RunTool | Recover):
         queue = queue_of(agent, None if isinstance(step, CallModel) else step.call.tool_name)
         if queue != only:

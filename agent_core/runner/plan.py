@@ -1,7 +1,7 @@
 """The run's next step, as a pure match over its journal and its calls (SPEC §5, 12).
 
-``plan`` reads nothing but what it is given (the run, its journal, and the run's calls read in one
-query), so the same database always plans the same step, on any process, after any crash; a
+``plan`` reads nothing but what it is given (the run's journal and its calls, read with the run in
+one query), so the same database always plans the same step, on any process, after any crash; a
 journal the deployed code does not reach fails the run with ``replay_diverged``.
 """
 
@@ -12,8 +12,7 @@ from typing import TypeAlias
 
 from ..conf import agent_settings
 from ..exceptions import AgentCoreError, ReplayDiverged
-from ..journal import run_calls
-from ..models import CALL_PENDING, CallStatus, Run, StepStatus, ToolCall
+from ..models import CALL_PENDING, CallStatus, StepStatus, ToolCall
 
 
 @dataclass(frozen=True)
@@ -45,8 +44,9 @@ class Finish:
 Plan: TypeAlias = CallModel | RunTool | Recover | Park | Finish
 
 
-def plan(run: Run, journal: dict[str, str]) -> Plan:
-    """The next step, read from the journal and the calls of the last model step."""
+def plan(journal: dict[str, str], every_call: list[ToolCall]) -> Plan:
+    """The next step, read from the journal and the calls of the last model step
+    (``every_call``: the run's, as ``journal.read_run`` reads them)."""
     model_steps = sorted(int(name[4:]) for name in journal if name.startswith("llm:"))
     if model_steps != list(range(len(model_steps))):
         raise ReplayDiverged(f"the journal has model steps {model_steps}; the loop takes 0, 1, …")
@@ -55,8 +55,6 @@ def plan(run: Run, journal: dict[str, str]) -> Plan:
     last = model_steps[-1]
     if journal[f"llm:{last}"] == StepStatus.STARTED:
         return CallModel(last)
-    # One query for every call of the run: the last step's calls and the journal check.
-    every_call = run_calls(run)
     calls = [c for c in every_call if c.step_name == f"llm:{last}"]
     _check_tool_steps(journal, every_call, calls)
     if not calls:
@@ -78,7 +76,7 @@ def plan(run: Run, journal: dict[str, str]) -> Plan:
 
 
 def _delegated(call: ToolCall) -> bool:
-    """Whether the call started a child run (``journal.run_calls`` reads it with the call)."""
+    """Whether the call started a child run (``journal.read_run`` reads it with the call)."""
     return bool(getattr(call, "delegated", False))
 
 
