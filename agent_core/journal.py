@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from . import frames, sql, streams, transcript
 from .leases import Lease, lock
-from .models import Run, Step, StepStatus, StreamFrame, ToolCall
+from .models import Role, Run, Step, StepStatus, StreamFrame, ToolCall
 
 
 def read_run(
@@ -59,21 +59,35 @@ _CALL_TIMES = [
 ]
 
 
-def begin_model_step(run: Run, name: str, *, previous: Iterable[ToolCall] = ()) -> int:
+def begin_model_step(
+    run: Run, name: str, *, previous: Iterable[ToolCall] = (), first: bool = True
+) -> int:
     """Journal the start of a model step and return its attempt number (1 on the first try).
 
-    On the first attempt, the results of ``previous`` (the calls of the step before, every one
-    settled) join the transcript. A retried attempt marks the text its cut-short predecessor
+    On the first attempt (``first``: the journal has no entry of it), the results of
+    ``previous`` (the calls of the step before, every one settled) join the transcript, in the
+    statement that opens the step. A retried attempt marks the text its cut-short predecessor
     streamed as superseded. The caller holds the run's lock under its lease (``loop.open_step``).
     """
     assert connection.in_atomic_block, "a step opens in the transaction that locked its run"
-    row = sql.fetch_one(sql.BEGIN_STEP, [run.pk, name, StepStatus.STARTED.value, timezone.now()])
+    started = [run.pk, name, StepStatus.STARTED.value, timezone.now()]
+    if first:
+        results = transcript.results(list(previous))
+        riding = (
+            streams.Riding(
+                sql.BEGIN_MODEL_STEP_AFTER_RESULTS,
+                [*started, *transcript.appended(run, Role.TOOL, results)],
+            )
+            if results
+            else streams.Riding(sql.BEGIN_MODEL_STEP, started)
+        )
+        (attempts,) = streams.emit(run.pk, [frames.step_start(name, 1)], riding)
+        assert attempts == 1, f"{name} was journaled under the run's lock meanwhile"
+        return 1
+    row = sql.fetch_one(sql.BEGIN_STEP, started)
     assert row is not None
     attempts = int(row[0])
-    if attempts == 1:
-        transcript.append_results(run, list(previous))
-    else:
-        _supersede_partial_text(run, name)
+    _supersede_partial_text(run, name)
     streams.emit(run.pk, [frames.step_start(name, attempts)])
     return attempts
 

@@ -74,9 +74,9 @@ def record_model_step(
         parts += [
             {"type": "tool_call", "id": c.id, "name": c.tool_name, "args": c.args} for c in calls
         ]
-        message = transcript.append(run, Role.ASSISTANT, parts)
+        message_id = transcript.append(run, Role.ASSISTANT, parts)
         announce: Frames = [frames.text("".join(pending_text))] if pending_text else []
-        rows = [_call_row(run, message.pk, name, position, c) for position, c in enumerate(calls)]
+        rows = [_call_row(run, message_id, name, position, c) for position, c in enumerate(calls)]
         for row in rows:
             if row.status == CallStatus.PROPOSED:
                 _apply_verdict(row, review(row, run))
@@ -85,7 +85,7 @@ def record_model_step(
         for row, proposed in zip(rows, calls, strict=True):
             announce += _proposal_frames(row, proposed)
         announce.append(frames.step_finish(name, usage))
-        output = {"message_id": message.pk, "usage": usage, "finish_reason": finish_reason}
+        output = {"message_id": message_id, "usage": usage, "finish_reason": finish_reason}
         streams.emit(run.pk, announce, _recorded(run, name, output, usage))
         _announce_calls(rows)
         if not calls:

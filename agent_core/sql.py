@@ -18,6 +18,7 @@ _RUN = Run._meta.db_table
 _STEP = Step._meta.db_table
 _CALL = ToolCall._meta.db_table
 _FRAME = StreamFrame._meta.db_table
+_MESSAGE = Message._meta.db_table
 
 # Take a run's lease (leases.acquire): status, owner, deadline, run id, the two statuses a run
 # may be taken in, now, the token passed on. Waits for the row lock, then re-checks the row.
@@ -71,6 +72,14 @@ BEGIN_STEP = (
     f"INSERT INTO {_STEP} AS s (run_id, name, status, attempts, started_at)"
     " VALUES (%s, %s, %s, 1, %s)"
     " ON CONFLICT (run_id, name) DO UPDATE SET attempts = s.attempts + 1 RETURNING s.attempts"
+)
+
+# The thread's next message number and the message that takes it (transcript.append): id,
+# thread id, run id, role, JSON content, created at, thread id.
+APPEND_MESSAGE = (
+    f"INSERT INTO {_MESSAGE} (id, thread_id, run_id, seq, role, content, created_at)"
+    " SELECT %s, %s, %s, COALESCE(MAX(seq), 0) + 1, %s, %s::jsonb, %s"
+    f" FROM {_MESSAGE} WHERE thread_id = %s RETURNING seq"
 )
 
 
@@ -135,12 +144,12 @@ FINISH_CALL = with_frames(
     extra=", (SELECT count(*) FROM c), (SELECT statuses FROM o)",
 )
 
-# The thread's next message number and the message that takes it (transcript.append): id,
-# thread id, run id, role, JSON content, created at, thread id.
-APPEND_MESSAGE = (
-    f"INSERT INTO {Message._meta.db_table} (id, thread_id, run_id, seq, role, content, created_at)"
-    " SELECT %s, %s, %s, COALESCE(MAX(seq), 0) + 1, %s, %s::jsonb, %s"
-    f" FROM {Message._meta.db_table} WHERE thread_id = %s RETURNING seq"
+# A model step's first attempt opened (journal.begin_model_step): its journal entry (as
+# BEGIN_STEP), with its ``step-start`` frame; answers, after the frames' columns, the attempt.
+BEGIN_MODEL_STEP = with_frames(before=f"j AS ({BEGIN_STEP}),", extra=", (SELECT attempts FROM j)")
+# The same after the results of the step before joined the transcript (as APPEND_MESSAGE).
+BEGIN_MODEL_STEP_AFTER_RESULTS = with_frames(
+    before=f"j AS ({BEGIN_STEP}), m AS ({APPEND_MESSAGE}),", extra=", (SELECT attempts FROM j)"
 )
 
 # A lock held to commit, by name (quotas: an actor's starts; idempotency: one key): the name.

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from . import sql
+from . import ids, sql
 from .agents import Agent, describe
 from .models import CallStatus, Message, Role, Run, ToolCall
 from .providers.base import ModelMessage, ModelRequest, ToolDefinition
@@ -15,17 +15,27 @@ from .providers.base import ModelMessage, ModelRequest, ToolDefinition
 NEVER_COMPLETED = "This call never completed: its run ended first. Check before doing it again."
 
 
-def append(run: Run, role: Role, content: list[dict[str, Any]]) -> Message:
-    """Append a message to the run's thread; the caller holds the run's row lock."""
-    message = Message(
-        thread_id=run.thread_id, run=run, role=role, content=content, created_at=timezone.now()
-    )
-    params = [message.pk, run.thread_id, run.pk, role.value, json.dumps(content)]
+def append(run: Run, role: Role, content: list[dict[str, Any]]) -> str:
+    """Append a message to the run's thread; returns its id. The caller holds the run's lock."""
+    params = appended(run, role, content)
     # One statement: the next number of the thread and the message that takes it.
-    row = sql.fetch_one(sql.APPEND_MESSAGE, [*params, message.created_at, run.thread_id])
-    assert row is not None
-    message.seq = row[0]
-    return message
+    sql.fetch_one(sql.APPEND_MESSAGE, params)
+    message_id: str = params[0]
+    return message_id
+
+
+def appended(run: Run, role: Role, content: list[dict[str, Any]]) -> list[Any]:
+    """The parameters of ``sql.APPEND_MESSAGE`` appending a message to the run's thread."""
+    now = timezone.now()
+    return [
+        ids.message_id(),
+        run.thread_id,
+        run.pk,
+        role.value,
+        json.dumps(content),
+        now,
+        run.thread_id,
+    ]
 
 
 def result_part(call: ToolCall) -> dict[str, Any]:
@@ -59,10 +69,16 @@ def result_part(call: ToolCall) -> dict[str, Any]:
     }
 
 
+def results(calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """The content of the ``tool`` message carrying the results of ``calls``, in the order they
+    were proposed."""
+    return [result_part(c) for c in calls]
+
+
 def append_results(run: Run, calls: list[ToolCall]) -> None:
-    """One ``tool`` message carrying the results of ``calls``, in the order they were proposed."""
+    """One ``tool`` message carrying the results of ``calls`` (none: no message)."""
     if calls:
-        append(run, Role.TOOL, [result_part(c) for c in calls])
+        append(run, Role.TOOL, results(calls))
 
 
 def build_request(run: Run, agent: Agent) -> ModelRequest:

@@ -118,7 +118,8 @@ def _open(lease: Lease, only: str | None) -> Opened | Next | Elsewhere:
             if (over := quotas.check_step(run)) is not None:  # the safe point before the call
                 stop_over_quota(run, limit=over.limit, detail=over.detail)
                 return Next.STOP
-            attempt = begin_model_step(run, f"llm:{index}", previous=previous)
+            name = f"llm:{index}"
+            attempt = begin_model_step(run, name, previous=previous, first=name not in journal)
             return Opened(run, agent, step, attempt, transcript.build_request(run, agent))
         case RunTool() | Recover():
             return Opened(run, agent, step)
