@@ -4,8 +4,9 @@
 Redis connection, for every call (~9 ms each, ten per approval cycle). Here one daemon thread per
 process owns an event loop, and so the channel layer's connection pool for that loop; callers queue
 a message and return at once. Messages leave in the order they were queued, one at a time, so a
-run's frames reach Redis in ``seq`` order. Delivery stays best effort, as before: a send that fails
-is logged, and every reader can fall back to the table.
+run's frames reach Redis in ``seq`` order; a run's frame messages queued together (the several
+statements of one commit) leave as one (``merge``). Delivery stays best effort, as before: a send
+that fails is logged, and every reader can fall back to the table.
 
 The state is rebuilt in a forked child (Celery's prefork pool): the thread does not survive a
 fork. At interpreter exit, what is queued is flushed for a moment before the process ends.
@@ -87,15 +88,41 @@ def _get_sender() -> _Sender:
 
 async def _drain(queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> None:
     while True:
-        group, message = await queue.get()
+        batch = [await queue.get()]
+        while not queue.empty():  # what else is queued now: frames of one commit come together
+            batch.append(queue.get_nowait())
         try:
             layer = get_channel_layer()
-            if layer is not None:
-                await layer.group_send(group, message)
-        except Exception:
-            logger.warning("could not send a message to %s", group, exc_info=True)
+            for group, message in merge(batch):
+                try:
+                    if layer is not None:
+                        await layer.group_send(group, message)
+                except Exception:
+                    logger.warning("could not send a message to %s", group, exc_info=True)
         finally:
-            queue.task_done()
+            for _ in batch:
+                queue.task_done()
+
+
+def merge(batch: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """``batch`` with each group's ``run.frames`` messages that follow one another in it (nothing
+    else for that group between them) as one: one Redis write instead of several. Every group's
+    messages keep their order."""
+    merged: list[tuple[str, dict[str, Any]]] = []
+    last: dict[str, dict[str, Any]] = {}  # each group's last message in ``merged``
+    for group, message in batch:
+        previous = last.get(group)
+        if previous is not None and previous["type"] == message["type"] == FRAMES:
+            previous["frames"] = [*previous["frames"], *message["frames"]]
+            continue
+        message = dict(message)
+        merged.append((group, message))
+        last[group] = message
+    return merged
+
+
+# The message type of a run's committed frames (``streams.publish``): these merge.
+FRAMES = "run.frames"
 
 
 def _forget_after_fork() -> None:

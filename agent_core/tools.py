@@ -158,7 +158,11 @@ def to_jsonable(value: Any) -> Any:
     """What a tool returned, as JSON-ready data (pydantic models are dumped)."""
     if isinstance(value, pydantic.BaseModel):
         return value.model_dump(mode="json")
-    return pydantic.TypeAdapter(Any).dump_python(value, mode="json")
+    return _ANY.dump_python(value, mode="json")
+
+
+# Built once: building a TypeAdapter costs more than the dump it serves.
+_ANY: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(Any)
 
 
 def args_digest(tool_name: str, args: dict[str, Any]) -> str:
