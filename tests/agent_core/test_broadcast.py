@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from agent_core import broadcast
 
 
-def frames(*seqs: int) -> dict[str, object]:
+def frames(*seqs: int) -> dict[str, Any]:
     return {"type": broadcast.FRAMES, "frames": [{"seq": seq} for seq in seqs]}
 
 
@@ -23,7 +25,7 @@ def test_a_groups_frames_queued_together_leave_as_one_message_in_order():
 
 
 def test_another_message_of_the_group_is_never_overtaken():
-    other = {"type": "run.cancel"}
+    other: dict[str, Any] = {"type": "run.cancel"}
     batch = [("agent_run.a", frames(1)), ("agent_run.a", other), ("agent_run.a", frames(2))]
     assert broadcast.merge(batch) == batch
 
