@@ -356,6 +356,47 @@ def report(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+# Issue 18's targets for the single cycle: (what, runner, limit, higher is better).
+TARGETS = [
+    ("cycle / floor", "inline", 6.0, False),
+    ("cycle / floor", "durable", 8.0, False),
+    ("write transactions / cycle", "inline", 10.0, False),
+    ("write transactions / cycle", "durable", 10.0, False),
+    ("bytes / cycle", "inline", 10_000.0, False),
+    ("bytes / cycle", "durable", 10_000.0, False),
+    ("cycles/s, 8 in flight", "inline", 150.0, True),
+    ("cycles/s, 8 in flight", "durable", 150.0, True),
+]
+
+
+def measured(r: Result, what: str) -> float | None:
+    """One of a result's figures, by the name ``TARGETS`` gives it."""
+    cycle = statistics.median(w + d for w, d in zip(r.to_waiting, r.to_completed, strict=True))
+    return {
+        "cycle / floor": cycle / r.floor,
+        "write transactions / cycle": r.writes,
+        "bytes / cycle": r.bytes,
+        "cycles/s, 8 in flight": r.rate8,
+    }[what]
+
+
+def against_targets(results: list[Result]) -> str:
+    """The single cycle's figures beside issue 18's targets: met or not."""
+    by_name = {r.name: r for r in results}
+    lines = ["| target | runner | measured | limit | met |", "|---|---|---|---|---|"]
+    for what, runner, limit, higher in TARGETS:
+        if runner not in by_name:
+            continue
+        value = measured(by_name[runner], what)
+        if value is None:
+            verdict = "n/a"
+        else:
+            verdict = "met" if (value >= limit if higher else value <= limit) else "**not met**"
+        sign = "≥" if higher else "≤"
+        lines.append(f"| {what} | {runner} | {_opt(value)} | {sign} {limit:g} | {verdict} |")
+    return "\n".join(lines)
+
+
 def _opt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}"
 
@@ -394,6 +435,8 @@ def main(argv: list[str] | None = None) -> None:
         with connection.cursor() as cursor:
             cursor.execute("DROP TABLE bench_floor")
     print(report(results))
+    print()
+    print(against_targets(results))
 
 
 if __name__ == "__main__":
