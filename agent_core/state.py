@@ -81,6 +81,11 @@ CALL_ALLOWED: frozenset[tuple[str, str]] = frozenset(
 
 ALLOWED: dict[type[Model], frozenset[tuple[str, str]]] = {Run: RUN_ALLOWED, ToolCall: CALL_ALLOWED}
 
+# The named statements of ``sql.py`` that write a status themselves (one round trip with the
+# writes around it). The module that runs one passes its pair through ``check`` first, and
+# ``tests/agent_core/test_state.py`` keeps this list and the statements in step.
+SQL_TRANSITIONS = frozenset({"ACQUIRE_LEASE", "FINISH_CALL"})
+
 _M = TypeVar("_M", Run, ToolCall)
 
 

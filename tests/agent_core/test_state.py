@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
-from agent_core import state
+from agent_core import calls, sql, state
 from agent_core.exceptions import InvalidTransition
+from agent_core.leases import Lease
 from agent_core.models import (
     CALL_TERMINAL,
     RUN_TERMINAL,
@@ -170,3 +172,60 @@ def test_no_status_is_written_around_the_helper():
                 ):
                     found.append(f"{path.relative_to(root)}:{node.lineno}")
     assert found == []
+
+
+# An UPDATE of the run or tool-call table whose SET writes ``status``.
+_STATUS_SQL = re.compile(
+    r'UPDATE\s+"?(agent_core_run|agent_core_toolcall)"?\b(?:(?!\bWHERE\b).)*\bSET\b'
+    r"(?:(?!\bWHERE\b).)*\bstatus\s*=",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def test_a_status_written_in_sql_is_a_named_statement_state_lists():
+    """Raw SQL that writes a Run or ToolCall status lives in ``sql.py`` only, as a statement
+    ``state.SQL_TRANSITIONS`` names."""
+    writing = {
+        name
+        for name, value in vars(sql).items()
+        if isinstance(value, str) and _STATUS_SQL.search(value)
+    }
+    assert writing == state.SQL_TRANSITIONS
+    root = Path(__file__).resolve().parents[2]
+    found = []
+    for app in ("agent_core", "approvals", "console"):
+        for path in (root / app).rglob("*.py"):
+            if "migrations" in path.parts or path.name in ("state.py", "sql.py"):
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    if _STATUS_SQL.search(node.value) or "SET status" in node.value:
+                        found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert found == []
+
+
+def test_every_module_running_a_status_statement_checks_its_pair():
+    """Each module that runs one of ``state.SQL_TRANSITIONS`` calls ``state.check`` (which
+    refuses a pair the table does not allow) for it."""
+    root = Path(__file__).resolve().parents[2]
+    for name in state.SQL_TRANSITIONS:
+        users = [
+            path
+            for path in (root / "agent_core").rglob("*.py")
+            if f"sql.{name}" in path.read_text()
+        ]
+        assert users, f"sql.{name} is run nowhere"
+        for path in users:
+            assert "state.check(" in path.read_text(), f"{path.name} runs sql.{name} unchecked"
+
+
+def test_finishing_a_call_refuses_a_pair_the_table_does_not_allow(turn):
+    run = turn(REFUND)  # waiting on the refund's approval
+    [call] = calls_of(run)
+    lease = Lease(run.pk, token=run.lease_token, owner="nobody")
+    with pytest.raises(
+        InvalidTransition
+    ):  # pending_approval → succeeded: an answer's, not a tool's
+        calls.finish_call(lease, call.pk, result={}, expected=C.PENDING_APPROVAL)
+    call.refresh_from_db()
+    assert call.status == C.PENDING_APPROVAL
