@@ -223,9 +223,8 @@ def test_finishing_a_call_refuses_a_pair_the_table_does_not_allow(turn):
     run = turn(REFUND)  # waiting on the refund's approval
     [call] = calls_of(run)
     lease = Lease(run.pk, token=run.lease_token, owner="nobody")
-    with pytest.raises(
-        InvalidTransition
-    ):  # pending_approval → succeeded: an answer's, not a tool's
+    # pending_approval → succeeded is an answer's move, never a tool's.
+    with pytest.raises(InvalidTransition):
         calls.finish_call(lease, call.pk, result={}, expected=C.PENDING_APPROVAL)
     call.refresh_from_db()
     assert call.status == C.PENDING_APPROVAL
