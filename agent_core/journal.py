@@ -7,7 +7,6 @@ memory, and a replay reads a recorded step's output instead of redoing it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -60,19 +59,19 @@ _CALL_TIMES = [
 
 
 def begin_model_step(
-    run: Run, name: str, *, previous: Iterable[ToolCall] = (), first: bool = True
+    run: Run, name: str, *, results: list[dict[str, Any]], first: bool = True
 ) -> int:
     """Journal the start of a model step and return its attempt number (1 on the first try).
 
-    On the first attempt (``first``: the journal has no entry of it), the results of
-    ``previous`` (the calls of the step before, every one settled) join the transcript, in the
-    statement that opens the step. A retried attempt marks the text its cut-short predecessor
-    streamed as superseded. The caller holds the run's lock under its lease (``loop.open_step``).
+    On the first attempt (``first``: the journal has no entry of it), ``results`` (those of the
+    calls of the step before, every one settled) join the transcript, in the statement that
+    opens the step. A retried attempt marks the text its cut-short predecessor streamed as
+    superseded, all or nothing. The caller holds the run's lock under its lease
+    (``loop.open_step``).
     """
     assert connection.in_atomic_block, "a step opens in the transaction that locked its run"
     started = [run.pk, name, StepStatus.STARTED.value, timezone.now()]
     if first:
-        results = transcript.results(list(previous))
         riding = (
             streams.Riding(
                 sql.BEGIN_MODEL_STEP_AFTER_RESULTS,
@@ -84,11 +83,12 @@ def begin_model_step(
         (attempts,) = streams.emit(run.pk, [frames.step_start(name, 1)], riding)
         assert attempts == 1, f"{name} was journaled under the run's lock meanwhile"
         return 1
-    row = sql.fetch_one(sql.BEGIN_STEP, started)
-    assert row is not None
-    attempts = int(row[0])
-    _supersede_partial_text(run, name)
-    streams.emit(run.pk, [frames.step_start(name, attempts)])
+    with transaction.atomic():
+        row = sql.fetch_one(sql.BEGIN_STEP, started)
+        assert row is not None
+        attempts = int(row[0])
+        _supersede_partial_text(run, name)
+        streams.emit(run.pk, [frames.step_start(name, attempts)])
     return attempts
 
 

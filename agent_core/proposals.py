@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from . import frames, signals, sql, state, streams, transcript
@@ -74,19 +75,23 @@ def record_model_step(
         parts += [
             {"type": "tool_call", "id": c.id, "name": c.tool_name, "args": c.args} for c in calls
         ]
-        message_id = transcript.append(run, Role.ASSISTANT, parts)
+        message = transcript.appended(run, Role.ASSISTANT, parts)
+        message_id = message[0]
         announce: Frames = [frames.text("".join(pending_text))] if pending_text else []
         rows = [_call_row(run, message_id, name, position, c) for position, c in enumerate(calls)]
         for row in rows:
             if row.status == CallStatus.PROPOSED:
                 _apply_verdict(row, review(row, run))
             state.check(ToolCall, CallStatus.PROPOSED, row.status)  # where a new call may go
-        ToolCall.objects.bulk_create(rows)
         for row, proposed in zip(rows, calls, strict=True):
             announce += _proposal_frames(row, proposed)
         announce.append(frames.step_finish(name, usage))
         output = {"message_id": message_id, "usage": usage, "finish_reason": finish_reason}
-        streams.emit(run.pk, announce, _recorded(run, name, output, usage))
+        tokens = [usage.get(field, 0) for field in FIELDS]
+        step = [StepStatus.COMPLETED.value, json.dumps(output), timezone.now(), *tokens, run.pk]
+        # The message, the calls, the journal, the usage and the frames: one statement.
+        recorded = [*message, _inserting(rows), *step, name]
+        streams.emit(run.pk, announce, Riding(sql.RECORD_MODEL_STEP, recorded, tokens))
         _announce_calls(rows)
         if not calls:
             complete_run(run)
@@ -94,12 +99,23 @@ def record_model_step(
         return continue_or_park(run, {row.status for row in rows})
 
 
-def _recorded(run: Run, name: str, output: dict[str, Any], usage: dict[str, int]) -> Riding:
-    """The journal entry completed with the step's output and usage, and the usage added to the
-    run's totals, riding on the statement of the step's frames (``sql.RECORD_MODEL_STEP``)."""
-    tokens = [usage.get(field, 0) for field in FIELDS]
-    step = [StepStatus.COMPLETED.value, json.dumps(output), timezone.now(), *tokens, run.pk, name]
-    return Riding(sql.RECORD_MODEL_STEP, step, tokens)
+def _inserting(rows: list[ToolCall]) -> str:
+    """New call rows as a JSON array of their columns, for ``sql.RECORD_MODEL_STEP`` to insert;
+    the rows then say they are stored, as ``bulk_create`` would leave them."""
+    now = timezone.now()
+    for row in rows:
+        row.requested_at = now  # as the ORM would stamp it (``auto_now_add``)
+        row._state.adding, row._state.db = False, connection.alias
+    return json.dumps(
+        [{column: _jsonable(getattr(row, attname)) for attname, column in _COLUMNS} for row in rows]
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+_COLUMNS = [(field.attname, field.column) for field in ToolCall._meta.concrete_fields]
 
 
 def _apply_verdict(row: ToolCall, verdict: Verdict) -> None:

@@ -109,12 +109,17 @@ EMIT_FRAMES = with_frames()
 # The same into an ancestor's stream, unless it has ended (its ``finish`` is its last frame).
 MIRROR_FRAMES = with_frames(only=" AND status NOT IN ('completed', 'failed', 'cancelled')")
 
-# A model step's record, with its frames (proposals.record_model_step): the journal entry
-# completed with its output and usage (status, JSON output, finished at, input, output and
-# cached tokens, run id, name), the usage added to the run's totals (input, output, cached).
+# A model step's record, with its frames (proposals.record_model_step): the assistant message
+# (as APPEND_MESSAGE), its tool calls (a JSON array of rows: every column, by name), the
+# journal entry completed with its output and usage (status, JSON output, finished at, input,
+# output and cached tokens, run id, name), the usage added to the run's totals (input, output,
+# cached).
 RECORD_MODEL_STEP = with_frames(
     before=(
-        f"s AS (UPDATE {_STEP} SET status = %s, output = %s::jsonb, finished_at = %s,"
+        f"m AS ({APPEND_MESSAGE}),"
+        f" c AS (INSERT INTO {_CALL} SELECT * FROM jsonb_populate_recordset(NULL::{_CALL},"
+        " %s::jsonb)),"
+        f" s AS (UPDATE {_STEP} SET status = %s, output = %s::jsonb, finished_at = %s,"
         " input_tokens = %s, output_tokens = %s, cached_tokens = %s"
         " WHERE run_id = %s AND name = %s),"
     ),
@@ -143,6 +148,10 @@ FINISH_CALL = with_frames(
     ),
     extra=", (SELECT count(*) FROM c), (SELECT statuses FROM o)",
 )
+
+# A thread's transcript, in order, as ``(role, JSON content)`` (transcript.build_request):
+# thread id.
+TRANSCRIPT = f"SELECT role, content FROM {_MESSAGE} WHERE thread_id = %s ORDER BY seq"
 
 # A model step's first attempt opened (journal.begin_model_step): its journal entry (as
 # BEGIN_STEP), with its ``step-start`` frame; answers, after the frames' columns, the attempt.

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from . import ids, sql
 from .agents import Agent, describe
-from .models import CallStatus, Message, Role, Run, ToolCall
+from .models import CallStatus, Role, Run, ToolCall
 from .providers.base import ModelMessage, ModelRequest, ToolDefinition
 
 NEVER_COMPLETED = "This call never completed: its run ended first. Check before doing it again."
@@ -81,10 +81,16 @@ def append_results(run: Run, calls: list[ToolCall]) -> None:
         append(run, Role.TOOL, results(calls))
 
 
-def build_request(run: Run, agent: Agent) -> ModelRequest:
-    """The model request for the run's next step: the thread's whole transcript and the tools."""
-    rows = Message.objects.filter(thread_id=run.thread_id).order_by("seq")
-    messages = [ModelMessage(role, parts) for role, parts in rows.values_list("role", "content")]
+def build_request(
+    run: Run, agent: Agent, results: list[dict[str, Any]] | None = None
+) -> ModelRequest:
+    """The model request for the run's next step: the thread's whole transcript and the tools.
+
+    ``results``: a ``tool`` message about to join the transcript (read before it is written)."""
+    rows = sql.fetch_all(sql.TRANSCRIPT, [run.thread_id])
+    messages = [ModelMessage(role, json.loads(content)) for role, content in rows]
+    if results:
+        messages.append(ModelMessage(Role.TOOL.value, results))
     tools = [ToolDefinition(t.name, describe(t), t.parameters_schema) for t in agent.tools]
     return ModelRequest(
         model=agent.model_name, instructions=agent.instructions, messages=messages, tools=tools

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TypeAlias
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from .. import quotas, tracing, transcript
 from ..agents import Agent, get_agent
@@ -113,20 +113,27 @@ def _open(lease: Lease, only: str | None) -> Opened | Next | Elsewhere:
         queue = queue_of(agent, None if isinstance(step, CallModel) else step.call.tool_name)
         if queue != only:
             return Elsewhere(queue)
+    # What an opening writes comes last: one statement, or several in a savepoint (an opening
+    # joined to a record must never commit half, see ``_recorded``).
     match step:
         case CallModel(index, previous):
             if (over := quotas.check_step(run)) is not None:  # the safe point before the call
-                stop_over_quota(run, limit=over.limit, detail=over.detail)
+                with transaction.atomic():
+                    stop_over_quota(run, limit=over.limit, detail=over.detail)
                 return Next.STOP
             name = f"llm:{index}"
-            attempt = begin_model_step(run, name, previous=previous, first=name not in journal)
-            return Opened(run, agent, step, attempt, transcript.build_request(run, agent))
+            first = name not in journal  # else a retried attempt
+            results = transcript.results(list(previous)) if first else []
+            request = transcript.build_request(run, agent, results)
+            attempt = begin_model_step(run, name, results=results, first=first)
+            return Opened(run, agent, step, attempt, request)
         case RunTool() | Recover():
             return Opened(run, agent, step)
         case Park():
             return continue_or_park(run)
         case Finish():
-            complete_run(run)
+            with transaction.atomic():
+                complete_run(run)
             return Next.STOP
 
 
@@ -189,8 +196,11 @@ def _recorded(
 ) -> Opened | Next | Elsewhere:
     """Run a step's ``record`` transaction; with ``go_on``, open the next step in it too.
 
-    The opening is all or nothing, and never takes the record with it: should it fail, the
-    record commits and the run fails, as when a step fails to open on its own.
+    The opening is all or nothing, and never takes the record with it: it writes last, in one
+    statement or in a savepoint of its own (``_open``), so an error it raises before that (a
+    journal that diverged, the step budget spent) leaves the record to commit, and the run
+    fails after it. No savepoint is taken for the rest: a database error breaks the whole
+    transaction, and then neither commits (the run fails, as for an error in the record).
     """
     if go_on is None:
         return record()
@@ -199,8 +209,9 @@ def _recorded(
         if after == Next.STOP:
             return after
         try:
-            with transaction.atomic():  # a savepoint
-                return go_on()
+            return go_on()
+        except DatabaseError:
+            raise
         except Exception as exc:
             failed = exc
     return _settle_error(lease, failed)
