@@ -14,8 +14,10 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from . import frames, sql, streams, transcript
+from .agents import Agent
 from .leases import Lease, lock
 from .models import Role, Run, Step, StepStatus, StreamFrame, ToolCall
+from .providers.base import ModelRequest
 
 
 def read_run(
@@ -59,37 +61,43 @@ _CALL_TIMES = [
 
 
 def begin_model_step(
-    run: Run, name: str, *, results: list[dict[str, Any]], first: bool = True
-) -> int:
-    """Journal the start of a model step and return its attempt number (1 on the first try).
+    run: Run, agent: Agent, name: str, *, results: list[dict[str, Any]], first: bool = True
+) -> tuple[int, ModelRequest]:
+    """Journal the start of a model step; return its attempt number (1 on the first try) and
+    its request (``transcript.build_request``).
 
     On the first attempt (``first``: the journal has no entry of it), ``results`` (those of the
-    calls of the step before, every one settled) join the transcript, in the statement that
-    opens the step. A retried attempt marks the text its cut-short predecessor streamed as
-    superseded, all or nothing. The caller holds the run's lock under its lease
-    (``loop.open_step``).
+    calls of the step before, every one settled) join the transcript, and the transcript is
+    read, in the one statement that opens the step. A retried attempt marks the text its
+    cut-short predecessor streamed as superseded, all or nothing. The caller holds the run's
+    lock under its lease (``loop.open_step``).
     """
     assert connection.in_atomic_block, "a step opens in the transaction that locked its run"
     started = [run.pk, name, StepStatus.STARTED.value, timezone.now()]
-    if first:
-        riding = (
-            streams.Riding(
-                sql.BEGIN_MODEL_STEP_AFTER_RESULTS,
-                [*started, *transcript.appended(run, Role.TOOL, results)],
-            )
-            if results
-            else streams.Riding(sql.BEGIN_MODEL_STEP, started)
+    if not first:
+        request = transcript.build_request(run, agent)  # read before the opening writes
+        with transaction.atomic():
+            row = sql.fetch_one(sql.BEGIN_STEP, started)
+            assert row is not None
+            attempts = int(row[0])
+            _supersede_partial_text(run, name)
+            streams.emit(run.pk, [frames.step_start(name, attempts)])
+        return attempts, request
+    tools = transcript.tool_definitions(agent)  # what could raise, before the opening writes
+    read = [*started, run.thread_id]
+    riding = (
+        streams.Riding(
+            sql.BEGIN_MODEL_STEP_AFTER_RESULTS,
+            [*read, *transcript.appended(run, Role.TOOL, results)],
         )
-        (attempts,) = streams.emit(run.pk, [frames.step_start(name, 1)], riding)
-        assert attempts == 1, f"{name} was journaled under the run's lock meanwhile"
-        return 1
-    with transaction.atomic():
-        row = sql.fetch_one(sql.BEGIN_STEP, started)
-        assert row is not None
-        attempts = int(row[0])
-        _supersede_partial_text(run, name)
-        streams.emit(run.pk, [frames.step_start(name, attempts)])
-    return attempts
+        if results
+        else streams.Riding(sql.BEGIN_MODEL_STEP, read)
+    )
+    attempts, messages = streams.emit(run.pk, [frames.step_start(name, 1)], riding)
+    assert attempts == 1, f"{name} was journaled under the run's lock meanwhile"
+    if results:
+        messages = [*(messages or ()), [Role.TOOL.value, results]]
+    return 1, transcript.request(agent, messages or [], tools)
 
 
 def _supersede_partial_text(run: Run, step_name: str) -> None:

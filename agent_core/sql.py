@@ -154,11 +154,20 @@ FINISH_CALL = with_frames(
 TRANSCRIPT = f"SELECT role, content FROM {_MESSAGE} WHERE thread_id = %s ORDER BY seq"
 
 # A model step's first attempt opened (journal.begin_model_step): its journal entry (as
-# BEGIN_STEP), with its ``step-start`` frame; answers, after the frames' columns, the attempt.
-BEGIN_MODEL_STEP = with_frames(before=f"j AS ({BEGIN_STEP}),", extra=", (SELECT attempts FROM j)")
-# The same after the results of the step before joined the transcript (as APPEND_MESSAGE).
+# BEGIN_STEP), with its ``step-start`` frame and the thread's transcript as it was before the
+# statement (thread id); answers, after the frames' columns, the attempt and that transcript
+# (a JSON array of ``[role, content]``).
+_BEGIN = f"j AS ({BEGIN_STEP}),"
+_READ_TRANSCRIPT = (
+    "t AS (SELECT json_agg(json_build_array(role, content) ORDER BY seq) AS messages"
+    f" FROM {_MESSAGE} WHERE thread_id = %s),"
+)
+_BEGUN = ", (SELECT attempts FROM j), (SELECT messages FROM t)"
+BEGIN_MODEL_STEP = with_frames(before=f"{_BEGIN} {_READ_TRANSCRIPT}", extra=_BEGUN)
+# The same after the results of the step before joined the transcript (as APPEND_MESSAGE;
+# the transcript answered is still the one before them).
 BEGIN_MODEL_STEP_AFTER_RESULTS = with_frames(
-    before=f"j AS ({BEGIN_STEP}), m AS ({APPEND_MESSAGE}),", extra=", (SELECT attempts FROM j)"
+    before=f"{_BEGIN} {_READ_TRANSCRIPT} m AS ({APPEND_MESSAGE}),", extra=_BEGUN
 )
 
 # A lock held to commit, by name (quotas: an actor's starts; idempotency: one key): the name.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from django.utils import timezone
@@ -81,17 +82,25 @@ def append_results(run: Run, calls: list[ToolCall]) -> None:
         append(run, Role.TOOL, results(calls))
 
 
-def build_request(
-    run: Run, agent: Agent, results: list[dict[str, Any]] | None = None
-) -> ModelRequest:
-    """The model request for the run's next step: the thread's whole transcript and the tools.
-
-    ``results``: a ``tool`` message about to join the transcript (read before it is written)."""
+def build_request(run: Run, agent: Agent) -> ModelRequest:
+    """The model request for the run's next step: the thread's whole transcript and the tools."""
+    tools = tool_definitions(agent)
     rows = sql.fetch_all(sql.TRANSCRIPT, [run.thread_id])
-    messages = [ModelMessage(role, json.loads(content)) for role, content in rows]
-    if results:
-        messages.append(ModelMessage(Role.TOOL.value, results))
-    tools = [ToolDefinition(t.name, describe(t), t.parameters_schema) for t in agent.tools]
+    return request(agent, [(role, json.loads(content)) for role, content in rows], tools)
+
+
+def tool_definitions(agent: Agent) -> list[ToolDefinition]:
+    """The agent's tools as a model request offers them."""
+    return [ToolDefinition(t.name, describe(t), t.parameters_schema) for t in agent.tools]
+
+
+def request(
+    agent: Agent, messages: Sequence[Sequence[Any]], tools: list[ToolDefinition]
+) -> ModelRequest:
+    """A model request of ``messages``, ``(role, content)`` pairs in transcript order."""
     return ModelRequest(
-        model=agent.model_name, instructions=agent.instructions, messages=messages, tools=tools
+        model=agent.model_name,
+        instructions=agent.instructions,
+        messages=[ModelMessage(role, parts) for role, parts in messages],
+        tools=tools,
     )

@@ -124,8 +124,7 @@ def _open(lease: Lease, only: str | None) -> Opened | Next | Elsewhere:
             name = f"llm:{index}"
             first = name not in journal  # else a retried attempt
             results = transcript.results(list(previous)) if first else []
-            request = transcript.build_request(run, agent, results)
-            attempt = begin_model_step(run, name, results=results, first=first)
+            attempt, request = begin_model_step(run, agent, name, results=results, first=first)
             return Opened(run, agent, step, attempt, request)
         case RunTool() | Recover():
             return Opened(run, agent, step)
