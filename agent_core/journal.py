@@ -30,15 +30,14 @@ def read_run(
     With ``lease``: the run's row locked, or ``None`` when the lease no longer holds it.
     """
     if lease is None:
-        runs = Run.objects.raw(sql.READ_RUN, [run_id])
+        found = sql.fetch_run(sql.READ_RUN, [run_id])
     else:
-        runs = Run.objects.raw(sql.READ_RUN_LOCKED, [run_id, lease.token, lease.owner])
-    run = next(iter(runs), None)
-    if run is None:
+        found = sql.fetch_run(sql.READ_RUN_LOCKED, [run_id, lease.token, lease.owner])
+    if found is None:
         return None
-    pairs = (entry.rsplit(" ", 1) for entry in run.journal)  # type: ignore[attr-defined]
-    calls = [_call(row) for row in run.calls or ()]  # type: ignore[attr-defined]
-    return run, {name: status for name, status in pairs}, calls
+    run, (journal, calls) = found
+    pairs = (entry.rsplit(" ", 1) for entry in journal)
+    return run, {name: status for name, status in pairs}, [_call(row) for row in calls or ()]
 
 
 def _call(row: dict[str, Any]) -> ToolCall:

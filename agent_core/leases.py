@@ -90,11 +90,12 @@ def lock(lease: Lease, *, allow_cancelling: bool = False) -> Run:
     A run being cancelled refuses its driver's writes (that is how a driver learns of the cancel
     mid-step) except, with ``allow_cancelling``, the record of a tool that already ran.
     """
-    params = [lease.run_id, lease.token, lease.owner]
-    run = next(iter(Run.objects.raw(sql.LOCK_RUN, params)), None)
+    found = sql.fetch_run(sql.LOCK_RUN, [lease.run_id, lease.token, lease.owner])
     allowed = {RunStatus.RUNNING, RunStatus.CANCELLING} if allow_cancelling else {RunStatus.RUNNING}
-    if run is None or run.status not in allowed:
+    if found is None or found[0].status not in allowed:
         raise LeaseLost()
+    run, (owner,) = found
+    run.thread_owner_ref = owner  # type: ignore[attr-defined]
     return run
 
 

@@ -33,10 +33,15 @@ ACQUIRE_LEASE = (
 # The conditions of a write fenced by a lease: token, owner.
 FENCED = "AND lease_token = %s AND lease_owner = %s"
 
-# A run's row, locked, while a lease holds it, with its thread's owner (``thread_owner_ref``:
-# the requester of the calls it proposes) (leases.lock): run id, token, owner.
+# A run's columns in its model's field order (``fetch_run`` reads them as the ORM would).
+_RUN_FIELDS = Run._meta.concrete_fields
+_RUN_COLUMNS = ", ".join(f"r.{field.column}" for field in _RUN_FIELDS)
+_RUN_NAMES = [field.attname for field in _RUN_FIELDS]
+
+# A run's row, locked, while a lease holds it, and its thread's owner (the requester of the
+# calls it proposes) (leases.lock): run id, token, owner.
 LOCK_RUN = (
-    f"SELECT r.*, t.owner_ref AS thread_owner_ref FROM {_RUN} r"
+    f"SELECT {_RUN_COLUMNS}, t.owner_ref FROM {_RUN} r"
     f" JOIN {Thread._meta.db_table} t ON t.id = r.thread_id"
     f" WHERE r.id = %s {FENCED} FOR UPDATE OF r"
 )
@@ -50,8 +55,8 @@ _RUN_CALLS = (
 
 # A run, its journal (``name status`` pairs) and its calls in one read (journal.read_run): run id.
 READ_RUN = (
-    f"SELECT *, ARRAY(SELECT s.name || ' ' || s.status FROM {_STEP} s"
-    f" WHERE s.run_id = r.id) AS journal, {_RUN_CALLS} AS calls FROM {_RUN} r WHERE r.id = %s"
+    f"SELECT {_RUN_COLUMNS}, ARRAY(SELECT s.name || ' ' || s.status FROM {_STEP} s"
+    f" WHERE s.run_id = r.id), {_RUN_CALLS} FROM {_RUN} r WHERE r.id = %s"
 )
 # The same, locked, while a lease holds it: run id, token, owner.
 READ_RUN_LOCKED = f"{READ_RUN} {FENCED} FOR UPDATE OF r"
@@ -181,6 +186,27 @@ def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
         cursor.execute(statement, params)
         row: tuple[Any, ...] | None = cursor.fetchone()
         return row
+
+
+def fetch_run(statement: str, params: list[Any]) -> tuple[Run, tuple[Any, ...]] | None:
+    """Run ``statement`` (a run's columns as ``_RUN_COLUMNS`` lists them, then others); the run,
+    as the ORM would have read it, and the other columns (``None``: no row). Cheaper than
+    ``Run.objects.raw``, which resolves the columns of every row it reads by name."""
+    row = fetch_one(statement, params)
+    if row is None:
+        return None
+    values = list(row[: len(_RUN_FIELDS)])
+    for index, convert in _RUN_CONVERTERS:
+        values[index] = convert(values[index], None, connection)
+    return Run.from_db(connection.alias, _RUN_NAMES, values), row[len(_RUN_FIELDS) :]
+
+
+# The fields whose database values need converting (``actor_roles``: JSON read as text).
+_RUN_CONVERTERS = [
+    (index, field.from_db_value)
+    for index, field in enumerate(_RUN_FIELDS)
+    if hasattr(field, "from_db_value")
+]
 
 
 def fetch_all(statement: str, params: list[Any]) -> list[tuple[Any, ...]]:
