@@ -13,7 +13,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from . import dispatch, frames, journal, signals, state, streams, transcript
+from . import dispatch, frames, journal, signals, sql, state, streams, transcript
 from .actors import Actor
 from .agents import get_agent
 from .conf import agent_settings
@@ -95,8 +95,9 @@ def end_run(
 ) -> bool:
     """Settle the run as ``status`` (from a status the table allows) and release its thread;
     ``ended`` go out before ``finish``. ``False``: the run had already left those statuses."""
-    won = state.transition(
-        Run.objects.filter(pk=run.pk),
+    won = state.transition_one(
+        Run,
+        run.pk,
         state.sources_of(Run, status),
         status,
         error_code=code,
@@ -107,10 +108,12 @@ def end_run(
     )
     if not won:
         return False
-    released = Thread.objects.filter(pk=run.thread_id, active_run=run.pk).update(active_run=None)
+    row = sql.fetch_one(sql.RELEASE_THREAD, [run.thread_id, run.pk, run.thread_id])
+    assert row is not None
+    released, queued = row
     run.status, run.error_code, run.error_message = status, code, message
     # The thread's next queued turn starts in this transaction: exactly once, even on a crash.
-    next_turn = _start_next_turn(run) if released else []
+    next_turn = _start_next_turn(run) if released and queued else []
     streams.emit(run.pk, [*(ended or []), *next_turn, frames.finish(status.value, code)])
     if run.parent_tool_call_id is not None:
         _answer_parent(run)
@@ -254,8 +257,9 @@ def continue_or_park(run: Run, statuses: set[str] | None = None) -> Next:
 
 def _park(run: Run, **fields: str) -> None:
     """``running → waiting``: the run holds no worker while it waits (``resume_if_unblocked``)."""
-    state.transition(
-        Run.objects.filter(pk=run.pk),
+    state.transition_one(
+        Run,
+        run.pk,
         RunStatus.RUNNING,
         RunStatus.WAITING,
         lease_owner="",
@@ -285,8 +289,9 @@ def resume_if_unblocked(run: Run) -> bool:
     statuses = open_calls(run)
     if statuses & BLOCKING:
         return False
-    state.transition(
-        Run.objects.filter(pk=run.pk),
+    state.transition_one(
+        Run,
+        run.pk,
         RunStatus.WAITING,
         RunStatus.QUEUED,
         error_code="",

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import connection
 
-from .models import Message, Run, Step, StreamFrame, Thread, ToolCall
+from .models import Message, QueuedMessage, QueuedStatus, Run, Step, StreamFrame, Thread, ToolCall
 
 _RUN = Run._meta.db_table
 _STEP = Step._meta.db_table
@@ -173,6 +173,16 @@ BEGIN_MODEL_STEP = with_frames(before=f"{_BEGIN} {_READ_TRANSCRIPT}", extra=_BEG
 # the transcript answered is still the one before them).
 BEGIN_MODEL_STEP_AFTER_RESULTS = with_frames(
     before=f"{_BEGIN} {_READ_TRANSCRIPT} m AS ({APPEND_MESSAGE}),", extra=_BEGUN
+)
+
+# A run's end lets its thread go, if the run held it (run id), and says whether it did and
+# whether a queued message waits to start next (runs.end_run): thread id, run id, thread id.
+RELEASE_THREAD = (
+    f"WITH t AS (UPDATE {Thread._meta.db_table} SET active_run_id = NULL"
+    " WHERE id = %s AND active_run_id = %s RETURNING id)"
+    " SELECT EXISTS (SELECT 1 FROM t),"
+    f" EXISTS (SELECT 1 FROM {QueuedMessage._meta.db_table} WHERE thread_id = %s"
+    f" AND status = '{QueuedStatus.QUEUED.value}')"
 )
 
 # A lock held to commit, by name (quotas: an actor's starts; idempotency: one key): the name.

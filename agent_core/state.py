@@ -13,10 +13,12 @@ loop proposes it (``proposed``) and ``check`` stamps where the proposal went.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from django.db.models import Model, QuerySet
+from django.db import connection
+from django.db.models import Field, Model, QuerySet
 
 from .exceptions import InvalidTransition
 from .models import CallStatus, Run, RunStatus, ToolCall
@@ -109,3 +111,32 @@ def transition(rows: QuerySet[_M], sources: str | Iterable[str], target: str, **
     compare-and-set; returns how many moved (0: the caller lost the race)."""
     found = check(rows.model, sources, target)
     return rows.filter(status__in=found).update(status=target, **fields)
+
+
+def transition_one(
+    model: type[_M], pk: str, sources: str | Iterable[str], target: str, **fields: Any
+) -> int:
+    """``transition`` of the one row ``pk``, with plain values for ``fields``: the same
+    compare-and-set, its statement built once per set of fields rather than compiled by the
+    ORM every time (the hot path's status writes)."""
+    found = check(model, sources, target)
+    names = ("status", *fields)
+    params: list[Any] = [
+        _field(model, name).get_db_prep_save(value, connection)
+        for name, value in zip(names, [target, *fields.values()], strict=True)
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(_update(model, names), [*params, pk, found])
+        return cursor.rowcount
+
+
+@functools.cache
+def _update(model: type[Model], names: tuple[str, ...]) -> str:
+    columns = ", ".join(f"{_field(model, name).column} = %s" for name in names)
+    return f"UPDATE {model._meta.db_table} SET {columns} WHERE id = %s AND status = ANY(%s)"
+
+
+def _field(model: type[Model], name: str) -> Field[Any, Any]:
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field) and field.concrete, name
+    return field
