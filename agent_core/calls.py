@@ -11,7 +11,6 @@ import logging
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from . import frames, signals, sql, state, streams
@@ -34,12 +33,13 @@ def claim_call(lease: Lease, call_id: str) -> Run:
     # No savepoint when nested (the atomic tool's transaction): an error here ends it anyway.
     with transaction.atomic(savepoint=False):
         run = lock(lease)
-        won = state.transition(
-            ToolCall.objects.filter(pk=call_id, run_id=lease.run_id),
+        won = state.transition_one(
+            ToolCall,
+            call_id,
             CallStatus.APPROVED,
             CallStatus.EXECUTING,
             fence=lease.token,
-            attempts=F("attempts") + 1,
+            attempts=state.Added(1),
             started_at=timezone.now(),
         )
         if not won:

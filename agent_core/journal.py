@@ -30,12 +30,13 @@ def read_run(
     With ``lease``: the run's row locked, or ``None`` when the lease no longer holds it.
     """
     if lease is None:
-        found = sql.fetch_run(sql.READ_RUN, [run_id])
+        found = sql.fetch_models(sql.READ_RUN, [run_id], Run)
     else:
-        found = sql.fetch_run(sql.READ_RUN_LOCKED, [run_id, lease.token, lease.owner])
+        found = sql.fetch_models(sql.READ_RUN_LOCKED, [run_id, lease.token, lease.owner], Run)
     if found is None:
         return None
-    run, (journal, calls) = found
+    (run,), (journal, calls) = found
+    assert isinstance(run, Run)
     pairs = (entry.rsplit(" ", 1) for entry in journal)
     return run, {name: status for name, status in pairs}, [_call(row) for row in calls or ()]
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from . import sql, state
 from .conf import agent_settings
 from .exceptions import LeaseLost
-from .models import Run, RunStatus
+from .models import Run, RunStatus, Thread
 
 # The statuses a lease is taken in (``sql.ACQUIRE_LEASE``): a queued run, or a running one whose
 # driver died or passed the lease on.
@@ -90,19 +90,16 @@ def lock(lease: Lease, *, allow_cancelling: bool = False) -> Run:
     A run being cancelled refuses its driver's writes (that is how a driver learns of the cancel
     mid-step) except, with ``allow_cancelling``, the record of a tool that already ran.
     """
-    found = sql.fetch_run(sql.LOCK_RUN, [lease.run_id, lease.token, lease.owner])
+    found = sql.fetch_models(sql.LOCK_RUN, [lease.run_id, lease.token, lease.owner], Run, Thread)
     allowed = {RunStatus.RUNNING, RunStatus.CANCELLING} if allow_cancelling else {RunStatus.RUNNING}
-    if found is None or found[0].status not in allowed:
+    if found is None:
         raise LeaseLost()
-    run, (owner,) = found
-    run.thread_owner_ref = owner  # type: ignore[attr-defined]
+    (run, thread), _ = found
+    assert isinstance(run, Run) and isinstance(thread, Thread)
+    if run.status not in allowed:
+        raise LeaseLost()
+    run.thread = thread  # read with it: ``run.thread`` costs no query
     return run
-
-
-def thread_owner(run: Run) -> str:
-    """The owner of a locked run's thread, read with its lock (``sql.LOCK_RUN``)."""
-    owner: str = run.thread_owner_ref  # type: ignore[attr-defined]
-    return owner
 
 
 def lock_run(run_id: str) -> Run:

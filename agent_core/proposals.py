@@ -10,19 +10,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from . import frames, signals, sql, state, streams, transcript
 from .dispatch import Next
 from .frames import Frames
 from .gate import Verdict
-from .leases import Lease, lock, thread_owner
-from .models import CallStatus, Role, Run, StepStatus, ToolCall
-from .runs import complete_run, continue_or_park
+from .leases import Lease, lock
+from .models import CallStatus, Role, Run, RunStatus, StepStatus, ToolCall
+from .runs import complete_run, continue_or_park, parks
 from .streams import Riding
 from .tools import args_digest
 from .usage import FIELDS
@@ -89,33 +88,19 @@ def record_model_step(
         output = {"message_id": message_id, "usage": usage, "finish_reason": finish_reason}
         tokens = [usage.get(field, 0) for field in FIELDS]
         step = [StepStatus.COMPLETED.value, json.dumps(output), timezone.now(), *tokens, run.pk]
-        # The message, the calls, the journal, the usage and the frames: one statement.
-        recorded = [*message, _inserting(rows), *step, name]
-        streams.emit(run.pk, announce, Riding(sql.RECORD_MODEL_STEP, recorded, tokens))
+        statuses = {row.status for row in rows}
+        parking = bool(rows) and parks(statuses)
+        if parking:
+            state.check(Run, RunStatus.RUNNING, RunStatus.WAITING)
+        # The message, the calls, the journal, the usage, the frames (and parking): one statement.
+        statement = sql.RECORD_MODEL_STEP_AND_PARK if parking else sql.RECORD_MODEL_STEP
+        recorded = [*message, sql.json_rows(rows), *step, name]
+        streams.emit(run.pk, announce, Riding(statement, recorded, tokens))
         _announce_calls(rows)
         if not calls:
             complete_run(run)
             return Next.STOP
-        return continue_or_park(run, {row.status for row in rows})
-
-
-def _inserting(rows: list[ToolCall]) -> str:
-    """New call rows as a JSON array of their columns, for ``sql.RECORD_MODEL_STEP`` to insert;
-    the rows then say they are stored, as ``bulk_create`` would leave them."""
-    now = timezone.now()
-    for row in rows:
-        row.requested_at = now  # as the ORM would stamp it (``auto_now_add``)
-        row._state.adding, row._state.db = False, connection.alias
-    return json.dumps(
-        [{column: _jsonable(getattr(row, attname)) for attname, column in _COLUMNS} for row in rows]
-    )
-
-
-def _jsonable(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, datetime) else value
-
-
-_COLUMNS = [(field.attname, field.column) for field in ToolCall._meta.concrete_fields]
+        return Next.STOP if parking else continue_or_park(run, statuses)
 
 
 def _apply_verdict(row: ToolCall, verdict: Verdict) -> None:
@@ -153,7 +138,7 @@ def _call_row(run: Run, message_id: str, step: str, position: int, c: ProposedCa
         args=c.args,
         args_digest=args_digest(c.tool_name, c.args),
         status=c.status,
-        requester_ref=thread_owner(run),
+        requester_ref=run.thread.owner_ref,
         error=c.error,
         reason=c.reason,
         confirmation=c.confirmation,

@@ -66,13 +66,14 @@ def start_run(
         parent_run=parent,
         parent_tool_call_id=parent_tool_call_id,
     )
+    said = [{"type": "text", "text": message}]
     if thread_id is None:
-        # A new thread is born held by its run (the foreign keys are checked at commit).
+        # A new thread is born held by its run (the foreign keys are checked at commit): the
+        # thread, the run and the message in one statement.
         owner = parent.thread.owner_ref if parent is not None else actor.ref
-        run.thread = Thread.objects.create(
-            owner_ref=owner, agent=agent, title=message[:80], active_run_id=run.pk
-        )
-        run.save(force_insert=True)
+        run.thread = Thread(owner_ref=owner, agent=agent, title=message[:80], active_run_id=run.pk)
+        rows = [sql.json_rows([run.thread]), sql.json_rows([run])]
+        sql.fetch_one(sql.START_RUN, [*rows, *transcript.appended(run, Role.USER, said)])
     else:
         thread = Thread.objects.filter(pk=thread_id).first()
         if thread is None:
@@ -84,7 +85,7 @@ def start_run(
         )
         if not claimed:
             raise RunActive()
-    transcript.append(run, Role.USER, [{"type": "text", "text": message}])
+        transcript.append(run, Role.USER, said)
     transaction.on_commit(lambda: signals.run_started.send(Run, run=run))
     dispatch.on_commit(run.id, Next.MODEL)
     return run
@@ -247,12 +248,15 @@ def continue_or_park(run: Run, statuses: set[str] | None = None) -> Next:
     (``MODEL``). The caller holds the run's lock."""
     if statuses is None:
         statuses = open_calls(run)
-    if CallStatus.APPROVED in statuses:
-        return Next.TOOL
-    if statuses & BLOCKING:
+    if parks(statuses):
         _park(run)
         return Next.STOP
-    return Next.MODEL
+    return Next.TOOL if CallStatus.APPROVED in statuses else Next.MODEL
+
+
+def parks(statuses: set[str]) -> bool:
+    """Whether a run whose open calls have ``statuses`` waits: none to run, one blocking."""
+    return CallStatus.APPROVED not in statuses and bool(statuses & BLOCKING)
 
 
 def _park(run: Run, **fields: str) -> None:

@@ -8,17 +8,40 @@ above each statement.
 
 from __future__ import annotations
 
+import functools
+import json
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
+from django.db.models import Model
 
-from .models import Message, QueuedMessage, QueuedStatus, Run, Step, StreamFrame, Thread, ToolCall
+from .models import (
+    Message,
+    QueuedMessage,
+    QueuedStatus,
+    Run,
+    RunStatus,
+    Step,
+    StreamFrame,
+    Thread,
+    ToolCall,
+)
 
 _RUN = Run._meta.db_table
 _STEP = Step._meta.db_table
 _CALL = ToolCall._meta.db_table
 _FRAME = StreamFrame._meta.db_table
 _MESSAGE = Message._meta.db_table
+
+
+def insert_rows(model: type[Model]) -> str:
+    """A common table expression's body inserting rows of ``model`` given as a JSON array of
+    their columns by name (``json_rows``)."""
+    table = model._meta.db_table
+    return f"INSERT INTO {table} SELECT * FROM jsonb_populate_recordset(NULL::{table}, %s::jsonb)"
+
 
 # Take a run's lease (leases.acquire): status, owner, deadline, run id, the two statuses a run
 # may be taken in, now, the token passed on. Waits for the row lock, then re-checks the row.
@@ -33,15 +56,17 @@ ACQUIRE_LEASE = (
 # The conditions of a write fenced by a lease: token, owner.
 FENCED = "AND lease_token = %s AND lease_owner = %s"
 
-# A run's columns in its model's field order (``fetch_run`` reads them as the ORM would).
-_RUN_FIELDS = Run._meta.concrete_fields
-_RUN_COLUMNS = ", ".join(f"r.{field.column}" for field in _RUN_FIELDS)
-_RUN_NAMES = [field.attname for field in _RUN_FIELDS]
 
-# A run's row, locked, while a lease holds it, and its thread's owner (the requester of the
-# calls it proposes) (leases.lock): run id, token, owner.
+# A model's columns in its field order (``fetch_models`` reads them as the ORM would), under an
+# alias.
+def _columns(model: type[Model], alias: str) -> str:
+    return ", ".join(f"{alias}.{field.column}" for field in model._meta.concrete_fields)
+
+
+# A run's row, locked, while a lease holds it, and its thread's (leases.lock): run id, token,
+# owner.
 LOCK_RUN = (
-    f"SELECT {_RUN_COLUMNS}, t.owner_ref FROM {_RUN} r"
+    f"SELECT {_columns(Run, 'r')}, {_columns(Thread, 't')} FROM {_RUN} r"
     f" JOIN {Thread._meta.db_table} t ON t.id = r.thread_id"
     f" WHERE r.id = %s {FENCED} FOR UPDATE OF r"
 )
@@ -55,7 +80,7 @@ _RUN_CALLS = (
 
 # A run, its journal (``name status`` pairs) and its calls in one read (journal.read_run): run id.
 READ_RUN = (
-    f"SELECT {_RUN_COLUMNS}, ARRAY(SELECT s.name || ' ' || s.status FROM {_STEP} s"
+    f"SELECT {_columns(Run, 'r')}, ARRAY(SELECT s.name || ' ' || s.status FROM {_STEP} s"
     f" WHERE s.run_id = r.id), {_RUN_CALLS} FROM {_RUN} r WHERE r.id = %s"
 )
 # The same, locked, while a lease holds it: run id, token, owner.
@@ -119,19 +144,26 @@ MIRROR_FRAMES = with_frames(only=" AND status NOT IN ('completed', 'failed', 'ca
 # journal entry completed with its output and usage (status, JSON output, finished at, input,
 # output and cached tokens, run id, name), the usage added to the run's totals (input, output,
 # cached).
-RECORD_MODEL_STEP = with_frames(
-    before=(
-        f"m AS ({APPEND_MESSAGE}),"
-        f" c AS (INSERT INTO {_CALL} SELECT * FROM jsonb_populate_recordset(NULL::{_CALL},"
-        " %s::jsonb)),"
-        f" s AS (UPDATE {_STEP} SET status = %s, output = %s::jsonb, finished_at = %s,"
-        " input_tokens = %s, output_tokens = %s, cached_tokens = %s"
-        " WHERE run_id = %s AND name = %s),"
-    ),
+_RECORD = (
+    f"m AS ({APPEND_MESSAGE}),"
+    f" c AS ({insert_rows(ToolCall)}),"
+    f" s AS (UPDATE {_STEP} SET status = %s, output = %s::jsonb, finished_at = %s,"
+    " input_tokens = %s, output_tokens = %s, cached_tokens = %s"
+    " WHERE run_id = %s AND name = %s),"
+)
+_USAGE = (
+    ", input_tokens = input_tokens + %s, output_tokens = output_tokens + %s,"
+    " cached_tokens = cached_tokens + %s"
+)
+RECORD_MODEL_STEP = with_frames(before=_RECORD, sets=_USAGE)
+# The same, parking the run: ``running → waiting`` (the pair checked by ``state.check`` first),
+# its lease let go (runs.continue_or_park).
+RECORD_MODEL_STEP_AND_PARK = with_frames(
+    before=_RECORD,
     sets=(
-        ", input_tokens = input_tokens + %s, output_tokens = output_tokens + %s,"
-        " cached_tokens = cached_tokens + %s"
+        f"{_USAGE}, status = '{RunStatus.WAITING.value}', lease_owner = '', lease_expires_at = NULL"
     ),
+    only=f" AND status = '{RunStatus.RUNNING.value}'",
 )
 
 # A tool step's record, with its frames (calls.finish_call): the call's compare-and-set to its
@@ -175,6 +207,10 @@ BEGIN_MODEL_STEP_AFTER_RESULTS = with_frames(
     before=f"{_BEGIN} {_READ_TRANSCRIPT} m AS ({APPEND_MESSAGE}),", extra=_BEGUN
 )
 
+# A run started on a new thread (runs.start_run): the thread and the run (as ``json_rows``),
+# the user's message (as APPEND_MESSAGE).
+START_RUN = f"WITH t AS ({insert_rows(Thread)}), r AS ({insert_rows(Run)}) {APPEND_MESSAGE}"
+
 # A run's end lets its thread go, if the run held it (run id), and says whether it did and
 # whether a queued message waits to start next (runs.end_run): thread id, run id, thread id.
 RELEASE_THREAD = (
@@ -190,6 +226,21 @@ ADVISORY_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s))"
 TRY_ADVISORY_LOCK = "SELECT pg_try_advisory_xact_lock(hashtext(%s))"
 
 
+def json_rows(rows: Sequence[Model]) -> str:
+    """New model instances as a JSON array of their columns, for ``insert_rows``: stamped first
+    as the ORM stamps an insert (``auto_now_add``…), then marked stored, as ``bulk_create``
+    leaves them."""
+    found = []
+    for row in rows:
+        values = {}
+        for field in row._meta.concrete_fields:
+            value = field.pre_save(row, add=True)
+            values[field.column] = value.isoformat() if isinstance(value, datetime) else value
+        found.append(values)
+        row._state.adding, row._state.db = False, connection.alias
+    return json.dumps(found)
+
+
 def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
     """Run ``statement``; its first row (``None``: no row)."""
     with connection.cursor() as cursor:
@@ -198,25 +249,36 @@ def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
         return row
 
 
-def fetch_run(statement: str, params: list[Any]) -> tuple[Run, tuple[Any, ...]] | None:
-    """Run ``statement`` (a run's columns as ``_RUN_COLUMNS`` lists them, then others); the run,
-    as the ORM would have read it, and the other columns (``None``: no row). Cheaper than
-    ``Run.objects.raw``, which resolves the columns of every row it reads by name."""
+def fetch_models(
+    statement: str, params: list[Any], *models: type[Model]
+) -> tuple[list[Model], tuple[Any, ...]] | None:
+    """Run ``statement`` (the columns of each of ``models`` as ``_columns`` lists them, then
+    others); its first row as instances of ``models``, made as the ORM would have read them, and
+    the other columns (``None``: no row). Cheaper than ``Model.objects.raw``, which resolves the
+    columns of every row it reads by name."""
     row = fetch_one(statement, params)
     if row is None:
         return None
-    values = list(row[: len(_RUN_FIELDS)])
-    for index, convert in _RUN_CONVERTERS:
-        values[index] = convert(values[index], None, connection)
-    return Run.from_db(connection.alias, _RUN_NAMES, values), row[len(_RUN_FIELDS) :]
+    made: list[Model] = []
+    start = 0
+    for model in models:
+        fields = model._meta.concrete_fields
+        values = list(row[start : start + len(fields)])
+        for index, convert in _converters(model):
+            values[index] = convert(values[index], None, connection)
+        made.append(model.from_db(connection.alias, [f.attname for f in fields], values))
+        start += len(fields)
+    return made, row[start:]
 
 
-# The fields whose database values need converting (``actor_roles``: JSON read as text).
-_RUN_CONVERTERS = [
-    (index, field.from_db_value)
-    for index, field in enumerate(_RUN_FIELDS)
-    if hasattr(field, "from_db_value")
-]
+@functools.cache
+def _converters(model: type[Model]) -> list[tuple[int, Any]]:
+    """The fields whose database values need converting (JSON, read as text)."""
+    return [
+        (index, field.from_db_value)
+        for index, field in enumerate(model._meta.concrete_fields)
+        if hasattr(field, "from_db_value")
+    ]
 
 
 def fetch_all(statement: str, params: list[Any]) -> list[tuple[Any, ...]]:

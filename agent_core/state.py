@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.db import connection
@@ -86,7 +87,7 @@ ALLOWED: dict[type[Model], frozenset[tuple[str, str]]] = {Run: RUN_ALLOWED, Tool
 # The named statements of ``sql.py`` that write a status themselves (one round trip with the
 # writes around it). The module that runs one passes its pair through ``check`` first, and
 # ``tests/agent_core/test_state.py`` keeps this list and the statements in step.
-SQL_TRANSITIONS = frozenset({"ACQUIRE_LEASE", "FINISH_CALL"})
+SQL_TRANSITIONS = frozenset({"ACQUIRE_LEASE", "FINISH_CALL", "RECORD_MODEL_STEP_AND_PARK"})
 
 _M = TypeVar("_M", Run, ToolCall)
 
@@ -113,27 +114,41 @@ def transition(rows: QuerySet[_M], sources: str | Iterable[str], target: str, **
     return rows.filter(status__in=found).update(status=target, **fields)
 
 
+@dataclass(frozen=True)
+class Added:
+    """A value ``transition_one`` adds to a column rather than writes (``attempts``)."""
+
+    amount: int
+
+
 def transition_one(
     model: type[_M], pk: str, sources: str | Iterable[str], target: str, **fields: Any
 ) -> int:
-    """``transition`` of the one row ``pk``, with plain values for ``fields``: the same
-    compare-and-set, its statement built once per set of fields rather than compiled by the
-    ORM every time (the hot path's status writes)."""
+    """``transition`` of the one row ``pk``, with plain values (or ``Added``) for ``fields``: the
+    same compare-and-set, its statement built once per set of fields rather than compiled by
+    the ORM every time (the hot path's status writes)."""
     found = check(model, sources, target)
     names = ("status", *fields)
     params: list[Any] = [
-        _field(model, name).get_db_prep_save(value, connection)
+        value.amount
+        if isinstance(value, Added)
+        else _field(model, name).get_db_prep_save(value, connection)
         for name, value in zip(names, [target, *fields.values()], strict=True)
     ]
+    added: tuple[bool, ...] = tuple(isinstance(v, Added) for v in fields.values())
     with connection.cursor() as cursor:
-        cursor.execute(_update(model, names), [*params, pk, found])
+        cursor.execute(_update(model, names, (False, *added)), [*params, pk, found])
         return cursor.rowcount
 
 
 @functools.cache
-def _update(model: type[Model], names: tuple[str, ...]) -> str:
-    columns = ", ".join(f"{_field(model, name).column} = %s" for name in names)
-    return f"UPDATE {model._meta.db_table} SET {columns} WHERE id = %s AND status = ANY(%s)"
+def _update(model: type[Model], names: tuple[str, ...], added: tuple[bool, ...]) -> str:
+    columns = [_field(model, name).column for name in names]
+    sets = ", ".join(
+        f"{column} = {column} + %s" if add else f"{column} = %s"
+        for column, add in zip(columns, added, strict=True)
+    )
+    return f"UPDATE {model._meta.db_table} SET {sets} WHERE id = %s AND status = ANY(%s)"
 
 
 def _field(model: type[Model], name: str) -> Field[Any, Any]:
