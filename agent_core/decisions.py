@@ -17,10 +17,9 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Subquery
 from django.utils import timezone
 
-from . import calls, frames, journal, signals, state, streams
+from . import calls, frames, journal, signals, sql, state, streams
 from .frames import Frames
 from .models import CallStatus, Run, ToolCall
 from .runs import resume_if_unblocked
@@ -34,9 +33,11 @@ def decision(call_id: str) -> Iterator[Decision | None]:
     """A transaction holding the lock of the call's run, with the call read under it (``None``:
     there is no such call). Whatever the body writes commits with it, or not at all."""
     with transaction.atomic():
-        run_of_call = ToolCall.objects.filter(pk=call_id).values("run_id")
-        run = Run.objects.select_for_update().filter(pk=Subquery(run_of_call)).first()
-        yield None if run is None else Decision(run, ToolCall.objects.get(pk=call_id))
+        run = next(iter(Run.objects.raw(sql.LOCK_RUN_OF_CALL, [call_id])), None)
+        if run is None:
+            yield None
+        else:
+            yield Decision(run, next(iter(ToolCall.objects.raw(sql.READ_CALL, [call_id]))))
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,29 @@ ADVISORY_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s))"
 TRY_ADVISORY_LOCK = "SELECT pg_try_advisory_xact_lock(hashtext(%s))"
 
 
+# ---- Decisions (agent_core.decisions, the approval port) and API token authentication ----
+
+_CALL = ToolCall._meta.db_table
+
+# Lock the run of a call, its row whole (decisions.decision): call id. The call itself is read by
+# a second statement, after the lock: a row read with the lock in one statement would be the one
+# the statement's snapshot saw, not what a writer committed while this one waited.
+LOCK_RUN_OF_CALL = (
+    f"SELECT * FROM {_RUN} WHERE id = (SELECT run_id FROM {_CALL} WHERE id = %s) FOR UPDATE"
+)
+# A call's row (decisions.decision, under its run's lock): call id.
+READ_CALL = f"SELECT * FROM {_CALL} WHERE id = %s"
+
+# A token's user, whole, and the names of the user's groups (its roles) in one read
+# (api.auth.TokenAuthentication): token key. Formatted once per process with the tables and
+# columns of the configured token and user models.
+TOKEN_USER = (
+    "SELECT {columns}, ARRAY(SELECT g.{group_name} FROM {user_groups} ug"
+    " JOIN {group} g ON g.{group_pk} = ug.{group_fk} WHERE ug.{user_fk} = u.{user_pk})"
+    " FROM {token} t JOIN {user} u ON u.{user_pk} = t.{token_user_fk} WHERE t.{token_key} = %s"
+)
+
+
 def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
     """Run ``statement``; its first row (``None``: no row)."""
     with connection.cursor() as cursor:

@@ -17,6 +17,7 @@ from agent_core.api.throttles import DecisionThrottle
 from agent_core.models import ToolCall
 
 from .. import amendments, quorum, selectors, services
+from ..attempts import Attempt
 from ..models import RememberedApproval
 from .filters import PendingFilter, PendingPagination
 from .serializers import (
@@ -41,8 +42,18 @@ def _body(serializer_class: type[serializers.Serializer[Any]], request: Request)
 
 def _result(call_id: str, outcome: str) -> Response:
     call = ToolCall.objects.only("status", "expires_at", "requested_at").get(pk=call_id)
-    data: dict[str, Any] = {"tool_call_id": call_id, "status": call.status, "outcome": outcome}
-    needed, given = quorum.standing(call)
+    return _answer(call, outcome, quorum.standing(call))
+
+
+def _decided(current: Attempt) -> Response:
+    """An approval's or rejection's answer from the call as the decision left it (no read)."""
+    call = current.decision.call
+    return _answer(call, current.done, current.standing or quorum.standing(call))
+
+
+def _answer(call: ToolCall, outcome: str, standing: quorum.Standing) -> Response:
+    data: dict[str, Any] = {"tool_call_id": call.pk, "status": call.status, "outcome": outcome}
+    needed, given = standing
     if needed > 1:
         data.update(approvals=given, approvals_needed=needed)
     return Response(DecisionResultSerializer({**data, "expires_at": call.expires_at}).data)
@@ -70,14 +81,14 @@ class ApproveView(_DecisionView):
     )
     def post(self, request: Request) -> Response:
         body = _body(ApproveSerializer, request)
-        outcome = services.approve(
+        current = services.approval(
             body["tool_call_id"],
             actor=request_actor(request),
             remember=body["remember"],
             via=body["via"],
             args=body.get("args"),
         )
-        return _result(body["tool_call_id"], outcome)
+        return _decided(current)
 
 
 class RejectView(_DecisionView):
@@ -86,13 +97,13 @@ class RejectView(_DecisionView):
     @extend_schema(request=RejectSerializer, responses=DecisionResultSerializer)
     def post(self, request: Request) -> Response:
         body = _body(RejectSerializer, request)
-        outcome = services.reject(
+        current = services.rejection(
             body["tool_call_id"],
             actor=request_actor(request),
             reason=body["reason"],
             via=body["via"],
         )
-        return _result(body["tool_call_id"], outcome)
+        return _decided(current)
 
 
 class AnswerView(_DecisionView):
