@@ -49,10 +49,10 @@ def _token_user(token_model: type[Model]) -> tuple[str, list[str]]:
         group_name=Group._meta.get_field("name").column,
         user_groups=groups.remote_field.through._meta.db_table,  # type: ignore[union-attr]
         group=Group._meta.db_table,
-        group_pk=Group._meta.pk.column,  # type: ignore[union-attr]
-        group_fk=groups.m2m_reverse_name(),  # type: ignore[union-attr]
-        user_fk=groups.m2m_column_name(),  # type: ignore[union-attr]
-        user_pk=user_model._meta.pk.column,  # type: ignore[union-attr]
+        group_pk=Group._meta.pk.column,
+        group_fk=groups.m2m_reverse_name(),
+        user_fk=groups.m2m_column_name(),
+        user_pk=user_model._meta.pk.column,
         token=token_model._meta.db_table,
         user=user_model._meta.db_table,
         token_user_fk=token_model._meta.get_field("user").column,  # type: ignore[union-attr]

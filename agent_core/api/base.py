@@ -92,4 +92,4 @@ class AirlockAPIView(APIView):
 
     def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
         (handler,) = _classes((agent_settings().API_EXCEPTION_HANDLER,))
-        return handler  # type: ignore[no-any-return]
+        return handler
