@@ -33,11 +33,9 @@ def decision(call_id: str) -> Iterator[Decision | None]:
     """A transaction holding the lock of the call's run, with the call read under it (``None``:
     there is no such call). Whatever the body writes commits with it, or not at all."""
     with transaction.atomic():
-        run = next(iter(Run.objects.raw(sql.LOCK_RUN_OF_CALL, [call_id])), None)
-        if run is None:
-            yield None
-        else:
-            yield Decision(run, next(iter(ToolCall.objects.raw(sql.READ_CALL, [call_id]))))
+        run = sql.fetch_instance(Run, sql.LOCK_RUN_OF_CALL, [call_id])
+        call = None if run is None else sql.fetch_instance(ToolCall, sql.READ_CALL, [call_id])
+        yield None if run is None or call is None else Decision(run, call)
 
 
 @dataclass(frozen=True)
