@@ -9,6 +9,7 @@ after commit when the decision was the last thing it waited for.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from django.utils import timezone
 from . import calls, frames, journal, signals, sql, state, streams
 from .frames import Frames
 from .models import CallStatus, Run, ToolCall
-from .runs import resume_if_unblocked
+from .runs import OPEN, resume_if_unblocked
 from .tools import args_digest
 
 logger = logging.getLogger(__name__)
@@ -58,24 +59,44 @@ class Decision:
         """``pending_approval → approved | rejected | expired | cancelled``; resumes the run
         when it was the last call waiting. ``False``: the call was no longer pending."""
         run, call = self.run, self.call
+        (source,) = state.check(ToolCall, CallStatus.PENDING_APPROVAL, status)
         now = timezone.now()
         fields: dict[str, Any] = {
+            "status": status,
             "decided_by_ref": decided_by_ref,
             "decided_via": decided_via,
             "decided_at": now,
             "reason": reason,
             "remember": remember,
         }
+        edited = None
         if args is not None and args != call.args:
-            fields.update(
-                args=args, original_args=call.args, args_digest=args_digest(call.tool_name, args)
-            )
-        if status != CallStatus.APPROVED:
-            fields["finished_at"] = now
-        rows = ToolCall.objects.filter(pk=call.pk)
-        if not state.transition(rows, CallStatus.PENDING_APPROVAL, status, **fields):
+            digest = args_digest(call.tool_name, args)
+            fields.update(args=args, original_args=call.args, args_digest=digest)
+            edited = json.dumps(args)
+        finished_at = None if status == CallStatus.APPROVED else now
+        if finished_at is not None:
+            fields["finished_at"] = finished_at
+        row = sql.fetch_one(
+            sql.SETTLE_CALL,
+            [
+                status,
+                decided_by_ref,
+                decided_via,
+                now,
+                reason,
+                remember,
+                edited,
+                edited,
+                fields.get("args_digest"),
+                finished_at,
+                call.pk,
+                source,
+                OPEN,
+            ],
+        )
+        if row is None:
             return False
-        call.status = status
         for key, value in fields.items():
             setattr(call, key, value)
         announce: Frames = [frames.approval_settled(call)]
@@ -84,7 +105,8 @@ class Decision:
             announce.append(frames.tool_output_denied(call.pk, denied))
         streams.emit(run.pk, announce)
         transaction.on_commit(lambda: signals.approval_settled.send(ToolCall, call=call))
-        resume_if_unblocked(run)
+        # The run's other open calls, and this one if it is still open (approved).
+        resume_if_unblocked(run, {*row[0], *({status} & set(OPEN))})
         return True
 
     def answer(self, answer: Any, *, decided_by_ref: str, via: str) -> bool:
