@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 from typing import Any
 
@@ -34,10 +35,16 @@ from .serializers import (
 )
 
 
+@functools.cache
+def _shared(serializer_class: type[serializers.Serializer[Any]]) -> serializers.Serializer[Any]:
+    # One instance per process and class: a serializer deep-copies its fields when it is made,
+    # which cost more than what it then does; validating and representing keep no state on it.
+    return serializer_class()
+
+
 def _body(serializer_class: type[serializers.Serializer[Any]], request: Request) -> Any:
-    serializer = serializer_class(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
+    """The request body validated (400 with each field's errors, as ``is_valid`` raises)."""
+    return _shared(serializer_class).run_validation(request.data)
 
 
 def _result(call_id: str, outcome: str) -> Response:
@@ -56,7 +63,8 @@ def _answer(call: ToolCall, outcome: str, standing: quorum.Standing) -> Response
     needed, given = standing
     if needed > 1:
         data.update(approvals=given, approvals_needed=needed)
-    return Response(DecisionResultSerializer({**data, "expires_at": call.expires_at}).data)
+    data["expires_at"] = call.expires_at
+    return Response(_shared(DecisionResultSerializer).to_representation(data))
 
 
 class _DecisionView(AirlockAPIView):
