@@ -146,8 +146,8 @@ def turn(
     try:
         decide(port, token, calls[:WARM_UP], deciders=DECIDERS, path=server.path)  # warm up
         rows = [
-            row(server.name, "closed", *measure(calls[WARM_UP:split], None)),
-            row(server.name, f"open {args.rate:g}/s", *measure(calls[split:], args.rate)),
+            row(server.name, None, *measure(calls[WARM_UP:split], None)),
+            row(server.name, args.rate, *measure(calls[split:], args.rate)),
         ]
     finally:
         process.terminate()
@@ -155,16 +155,21 @@ def turn(
     return rows
 
 
-def row(name: str, loop: str, batch: Batch, web: float, database: float) -> str:
+def row(name: str, rate: float | None, batch: Batch, web: float, database: float) -> str:
     median, p99 = percentiles(batch.samples)
     n = len(batch.samples)
     throughput = n / batch.wall
     met = "met" if p99 <= P99_TARGET_MS else "not met"
-    rate_met = "met" if throughput >= RATE_TARGET else "not met"
+    if rate is None:
+        loop, rate_met = "closed", throughput >= RATE_TARGET
+    else:
+        # The open loop's rate is offered: met when it is the target's and the server kept up
+        # (the last answers' latency stretches the wall a little past the last planned send).
+        loop, rate_met = f"open {rate:g}/s", rate >= RATE_TARGET and throughput >= 0.98 * rate
     load = os.getloadavg()[0]
     return (
         f"| {name} | {loop} | {n:,} | {median:.1f} | {p99:.1f} ({met}) | {throughput:.0f}"
-        f" ({rate_met}) | {1000 * web / n:.2f} | {1000 * database / n:.2f}"
+        f" ({'met' if rate_met else 'not met'}) | {1000 * web / n:.2f} | {1000 * database / n:.2f}"
         f" | {1000 * batch.client_cpu / n:.2f} | {load:.1f} |"
     )
 
