@@ -1,7 +1,7 @@
 """Benchmark: ``POST /agent/tool-call/approve`` with 50 concurrent deciders, production layout.
 
     DATABASE_URL=postgres://…/airlock .venv/bin/python bench/approve.py \\
-        [--before /tmp/worktree-of-main] [--rounds 2] [--gunicorn 4,8] [--rate 200]
+        [--before /tmp/worktree-of-main] [--rounds 2] [--gunicorn 4,8] [--rate 200] [--prepared]
 
 Uses the database ``<name>_approve`` next to ``DATABASE_URL`` (created if missing, its agent tables
 emptied and refilled with ``bench.pending``'s bulk load at a smaller size: 80,000 threads of 3
@@ -16,7 +16,9 @@ one finance approver) decide ``--approvals`` distinct calls, twice: in a **close
 as answers come: the most the server takes) and in an **open loop** at ``--rate`` decisions/s
 (latency counted from each request's planned time). With ``--before`` (a worktree of another
 commit, e.g. ``git worktree add --detach /tmp/before main``) its code serves alternate turns, on
-the same database and Redis. Then the floors, same server shape, same clients:
+the same database and Redis; with ``--prepared``, this code with server-side binding
+(``bench.prepared_settings``: PostgreSQL parses and plans each statement once per connection).
+Then the floors, same server shape, same clients:
 
 - ``noop``: ``/bench/noop``, the same middleware, authentication, actor and body parsing with no
   decision (``bench.approve_floor``);
@@ -214,10 +216,15 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=RATE_TARGET, help="the open loop's rate")
     parser.add_argument("--gunicorn", default="4,8", help="workers,threads (README: 4,8)")
     parser.add_argument("--floors", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--prepared", action="store_true", help="also after with prepared statements (a turn each)"
+    )
     args = parser.parse_args()
     url = database_url()
     token, calls = load_calls(url)
     servers = [Server("after", ROOT)]
+    if args.prepared:
+        servers.append(Server("after, prepared", ROOT, settings="bench.prepared_settings"))
     if args.before:
         servers.insert(0, Server("before", args.before.resolve()))
     turns = [s for _ in range(args.rounds) for s in servers]
