@@ -14,6 +14,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db import connection
 from django.db.models import Model
 from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
@@ -31,7 +32,7 @@ class TokenAuthentication(authentication.TokenAuthentication):
         if row is None:
             raise exceptions.AuthenticationFailed(_("Invalid token."))
         user_model = get_user_model()
-        user = user_model.from_db("default", attnames, row[:-1])
+        user = user_model.from_db(connection.alias, attnames, row[:-1])
         if not user.is_active:
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
         setattr(user, ROLES_ATTRIBUTE, frozenset(row[-1]))
