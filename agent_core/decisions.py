@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 from django.utils import timezone
@@ -34,9 +34,12 @@ def decision(call_id: str) -> Iterator[Decision | None]:
     """A transaction holding the lock of the call's run, with the call read under it (``None``:
     there is no such call). Whatever the body writes commits with it, or not at all."""
     with transaction.atomic():
-        run = sql.fetch_instance(Run, sql.LOCK_RUN_OF_CALL, [call_id])
-        call = None if run is None else sql.fetch_instance(ToolCall, sql.READ_CALL, [call_id])
-        yield None if run is None or call is None else Decision(run, call)
+        run = sql.fetch_models(sql.LOCK_RUN_OF_CALL, [call_id], Run)
+        call = None if run is None else sql.fetch_models(sql.READ_CALL, [call_id], ToolCall)
+        if run is None or call is None:
+            yield None
+        else:
+            yield Decision(cast(Run, run[0][0]), cast(ToolCall, call[0][0]))
 
 
 @dataclass(frozen=True)

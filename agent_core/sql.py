@@ -9,7 +9,7 @@ above each statement.
 from __future__ import annotations
 
 import functools
-from typing import Any, TypeVar
+from typing import Any
 
 from django.db import connection
 from django.db.models import Model
@@ -17,8 +17,8 @@ from django.db.models import Model
 from .models import Message, Run, Step, StreamFrame, ToolCall
 
 _RUN = Run._meta.db_table
-_M = TypeVar("_M", bound=Model)
 _STEP = Step._meta.db_table
+_CALL = ToolCall._meta.db_table
 
 # Take a run's lease (leases.acquire): status, owner, deadline, run id, the two statuses a run
 # may be taken in, now, the token passed on. Waits for the row lock, then re-checks the row.
@@ -32,6 +32,13 @@ ACQUIRE_LEASE = (
 
 # The conditions of a write fenced by a lease: token, owner.
 FENCED = "AND lease_token = %s AND lease_owner = %s"
+
+
+# A model's columns in its field order (``fetch_models`` reads them as the ORM would), under an
+# alias.
+def _columns(model: type[Model], alias: str) -> str:
+    return ", ".join(f"{alias}.{field.column}" for field in model._meta.concrete_fields)
+
 
 # A run's row, locked, while a lease holds it (leases.lock): run id, token, owner.
 LOCK_RUN = f"SELECT * FROM {_RUN} WHERE id = %s {FENCED} FOR UPDATE"
@@ -104,23 +111,15 @@ TRY_ADVISORY_LOCK = "SELECT pg_try_advisory_xact_lock(hashtext(%s))"
 
 # ---- Decisions (agent_core.decisions, the approval port) and API token authentication ----
 
-_CALL = ToolCall._meta.db_table
-
-
-def _columns(model: type[Model]) -> str:
-    """A model's columns in its fields' order, as ``fetch_instance`` reads them."""
-    return ", ".join(str(f.column) for f in model._meta.concrete_fields)
-
-
 # Lock the run of a call, its row whole (decisions.decision): call id. The call itself is read by
 # a second statement, after the lock: a row read with the lock in one statement would be the one
 # the statement's snapshot saw, not what a writer committed while this one waited.
 LOCK_RUN_OF_CALL = (
-    f"SELECT {_columns(Run)} FROM {_RUN}"
-    f" WHERE id = (SELECT run_id FROM {_CALL} WHERE id = %s) FOR UPDATE"
+    f"SELECT {_columns(Run, 'r')} FROM {_RUN} r"
+    f" WHERE r.id = (SELECT run_id FROM {_CALL} WHERE id = %s) FOR UPDATE"
 )
 # A call's row (decisions.decision, under its run's lock): call id.
-READ_CALL = f"SELECT {_columns(ToolCall)} FROM {_CALL} WHERE id = %s"
+READ_CALL = f"SELECT {_columns(ToolCall, 'c')} FROM {_CALL} c WHERE c.id = %s"
 
 # A decision on a pending call, as one compare-and-set (decisions.Decision.settle): the new
 # status, decided by, via, at, reason, remember, edited args as JSON (NULL: unchanged; the old
@@ -156,28 +155,36 @@ def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
         return row
 
 
-def fetch_instance(model: type[_M], statement: str, params: list[Any]) -> _M | None:
-    """Run ``statement``, which selects ``model``'s columns (``_columns``); its first row as an
-    instance (``None``: no row). The ORM's ``raw`` does the same at several times the cost."""
+def fetch_models(
+    statement: str, params: list[Any], *models: type[Model]
+) -> tuple[list[Model], tuple[Any, ...]] | None:
+    """Run ``statement`` (the columns of each of ``models`` as ``_columns`` lists them, then
+    others); its first row as instances of ``models``, made as the ORM would have read them, and
+    the other columns (``None``: no row). Cheaper than ``Model.objects.raw``, which resolves the
+    columns of every row it reads by name."""
     row = fetch_one(statement, params)
     if row is None:
         return None
-    values = list(row)
-    for i, convert in _converters(model):
-        values[i] = convert(values[i], None, connection)
-    return model.from_db(connection.alias, _attnames(model), values)
-
-
-@functools.cache
-def _attnames(model: type[Model]) -> list[str]:
-    return [f.attname for f in model._meta.concrete_fields]
+    made: list[Model] = []
+    start = 0
+    for model in models:
+        fields = model._meta.concrete_fields
+        values = list(row[start : start + len(fields)])
+        for index, convert in _converters(model):
+            values[index] = convert(values[index], None, connection)
+        made.append(model.from_db(connection.alias, [f.attname for f in fields], values))
+        start += len(fields)
+    return made, row[start:]
 
 
 @functools.cache
 def _converters(model: type[Model]) -> list[tuple[int, Any]]:
-    # The fields whose values the database driver does not hand over as Python values (JSON).
-    fields = model._meta.concrete_fields
-    return [(i, f.from_db_value) for i, f in enumerate(fields) if hasattr(f, "from_db_value")]
+    """The fields whose database values need converting (JSON, read as text)."""
+    return [
+        (index, field.from_db_value)
+        for index, field in enumerate(model._meta.concrete_fields)
+        if hasattr(field, "from_db_value")
+    ]
 
 
 def fetch_all(statement: str, params: list[Any]) -> list[tuple[Any, ...]]:
