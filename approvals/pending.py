@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from functools import reduce
+from operator import or_
 from typing import Any, NamedTuple
 
 from django.db import connection
@@ -67,19 +69,27 @@ def page(
 
 def rows(keys: QuerySet[ToolCall, dict[str, Any]], ordering: Ordering) -> list[PendingRow]:
     """The rows of the calls ``keys`` selects (their ``id`` and sort key), in ``ordering``."""
-    keys_sql, params = keys.query.sql_with_params()
-    direction = "DESC" if ordering.descending else "ASC"
-    order = f"c.{ordering.field} {direction} NULLS LAST, c.id {direction}"
     with connection.cursor() as cursor:
-        cursor.execute(sql.PENDING_ROWS.format(keys=keys_sql, order=order), params)
+        cursor.execute(*statement(keys, ordering))
         found = cursor.fetchall()
     # Django reads jsonb as text (its JSONField decodes it); so does this raw read.
     return [PendingRow._make((*row[:4], json.loads(row[4]), *row[5:])) for row in found]
 
 
+def statement(keys: QuerySet[ToolCall, dict[str, Any]], ordering: Ordering) -> tuple[str, Any]:
+    """``sql.PENDING_ROWS`` for ``keys`` in ``ordering``, and its parameters."""
+    keys_sql, params = keys.query.sql_with_params()
+    direction = "DESC" if ordering.descending else "ASC"
+    order = f"c.{ordering.field} {direction} NULLS LAST, c.id {direction}"
+    return sql.PENDING_ROWS.format(keys=keys_sql, order=order), params
+
+
 def count(calls: QuerySet[ToolCall], branches: Q) -> int:
-    """How many of ``calls`` ``branches`` selects: a ``UNION`` of one index walk per case, which
-    PostgreSQL plans better than one scan filtered by the whole ``OR``."""
+    """How many of ``calls`` ``branches`` selects, as one ``UNION ALL`` of one index walk per
+    case, each without the rows of the cases before it: no scan of every pending call tested
+    against the whole ``OR``, and no de-duplication of the ids."""
+    cases = cases_of(branches)
     ids = calls.select_related(None).order_by().values("pk")
-    parts = [ids.filter(case) for case in cases_of(branches)]
-    return (parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]).count()
+    parts = [ids.filter(case) for case in cases[:1]]
+    parts += [ids.filter(case).exclude(reduce(or_, cases[:i])) for i, case in enumerate(cases) if i]
+    return (parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]).count()

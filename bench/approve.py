@@ -35,7 +35,8 @@ from urllib.parse import urlparse, urlunparse
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.pending import LOAD, free_port, owner, percentiles  # noqa: E402
+from bench.database import bulk_load  # noqa: E402
+from bench.pending import free_port, percentiles, shape  # noqa: E402
 
 THREADS, CALLS_PER_RUN, DECIDERS = 80_000, 3, 50
 BIN = Path(sys.executable).parent
@@ -177,7 +178,6 @@ def main() -> None:
     django.setup()
     from django.contrib.auth.models import Group, User
     from django.core.management import call_command
-    from django.db import connection
     from rest_framework.authtoken.models import Token
 
     from agent_core.models import CallStatus, ToolCall
@@ -187,13 +187,7 @@ def main() -> None:
     fran.groups.add(Group.objects.get_or_create(name="finance")[0])
     alice, _ = User.objects.get_or_create(username="bench-alice")
     token, _ = Token.objects.get_or_create(user=fran)
-    started = time.perf_counter()
-    with connection.cursor() as cursor:
-        sql = LOAD.format(
-            owner=owner("g", f"user:{alice.pk}"), threads=THREADS, calls=CALLS_PER_RUN
-        )
-        cursor.execute(sql)
-    print(f"loaded {THREADS * CALLS_PER_RUN:,} calls in {time.perf_counter() - started:.1f} s")
+    bulk_load(shape(f"user:{alice.pk}", threads=THREADS, calls=CALLS_PER_RUN))
     pending = ToolCall.objects.filter(
         status=CallStatus.PENDING_APPROVAL, approver="finance", position=0
     )

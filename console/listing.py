@@ -9,9 +9,7 @@ A row opens into the full card (``console.cards``), fetched when it is opened.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Literal
 
 from django.contrib.auth import get_user_model
@@ -20,16 +18,17 @@ from django.db.models import Q, QuerySet
 from agent_core.access import is_operator, visible_runs
 from agent_core.actors import Actor
 from agent_core.api.pagination import Page
-from agent_core.models import REQUESTER, CallStatus, ToolCall
+from agent_core.models import ToolCall
 from approvals import pending, selectors
 from approvals.api.filters import PendingFilter, PendingPagination
 from approvals.pending import PendingRow
 
+from . import rows
 from .filters import ByPerson, bad_request, sort_of
+from .rows import Row
 
 Scope = Literal["yours", "others"]
 SCOPES: tuple[Scope, ...] = ("yours", "others")
-SUMMARY_CHARS = 160  # a row is one line; the card shows everything
 SORTS = {"oldest": "Oldest first", "newest": "Newest first", "deadline": "Deadline soonest"}
 
 
@@ -37,47 +36,6 @@ class InboxFilter(PendingFilter):
     """The API's filters, with the requester given as a username (or an actor ref)."""
 
     requester = ByPerson("requester_ref", "Requester")
-
-
-@dataclass
-class Row:
-    """One pending call as a line of the list."""
-
-    call: PendingRow
-    requester: str  # the requester's name
-    selectable: bool  # may be picked for a bulk decision (an approval the viewer may decide)
-    sort_key: datetime | None
-
-    @property
-    def summary(self) -> str:
-        """The tool's one line, else the confirmation or question, else the arguments."""
-        call = self.call
-        text = call.summary or call.confirmation
-        if not text and call.kind == "human":
-            text = str(call.args.get("question", ""))
-        if not text:
-            text = json.dumps(call.args, ensure_ascii=False, default=str, separators=(", ", ": "))
-        return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
-
-    @property
-    def decider(self) -> str:
-        if self.call.kind == "human" or self.call.approver == REQUESTER:
-            return "requester"
-        return self.call.approver
-
-    @property
-    def approvals_needed(self) -> int:
-        return self.call.approvals_needed
-
-    @property
-    def approvals_given(self) -> int:
-        return len(self.call.approved_by or ())
-
-    @property
-    def key(self) -> str:
-        """The sort key in microseconds since the epoch ("" for none: last), for the page's
-        script to place a row that arrives live."""
-        return "" if self.sort_key is None else str(int(self.sort_key.timestamp() * 1_000_000))
 
 
 @dataclass
@@ -168,15 +126,7 @@ def rows_by_id(ids: list[str]) -> list[Row]:
 
 def rows_of(calls: list[PendingRow], scope: Scope, *, field: str) -> list[Row]:
     names = names_of({c.requester_ref for c in calls})
-    return [
-        Row(
-            call=c,
-            requester=names.get(c.requester_ref, c.requester_ref or "nobody"),
-            selectable=scope == "yours" and c.status == CallStatus.PENDING_APPROVAL,
-            sort_key=getattr(c, field),
-        )
-        for c in calls
-    ]
+    return rows.rows(calls, names, selectable=scope == "yours", field=field)
 
 
 def names_of(refs: set[str]) -> dict[str, str]:
