@@ -126,7 +126,7 @@ def rows_by_id(ids: list[str]) -> list[Row]:
 
 def rows_of(calls: list[PendingRow], scope: Scope, *, field: str) -> list[Row]:
     names = names_of({c.requester_ref for c in calls})
-    return rows.rows(calls, names, selectable=scope == "yours", field=field)
+    return rows.build(calls, names, selectable=scope == "yours", field=field)
 
 
 def names_of(refs: set[str]) -> dict[str, str]:

@@ -41,7 +41,7 @@ class Row(TypedDict):
     url: str  # the row's full card
 
 
-def rows(
+def build(
     calls: list[PendingRow], names: dict[str, str], *, selectable: bool, field: str
 ) -> list[Row]:
     """The rows of ``calls``; ``names`` maps requester refs to names, ``field`` is the sort
