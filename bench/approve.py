@@ -3,7 +3,7 @@
     DATABASE_URL=postgres://…/airlock .venv/bin/python bench/approve.py [--layouts daphne,gunicorn]
 
 Uses the database ``<name>_approve`` next to ``DATABASE_URL`` (created if missing, its agent tables
-emptied and refilled with ``bench.pending``'s bulk load at a smaller size: 80,000 threads of 3
+emptied and refilled with ``bench.pending``'s shape at a smaller size: 80,000 threads of 3
 calls, 8,000 waiting runs with 2 pending calls each). For each layout, a real server on a random
 port, 50 threads with their own HTTP connections (token auth, one finance approver) deciding
 ``--approvals`` distinct calls at once; each approved call has a sibling still pending, so its run
