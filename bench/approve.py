@@ -4,7 +4,7 @@
         [--before /tmp/worktree-of-main] [--rounds 2] [--gunicorn 4,8] [--rate 200] [--prepared]
 
 Uses the database ``<name>_approve`` next to ``DATABASE_URL`` (created if missing, its agent tables
-emptied and refilled with ``bench.pending``'s bulk load at a smaller size: 80,000 threads of 3
+emptied and refilled with ``bench.pending``'s shape at a smaller size: 80,000 threads of 3
 calls, 8,000 waiting runs with 2 pending calls each, the first of each for ``finance``). The
 server is the README's web command, ``gunicorn config.wsgi --workers 4 --threads 8``, with
 persistent, health-checked connections (``CONN_MAX_AGE=60``). Each approved call has a sibling
@@ -43,8 +43,9 @@ from urllib.parse import urlparse, urlunparse
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.database import bulk_load  # noqa: E402
 from bench.deciders import Batch, decide  # noqa: E402
-from bench.pending import LOAD, free_port, owner, percentiles  # noqa: E402
+from bench.pending import free_port, percentiles, shape  # noqa: E402
 
 THREADS, CALLS_PER_RUN, DECIDERS, WARM_UP = 80_000, 3, 50, 100
 P99_TARGET_MS, RATE_TARGET = 100.0, 200.0
@@ -194,17 +195,14 @@ def load_calls(url: str) -> tuple[str, list[str]]:
     fran.groups.add(Group.objects.get_or_create(name="finance")[0])
     alice, _ = User.objects.get_or_create(username="bench-alice")
     token, _ = Token.objects.get_or_create(user=fran)
-    started = time.perf_counter()
+    bulk_load(shape(f"user:{alice.pk}", threads=THREADS, calls=CALLS_PER_RUN))
     with connection.cursor() as cursor:
-        owners = owner("g", f"user:{alice.pk}")
-        cursor.execute(LOAD.format(owner=owners, threads=THREADS, calls=CALLS_PER_RUN))
         # Every run's first pending call is finance's: 8,000 for the bench approver to decide.
         cursor.execute(
             "UPDATE agent_core_toolcall SET approver = 'finance'"
             " WHERE status = 'pending_approval' AND position = 0 RETURNING id"
         )
         calls = sorted(r[0] for r in cursor.fetchall())
-    print(f"loaded {THREADS * CALLS_PER_RUN:,} calls in {time.perf_counter() - started:.1f} s")
     return token.key, calls
 
 

@@ -17,7 +17,7 @@ from agent_core.api.base import AirlockAPIView, extend_schema
 from agent_core.api.throttles import DecisionThrottle
 from agent_core.models import ToolCall
 
-from .. import amendments, quorum, selectors, services
+from .. import amendments, pending, quorum, selectors, services
 from ..attempts import Attempt
 from ..models import RememberedApproval
 from .filters import PendingFilter, PendingPagination
@@ -28,10 +28,10 @@ from .serializers import (
     ExtendSerializer,
     MarkDoneSerializer,
     MarkNotDoneSerializer,
-    PendingCallSerializer,
     PendingPageSerializer,
     RejectSerializer,
     RememberedApprovalSerializer,
+    pending_results,
 )
 
 
@@ -197,14 +197,12 @@ class PendingApprovalsView(AirlockAPIView):
     def get(self, request: Request) -> Response:
         params = request.query_params
         actor = request_actor(request)
-        filtered = PendingFilter(params, queryset=quorum.with_needed(selectors.pending_calls()))
+        filtered = PendingFilter(params, queryset=selectors.pending_calls())
         if not filtered.is_valid():
             raise serializers.ValidationError(filtered.errors)
         pagination = PendingPagination()
-        page = pagination.paginate(filtered.qs, params, branches=selectors.decidable_by(actor))
-        quorum.attach(page.rows)
-        results = PendingCallSerializer(page.rows, many=True).data
-        return Response(pagination.envelope(request, page, results))
+        page = pending.page(filtered.qs, params, pagination, branches=selectors.decidable_by(actor))
+        return Response(pagination.envelope(request, page, pending_results(page.rows)))
 
 
 class RememberedListView(AirlockAPIView):
