@@ -283,14 +283,16 @@ def block_on_doubt(lease: Lease, call_id: str) -> None:
         )
 
 
-def resume_if_unblocked(run: Run) -> bool:
+def resume_if_unblocked(run: Run, statuses: set[str] | None = None) -> bool:
     """``waiting → queued`` once no call waits on a person; dispatched after commit.
 
-    The caller holds the run's lock, taken before it settled the call.
+    The caller holds the run's lock, taken before it settled the call. ``statuses``: what
+    ``open_calls`` would answer, when the caller read it with its own write (read if not given).
     """
     if run.status != RunStatus.WAITING:
         return False
-    statuses = open_calls(run)
+    if statuses is None:
+        statuses = open_calls(run)
     if statuses & BLOCKING:
         return False
     state.transition_one(

@@ -226,6 +226,44 @@ ADVISORY_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s))"
 TRY_ADVISORY_LOCK = "SELECT pg_try_advisory_xact_lock(hashtext(%s))"
 
 
+# ---- Decisions (agent_core.decisions, the approval port) and API token authentication ----
+
+# Lock the run of a call, its row whole (decisions.decision): call id. The call itself is read by
+# a second statement, after the lock: a row read with the lock in one statement would be the one
+# the statement's snapshot saw, not what a writer committed while this one waited.
+LOCK_RUN_OF_CALL = (
+    f"SELECT {_columns(Run, 'r')} FROM {_RUN} r"
+    f" WHERE r.id = (SELECT run_id FROM {_CALL} WHERE id = %s) FOR UPDATE"
+)
+# A call's row (decisions.decision, under its run's lock): call id.
+READ_CALL = f"SELECT {_columns(ToolCall, 'c')} FROM {_CALL} c WHERE c.id = %s"
+
+# A decision on a pending call, as one compare-and-set (decisions.Decision.settle): the new
+# status, decided by, via, at, reason, remember, edited args as JSON (NULL: unchanged; the old
+# ones are kept as ``original_args``) twice, their digest, finished at (NULL: unchanged), call id,
+# the status it must still have, the statuses ``runs.open_calls`` asks about. Returns the
+# statuses among those of the run's other calls (every writer of a call holds its run's lock,
+# which the decision holds): no row, the call was no longer pending.
+SETTLE_CALL = (
+    f"UPDATE {_CALL} c SET status = %s, decided_by_ref = %s, decided_via = %s, decided_at = %s,"
+    " reason = %s, remember = %s, args = COALESCE(%s::jsonb, c.args),"
+    " original_args = CASE WHEN %s::jsonb IS NULL THEN c.original_args ELSE c.args END,"
+    " args_digest = COALESCE(%s, c.args_digest), finished_at = COALESCE(%s, c.finished_at)"
+    " WHERE c.id = %s AND c.status = %s"
+    f" RETURNING ARRAY(SELECT DISTINCT o.status FROM {_CALL} o"
+    " WHERE o.run_id = c.run_id AND o.id <> c.id AND o.status = ANY(%s))"
+)
+
+# A token's user, whole, and the names of the user's groups (its roles) in one read
+# (api.auth.TokenAuthentication): token key. Formatted once per process with the tables and
+# columns of the configured token and user models.
+TOKEN_USER = (
+    "SELECT {columns}, ARRAY(SELECT g.{group_name} FROM {user_groups} ug"
+    " JOIN {group} g ON g.{group_pk} = ug.{group_fk} WHERE ug.{user_fk} = u.{user_pk})"
+    " FROM {token} t JOIN {user} u ON u.{user_pk} = t.{token_user_fk} WHERE t.{token_key} = %s"
+)
+
+
 def json_rows(rows: Sequence[Model]) -> str:
     """New model instances as a JSON array of their columns, for ``insert_rows``: stamped first
     as the ORM stamps an insert (``auto_now_add``…), then marked stored, as ``bulk_create``
