@@ -145,15 +145,23 @@ def transition_one(
 
 @functools.cache
 def _update(model: type[Model], names: tuple[str, ...], added: tuple[bool, ...]) -> str:
-    columns = [_field(model, name).column for name in names]
+    quote = connection.ops.quote_name
+    columns = [quote(_column(model, name)) for name in names]
     sets = ", ".join(
         f"{column} = {column} + %s" if add else f"{column} = %s"
         for column, add in zip(columns, added, strict=True)
     )
-    return f"UPDATE {model._meta.db_table} SET {sets} WHERE id = %s AND status = ANY(%s)"
+    table = quote(model._meta.db_table)
+    return f'UPDATE {table} SET {sets} WHERE "id" = %s AND "status" = ANY(%s)'
 
 
 def _field(model: type[Model], name: str) -> Field[Any, Any]:
     field = model._meta.get_field(name)
     assert isinstance(field, Field) and field.concrete, name
     return field
+
+
+def _column(model: type[Model], name: str) -> str:
+    column = _field(model, name).column
+    assert column is not None, name
+    return column
