@@ -9,7 +9,9 @@ costs one Redis write per process that follows the run.
 
 Delivery stays best effort: a follower whose queue is full misses the message (and sees the gap
 in ``seq``, or waits for its keep-alive, then reads the table); a failed receive tells every
-follower to read the table (``LOST``).
+follower to read the table (``LOST``). When no message has come for the keep-alive interval, the
+feed tells every follower so (``QUIET``): one timer per run per process, not one per follower and
+message.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 # What a follower gets when the feed's receive failed: read the table, it has every frame.
 LOST: dict[str, Any] = {"type": "run.lost"}
+# What a follower gets when the run has been quiet for the keep-alive interval.
+QUIET: dict[str, Any] = {"type": "run.quiet"}
 # Messages one follower may have waiting; a client that reads slower than that misses some.
 QUEUE_SIZE = 1000
 _RETRY_SECONDS = 0.2
@@ -43,6 +47,8 @@ class _Feed:
     joined: asyncio.Future[None]
     followers: set[Queue] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
+    last: float = 0.0  # the loop's time of the last message delivered
+    timer: asyncio.TimerHandle | None = None  # the next QUIET check
 
 
 # One table of feeds per event loop: a layer's connections belong to the loop that made them.
@@ -52,16 +58,17 @@ _feeds: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Feed]] =
 
 
 @asynccontextmanager
-async def subscribe(run_id: str) -> AsyncIterator[Queue]:
+async def subscribe(run_id: str, keepalive: float) -> AsyncIterator[Queue]:
     """A queue of the run's live messages, from the moment this returns (the feed has joined the
-    run's group by then, so a frame committed after it is delivered)."""
+    run's group by then, so a frame committed after it is delivered), and ``QUIET`` whenever the
+    run's feed has had nothing for ``keepalive`` seconds (the first follower's interval)."""
     loop = asyncio.get_running_loop()
     feeds = _feeds.setdefault(loop, {})
     feed = feeds.get(run_id)
     if feed is None:
         feed = _Feed(run_id, loop.create_future())
         feeds[run_id] = feed
-        feed.task = loop.create_task(_pump(feed), name=f"airlock-feed-{run_id}")
+        feed.task = loop.create_task(_pump(feed, keepalive), name=f"airlock-feed-{run_id}")
     queue: Queue = asyncio.Queue(QUEUE_SIZE)
     feed.followers.add(queue)
     try:
@@ -81,7 +88,7 @@ def followed(loop: asyncio.AbstractEventLoop | None = None) -> dict[str, int]:
     return {run_id: len(feed.followers) for run_id, feed in feeds.items()}
 
 
-async def _pump(feed: _Feed) -> None:
+async def _pump(feed: _Feed, keepalive: float) -> None:
     layer = get_channel_layer()
     assert layer is not None, "CHANNEL_LAYERS must be configured to follow runs live"
     group = streams.group_name(feed.run_id)
@@ -97,6 +104,9 @@ async def _pump(feed: _Feed) -> None:
         feed.joined.set_exception(exc)
         return
     feed.joined.set_result(None)
+    loop = asyncio.get_running_loop()
+    feed.last = loop.time()
+    feed.timer = loop.call_later(keepalive, _tick, feed, keepalive)
     try:
         while True:
             try:
@@ -109,10 +119,22 @@ async def _pump(feed: _Feed) -> None:
                 continue
             _deliver(feed, message)
     finally:
+        assert feed.timer is not None
+        feed.timer.cancel()
         await layer.group_discard(group, channel)
 
 
+def _tick(feed: _Feed, keepalive: float) -> None:
+    loop = asyncio.get_running_loop()
+    quiet = loop.time() - feed.last
+    if quiet >= keepalive:
+        _deliver(feed, QUIET)
+        quiet = 0.0
+    feed.timer = loop.call_later(keepalive - quiet, _tick, feed, keepalive)
+
+
 def _deliver(feed: _Feed, message: dict[str, Any]) -> None:
+    feed.last = asyncio.get_running_loop().time()
     for queue in feed.followers:
         try:
             queue.put_nowait(message)

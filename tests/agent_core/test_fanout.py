@@ -11,7 +11,10 @@ from agent_core import fanout, streams
 
 async def _followers_share_one_feed() -> None:
     layer = get_channel_layer()
-    async with fanout.subscribe("run_fanout") as first, fanout.subscribe("run_fanout") as second:
+    async with (
+        fanout.subscribe("run_fanout", 60) as first,
+        fanout.subscribe("run_fanout", 60) as second,
+    ):
         assert fanout.followed() == {"run_fanout": 2}
         await layer.group_send(streams.group_name("run_fanout"), {"type": "run.frames", "n": 1})
         got = [await asyncio.wait_for(q.get(), 10) for q in (first, second)]
@@ -27,3 +30,23 @@ async def _followers_share_one_feed() -> None:
 
 def test_followers_of_a_run_in_one_process_share_one_feed() -> None:
     asyncio.run(_followers_share_one_feed())
+
+
+async def _a_quiet_run_is_told_once_per_interval() -> None:
+    layer = get_channel_layer()
+    loop = asyncio.get_running_loop()
+    async with fanout.subscribe("run_quiet", 1.0) as queue:
+        began = loop.time()
+        assert await asyncio.wait_for(queue.get(), 10) is fanout.QUIET
+        assert loop.time() - began >= 0.9
+        await asyncio.sleep(0.3)
+        await layer.group_send(streams.group_name("run_quiet"), {"type": "run.frames", "n": 1})
+        assert (await asyncio.wait_for(queue.get(), 10))["n"] == 1
+        # A message restarts the interval: the next QUIET comes a full interval after it.
+        delivered = loop.time()
+        assert await asyncio.wait_for(queue.get(), 10) is fanout.QUIET
+        assert loop.time() - delivered >= 0.9
+
+
+def test_a_quiet_run_is_told_once_per_keepalive_interval() -> None:
+    asyncio.run(_a_quiet_run_is_told_once_per_interval())
