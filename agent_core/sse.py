@@ -142,7 +142,8 @@ def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
 async def _blocks(batches: AsyncGenerator[list[live.Event], None]) -> AsyncGenerator[bytes, None]:
     async with aclosing(batches):
         async for batch in batches:
-            yield b"".join(format_event(event) for event in batch)
+            # Most often one live frame, whose bytes every local follower shares.
+            yield format_event(batch[0]) if len(batch) == 1 else b"".join(map(format_event, batch))
 
 
 def format_event(event: live.Event) -> bytes:
