@@ -196,10 +196,7 @@ async def batches(run: Run, after: int) -> AsyncGenerator[list[Event], None]:
             if batch:
                 yield batch
                 batch = []
-            messages = [await feed.get()]
-            while not feed.empty():
-                messages.append(feed.get_nowait())
-            for message in messages:
+            for message in await feed.take():
                 if message is fanout.QUIET:
                     batch.append(Event("keepalive"))
                 if message is fanout.QUIET or message is fanout.LOST:

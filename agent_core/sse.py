@@ -107,12 +107,12 @@ def attach_as_now(
 
 
 class EventStream(StreamingHttpResponse):
-    """The SSE response of a run: ``blocks`` yields the bytes of each write (the events that
-    were ready at once, in one block)."""
+    """The SSE response of a run: ``batches`` yields the events ready at once, which ``block``
+    encodes as one write."""
 
     def __init__(self, run: Run, after: int) -> None:
-        self.blocks = _blocks(live.batches(run, after))
-        super().__init__(self.blocks)
+        self.batches = live.batches(run, after)
+        super().__init__(_blocks(self.batches))
         self["Content-Type"] = "text/event-stream"
         self["Cache-Control"] = "no-cache"
         self["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
@@ -142,8 +142,13 @@ def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
 async def _blocks(batches: AsyncGenerator[list[live.Event], None]) -> AsyncGenerator[bytes, None]:
     async with aclosing(batches):
         async for batch in batches:
-            # Most often one live frame, whose bytes every local follower shares.
-            yield format_event(batch[0]) if len(batch) == 1 else b"".join(map(format_event, batch))
+            yield block(batch)
+
+
+def block(batch: list[live.Event]) -> bytes:
+    """The SSE bytes of events ready at once: most often one live frame, whose bytes every
+    local follower shares."""
+    return format_event(batch[0]) if len(batch) == 1 else b"".join(map(format_event, batch))
 
 
 def format_event(event: live.Event) -> bytes:

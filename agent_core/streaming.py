@@ -27,7 +27,7 @@ from django.core.handlers.base import BaseHandler
 from django.http import HttpResponseBase
 
 from . import live
-from .sse import EventStream
+from .sse import EventStream, block
 
 
 class StreamHandler(ASGIHandler):
@@ -71,9 +71,9 @@ async def _serve(response: EventStream, receive: Any, send: Any) -> None:
 
 
 async def _write(response: EventStream, send: Any) -> None:
-    async with aclosing(response.blocks) as blocks:
-        async for block in blocks:
-            await send({"type": "http.response.body", "body": block, "more_body": True})
+    async with aclosing(response.batches) as batches:
+        async for batch in batches:
+            await send({"type": "http.response.body", "body": block(batch), "more_body": True})
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
