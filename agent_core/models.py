@@ -220,6 +220,14 @@ class ToolCall(models.Model):
                 name="call_pending_by_approver",
                 condition=models.Q(status__in=["pending_approval", "pending_input"]),
             ),
+            # Calls that any of several roles may approve ("legal|finance", the separator of
+            # approvals.requirement): few, so a role's inbox reads them all instead of testing
+            # every pending call's approver against a pattern.
+            models.Index(
+                fields=["requested_at"],
+                name="call_pending_any_of_roles",
+                condition=models.Q(status="pending_approval", approver__contains="|"),
+            ),
             # The pending inbox of a requester (approvals.selectors): walk in order, stop early.
             models.Index(
                 fields=["requester_ref", "requested_at"],

@@ -8,6 +8,7 @@ from agent_core.actors import Actor
 from agent_core.conf import agent_settings
 from agent_core.models import CallStatus, ToolCall
 
+from . import pending
 from .models import RememberedApproval
 from .policy import get_policy
 
@@ -20,6 +21,11 @@ def pending_for(actor: Actor) -> QuerySet[ToolCall]:
     default filter here (system check ``approvals.W001``); the port still enforces its rule.
     """
     return pending_calls().filter(decidable_by(actor)).order_by("requested_at", "id")
+
+
+def pending_count(actor: Actor) -> int:
+    """``pending_for(actor).count()``, counted as a ``UNION`` of one index walk per case."""
+    return pending.count(pending_calls(), decidable_by(actor))
 
 
 def pending_calls() -> QuerySet[ToolCall]:

@@ -1,9 +1,12 @@
-"""The benchmarks' own database beside the configured one, and Django set up against it."""
+"""The benchmarks' own database beside the configured one, Django set up against it, and the
+bulk load of agent tables the inbox and approve benchmarks share."""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
@@ -34,3 +37,69 @@ def setup_django(database_url: str) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Shape:
+    """What ``bulk_load`` writes, as SQL expressions of ``g`` (the thread, 1 to ``threads``; one
+    run and one assistant message each) and ``p`` (a call's position in its run, 0 to
+    ``calls - 1``). ``tag`` goes in every id (``thr_<tag>00000001``, ``tc_<tag>0000000100``)."""
+
+    tag: str
+    threads: int
+    calls: int  # per run
+    owner: str  # the thread's owner, the run's actor and the calls' requester
+    title: str
+    created: str  # the thread's and the run's creation time
+    run_status: str
+    tool_name: str
+    args: str
+    status: str
+    approver: str
+    requested_at: str
+    expires_at: str = "NULL"
+    summary: str = "''"
+
+
+_LOAD = """
+SET session_replication_role = replica;  -- skip FK triggers while bulk loading consistent rows
+TRUNCATE agent_core_thread, agent_core_run, agent_core_message, agent_core_toolcall,
+         agent_core_step, agent_core_streamframe, approvals_decisionattempt,
+         approvals_rememberedapproval CASCADE;
+INSERT INTO agent_core_thread (id, owner_ref, agent, title, created_at, updated_at)
+SELECT 'thr_{tag}' || lpad(g::text, 8, '0'), {owner}, 'support', {title}, {created}, now()
+FROM generate_series(1, {threads}) g;
+INSERT INTO agent_core_run (id, thread_id, agent, status, error_code, error_message, actor_ref,
+    actor_roles, runner, lease_owner, lease_token, cancel_requested, last_seq, created_at,
+    updated_at)
+SELECT 'run_{tag}' || lpad(g::text, 8, '0'), 'thr_{tag}' || lpad(g::text, 8, '0'), 'support',
+       {run_status}, '', '', {owner}, '[]', 'inline', '', 0, false, 0, {created}, now()
+FROM generate_series(1, {threads}) g;
+INSERT INTO agent_core_message (id, thread_id, run_id, seq, role, content, created_at)
+SELECT 'msg_{tag}' || lpad(g::text, 8, '0'), 'thr_{tag}' || lpad(g::text, 8, '0'),
+       'run_{tag}' || lpad(g::text, 8, '0'), 1, 'assistant', '[]', now()
+FROM generate_series(1, {threads}) g;
+INSERT INTO agent_core_toolcall (id, run_id, thread_id, message_id, step_name, position,
+    provider_call_id, tool_name, kind, args, args_digest, status, requires_approval, approver,
+    requester_ref, expires_at, remember, decided_by_ref, decided_via, reason, confirmation,
+    summary, error, attempts, fence, requested_at)
+SELECT 'tc_{tag}' || lpad(g::text, 8, '0') || lpad(p::text, 2, '0'),
+       'run_{tag}' || lpad(g::text, 8, '0'), 'thr_{tag}' || lpad(g::text, 8, '0'),
+       'msg_{tag}' || lpad(g::text, 8, '0'), 'llm:0', p, 'call_' || p, {tool_name}, 'action',
+       {args}, repeat('0', 64), {status}, true, {approver}, {owner}, {expires_at}, false, '', '',
+       '', '', {summary}, '', 0, 0, {requested_at}
+FROM generate_series(1, {threads}) g CROSS JOIN generate_series(0, {calls} - 1) p;
+SET session_replication_role = DEFAULT;
+ANALYZE;
+"""
+
+
+def bulk_load(shape: Shape) -> None:
+    """Empty the agent tables and fill them as ``shape`` says, with ``generate_series`` SQL."""
+    from django.db import connection
+
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(_LOAD.format(**asdict(shape)))
+    calls = shape.threads * shape.calls
+    print(f"loaded {calls:,} calls in {time.perf_counter() - started:.1f} s")

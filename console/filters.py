@@ -3,6 +3,8 @@ has the same list) and page with the API's one pagination class, ``KeysetPaginat
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import django_filters
@@ -93,22 +95,27 @@ def is_filtered(filters: django_filters.FilterSet) -> bool:
     return filters.is_valid() and any(filters.form.cleaned_data.values())
 
 
-def sort_of(pagination: KeysetPagination, params: Any) -> str:
-    """The order ``params`` ask; one the console never offered is a 400."""
+@contextmanager
+def bad_request() -> Iterator[None]:
+    """A cursor, sort or size the console never gave out is a 400, not an API error."""
     try:
-        return pagination.sort_of(params)
+        yield
     except ValidationError as exc:
         raise BadRequest(str(exc.detail)) from exc
+
+
+def sort_of(pagination: KeysetPagination, params: Any) -> str:
+    """The order ``params`` ask; one the console never offered is a 400."""
+    with bad_request():
+        return pagination.sort_of(params)
 
 
 def paginate(
     pagination: KeysetPagination, queryset: QuerySet[M], params: Any, *, branches: Q | None = None
 ) -> Page[M]:
     """One page as ``params`` ask; a cursor, sort or size the console never gave out is a 400."""
-    try:
+    with bad_request():
         return pagination.paginate(queryset, params, branches=branches)
-    except ValidationError as exc:
-        raise BadRequest(str(exc.detail)) from exc
 
 
 def newest_first(queryset: QuerySet[M], request: HttpRequest) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -23,6 +24,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 M = TypeVar("M", bound=Model)
+R = TypeVar("R")  # a page's row: a model instance, or a row tuple with ``pk`` and the sort key
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,10 @@ class Ordering:
 
 
 @dataclass(frozen=True)
-class Page(Generic[M]):
+class Page(Generic[R]):
     """One page of rows and the cursor of the next (``None`` on the last page)."""
 
-    rows: list[M]
+    rows: list[R]
     next_cursor: str | None
     sort: str
 
@@ -80,11 +82,30 @@ class KeysetPagination(BasePagination):
         becomes its own ordered, limited branch of a ``UNION`` of ids, so that PostgreSQL walks
         one index per case and stops early.
         """
+        return self.paginate_rows(
+            queryset,
+            params,
+            lambda _keys, _ordering: list(self.page_queryset(queryset, params, branches=branches)),
+            branches=branches,
+        )
+
+    def paginate_rows(
+        self,
+        queryset: QuerySet[M],
+        params: Any,
+        fetch: Callable[[QuerySet[M, dict[str, Any]], Ordering], list[R]],
+        *,
+        branches: Q | None = None,
+    ) -> Page[R]:
+        """``paginate`` with the rows read by ``fetch(keys, ordering)``: ``keys`` is the query of
+        the page's ``(pk, sort key)`` pairs (``keys_queryset``), for a read that joins only the
+        page's rows and builds no model instances."""
         sort = self.sort_of(params)
         limit = self.limit_of(params)
         if queryset.query.is_empty():  # ``none()``: say so without asking the database
             return Page([], None, sort)
-        rows = list(self.page_queryset(queryset, params, branches=branches))
+        keys = self.keys_queryset(queryset, params, branches=branches)
+        rows = fetch(keys, self.orderings[sort])
         if len(rows) <= limit:
             return Page(rows, None, sort)
         return Page(rows[:limit], self.cursor_after(sort, rows[limit - 1]), sort)
@@ -95,15 +116,44 @@ class KeysetPagination(BasePagination):
         """The query of one page: its rows and one more (which says a next page exists)."""
         ordering = self.orderings[self.sort_of(params)]
         n = self.limit_of(params) + 1
-        raw_cursor = params.get(self.cursor_query_param)
-        if raw_cursor:
-            value, pk = self._decode(raw_cursor, self.sort_of(params))
-            queryset = queryset.filter(ordering.after(value, pk))
-        if branches is not None:
-            queryset = _union_page(queryset, branches, ordering, n)
+        if branches is None:
+            queryset = self._after_cursor(queryset, params)
+        else:
+            sql, sql_params = self.keys_queryset(
+                queryset, params, branches=branches
+            ).query.sql_with_params()
+            pk = queryset.model._meta.pk
+            # Django cannot use an ordered UNION as an ``__in`` subquery; the SQL it compiled can.
+            page = RawSQL(f"SELECT page.{pk.column} FROM ({sql}) AS page", sql_params)
+            queryset = queryset.filter(pk__in=page)
         return queryset.order_by(*ordering.order_by())[:n]
 
-    def cursor_after(self, sort: str, row: Model) -> str:
+    def keys_queryset(
+        self, queryset: QuerySet[M], params: Any, *, branches: Q | None = None
+    ) -> QuerySet[M, dict[str, Any]]:
+        """The ``(pk, sort key)`` pairs of one page's rows and one more, in the page's order."""
+        ordering = self.orderings[self.sort_of(params)]
+        n = self.limit_of(params) + 1
+        order = ordering.order_by()
+        pk = queryset.model._meta.pk
+        after = self._after_cursor(queryset, params).select_related(None).order_by(*order)
+        keys = after.values(pk.name, ordering.field)
+        if branches is None:
+            return keys[:n]
+        # Each case of ``branches`` its own ordered, limited branch: one index walk per case.
+        parts = [keys.filter(case)[:n] for case in cases_of(branches)]
+        combined = parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
+        return combined.order_by(*order)[:n]
+
+    def _after_cursor(self, queryset: QuerySet[M], params: Any) -> QuerySet[M]:
+        raw_cursor = params.get(self.cursor_query_param)
+        if not raw_cursor:
+            return queryset
+        sort = self.sort_of(params)
+        value, pk = self._decode(raw_cursor, sort)
+        return queryset.filter(self.orderings[sort].after(value, pk))
+
+    def cursor_after(self, sort: str, row: Any) -> str:
         """The cursor of the page that starts after ``row`` in the order ``sort``."""
         value = getattr(row, self.orderings[sort].field)
         raw = json.dumps([sort, value.isoformat() if value else None, str(row.pk)]).encode()
@@ -217,14 +267,8 @@ class KeysetPagination(BasePagination):
             ) from exc
 
 
-def _union_page(queryset: QuerySet[M], who: Q, ordering: Ordering, n: int) -> QuerySet[M]:
-    """``queryset`` narrowed to its first ``n`` rows filtered by ``who``, one branch per case."""
-    cases = who.children if who.connector == Q.OR and not who.negated else [who]
-    order = ordering.order_by()
-    pk = queryset.model._meta.pk
-    ids = queryset.select_related(None).order_by(*order).values(pk.name, ordering.field)
-    branches = [ids.filter(case if isinstance(case, Q) else Q(case))[:n] for case in cases]
-    combined = branches[0].union(*branches[1:]) if len(branches) > 1 else branches[0]
-    sql, params = combined.order_by(*order)[:n].query.sql_with_params()
-    # Django cannot use an ordered UNION as an ``__in`` subquery; the SQL it compiled can.
-    return queryset.filter(pk__in=RawSQL(f"SELECT page.{pk.column} FROM ({sql}) AS page", params))
+def cases_of(branches: Q) -> list[Q]:
+    """The cases of an ``OR`` filter (a policy's ``decidable``), each a filter of its own."""
+    if branches.connector != Q.OR or branches.negated:
+        return [branches]
+    return [case if isinstance(case, Q) else Q(case) for case in branches.children]

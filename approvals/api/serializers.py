@@ -14,6 +14,7 @@ from agent_core.models import SYSTEM_VIAS, ToolCall
 
 from .. import quorum
 from ..models import RememberedApproval
+from ..pending import PendingRow
 
 
 class StrictBooleanField(serializers.BooleanField):
@@ -106,7 +107,11 @@ class DecisionResultSerializer(serializers.Serializer[Any]):
 
 
 class PendingCallSerializer(serializers.ModelSerializer[ToolCall]):
-    """A call waiting on a person, with everything needed to decide it without another read."""
+    """A call waiting on a person, with everything needed to decide it without another read.
+
+    The schema of the pending inbox's rows; the inbox itself serializes its row tuples with
+    ``pending_results``, to the same shape (a test holds the two together).
+    """
 
     tool_call_id = serializers.CharField(source="id")
     agent = serializers.CharField(source="run.agent")
@@ -155,12 +160,47 @@ class PendingCallSerializer(serializers.ModelSerializer[ToolCall]):
 
     def get_answer_schema(self, call: ToolCall) -> dict[str, Any] | None:
         """A human tool's answer schema (read from the declared tool, not the database)."""
-        if call.kind != "human":
-            return None
-        try:
-            return get_agent(call.run.agent).get_tool(call.tool_name).answer_schema
-        except AgentCoreError:
-            return None
+        return _answer_schema(call.kind, call.run.agent, call.tool_name)
+
+
+def pending_results(rows: list[PendingRow]) -> list[dict[str, Any]]:
+    """``PendingCallSerializer``'s output for a page of row tuples, as plain dicts: the page is
+    read on every visit, and a serializer's per-row field work cost more than its query."""
+    when = serializers.DateTimeField().to_representation  # the API's datetime format
+    return [
+        {
+            "tool_call_id": row.id,
+            "status": row.status,
+            "tool_name": row.tool_name,
+            "kind": row.kind,
+            "args": row.args,
+            "confirmation": row.confirmation,
+            "summary": row.summary,
+            "approver": row.approver,
+            "requester": row.requester_ref,
+            "thread_id": row.thread_id,
+            "run_id": row.run_id,
+            "agent": row.agent,
+            "requested_at": when(row.requested_at),
+            "expires_at": when(row.expires_at) if row.expires_at else None,
+            "answer_schema": _answer_schema(row.kind, row.agent, row.tool_name),
+            "approvals": [{"by": by, "at": when(at)} for by, at in row.approvals],
+            "approvals_needed": row.approvals_needed,
+            # No query for a run nobody delegated to (delegation.chain_of).
+            "chain": [row.agent] if row.parent_run_id is None else delegation.chain(row.run_id),
+        }
+        for row in rows
+    ]
+
+
+def _answer_schema(kind: str, agent: str, tool_name: str) -> dict[str, Any] | None:
+    """A human tool's answer schema (read from the declared tool, not the database)."""
+    if kind != "human":
+        return None
+    try:
+        return get_agent(agent).get_tool(tool_name).answer_schema
+    except AgentCoreError:
+        return None
 
 
 class PendingPageSerializer(serializers.Serializer[Any]):

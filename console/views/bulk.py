@@ -46,7 +46,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
         form.add_error("ids", "None of these calls exists any more.")
     if not form.is_valid():
         return _render(request, "console/partials/bulk_confirm.html", {"form": form}, status=400)
-    rows = listing.rows_of(calls, "yours", field="requested_at")
+    rows = listing.rows_by_id([c.pk for c in calls])
     context = {"form": form, "rows": rows, "action": form.cleaned_data["action"]}
     if not form.cleaned_data["confirm"]:
         return _render(request, "console/partials/bulk_confirm.html", context)

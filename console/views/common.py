@@ -11,7 +11,7 @@ from agent_core.access import visible_calls
 from agent_core.actors import Actor, actor_for_user
 from agent_core.models import CallStatus, ToolCall
 from approvals.guards import may_see
-from approvals.selectors import pending_for
+from approvals.selectors import pending_count
 
 from ..access import may_browse_admin
 
@@ -31,7 +31,7 @@ def is_fragment(request: HttpRequest) -> bool:
 def nav_counts(actor: Actor) -> dict[str, int]:
     """The numbers in the navigation: what waits on this actor, what waits in doubt."""
     return {
-        "waiting_on_you": pending_for(actor).count(),
+        "waiting_on_you": pending_count(actor),
         "in_doubt": visible_calls(actor).filter(status=CallStatus.IN_DOUBT).count(),
     }
 

@@ -51,7 +51,7 @@ def copies_of(call: ToolCall, n: int) -> list[ToolCall]:
 
 def listed(response: Any) -> list[str]:
     """The ids of the calls on an inbox page, in order."""
-    return [row.call.pk for row in response.context["listing"].rows]
+    return [row["id"] for row in response.context["listing"].rows]
 
 
 @pytest.fixture

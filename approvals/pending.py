@@ -1,0 +1,95 @@
+"""The pending inbox as row tuples: one page in one query, no model instance per row.
+
+The REST API (``GET /agent/approvals/pending``) and the console's inbox read their pages here:
+the ORM compiles the page's keys (filters, cursor, the policy's ``decidable`` as a ``UNION`` of
+one ordered, limited branch per case), and ``sql.PENDING_ROWS`` reads exactly the columns a page
+shows for those rows only.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from functools import reduce
+from operator import or_
+from typing import Any, NamedTuple
+
+from django.db import connection
+from django.db.models import Q, QuerySet
+
+from agent_core.api.pagination import KeysetPagination, Ordering, Page, cases_of
+from agent_core.models import ToolCall
+
+from . import sql
+
+
+class PendingRow(NamedTuple):
+    """One call waiting on a person, as the inbox shows it (``sql.PENDING_ROWS``'s columns)."""
+
+    id: str
+    status: str
+    tool_name: str
+    kind: str
+    args: dict[str, Any]
+    confirmation: str
+    summary: str
+    approver: str
+    requester_ref: str
+    thread_id: str
+    run_id: str
+    agent: str
+    parent_run_id: str | None
+    requested_at: datetime
+    expires_at: datetime | None
+    approvals_needed: int
+    approved_by: list[str] | None  # only for a call that needs several approvals
+    approved_at: list[datetime] | None
+    escalated_to: str | None
+
+    @property
+    def pk(self) -> str:
+        return self.id
+
+    @property
+    def approvals(self) -> list[tuple[str, datetime]]:
+        """The approvals given since the call last started waiting: ``(by, at)``, oldest first."""
+        return list(zip(self.approved_by or (), self.approved_at or (), strict=True))
+
+
+def page(
+    calls: QuerySet[ToolCall],
+    params: Any,
+    pagination: KeysetPagination,
+    *,
+    branches: Q | None = None,
+) -> Page[PendingRow]:
+    """The page of ``calls`` ``params`` ask for (see ``KeysetPagination.paginate``), as rows."""
+    return pagination.paginate_rows(calls, params, rows, branches=branches)
+
+
+def rows(keys: QuerySet[ToolCall, dict[str, Any]], ordering: Ordering) -> list[PendingRow]:
+    """The rows of the calls ``keys`` selects (their ``id`` and sort key), in ``ordering``."""
+    with connection.cursor() as cursor:
+        cursor.execute(*statement(keys, ordering))
+        found = cursor.fetchall()
+    # Django reads jsonb as text (its JSONField decodes it); so does this raw read.
+    return [PendingRow._make((*row[:4], json.loads(row[4]), *row[5:])) for row in found]
+
+
+def statement(keys: QuerySet[ToolCall, dict[str, Any]], ordering: Ordering) -> tuple[str, Any]:
+    """``sql.PENDING_ROWS`` for ``keys`` in ``ordering``, and its parameters."""
+    keys_sql, params = keys.query.sql_with_params()
+    direction = "DESC" if ordering.descending else "ASC"
+    order = f"c.{ordering.field} {direction} NULLS LAST, c.id {direction}"
+    return sql.PENDING_ROWS.format(keys=keys_sql, order=order), params
+
+
+def count(calls: QuerySet[ToolCall], branches: Q) -> int:
+    """How many of ``calls`` ``branches`` selects, as one ``UNION ALL`` of one index walk per
+    case, each without the rows of the cases before it: no scan of every pending call tested
+    against the whole ``OR``, and no de-duplication of the ids."""
+    cases = cases_of(branches)
+    ids = calls.select_related(None).order_by().values("pk")
+    parts = [ids.filter(case) for case in cases[:1]]
+    parts += [ids.filter(case).exclude(reduce(or_, cases[:i])) for i, case in enumerate(cases) if i]
+    return (parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]).count()
