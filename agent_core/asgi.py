@@ -1,6 +1,7 @@
 """``application = with_airlock(get_asgi_application())``: the line a project's ``asgi.py`` adds.
 
-It routes HTTP to Django (and, with ``DEBUG`` on, static files, as ``runserver`` does) and
+It routes HTTP to Django (and, with ``DEBUG`` on, static files, as ``runserver`` does), the SSE
+stream views marked ``sse.lean`` to ``agent_core.streaming`` (the same Django code, run leanly), and
 WebSockets to the consumers the installed apps declare in their ``urls.py`` with
 :func:`websocket_view`, found by Django's own URL resolver, so a WebSocket lives under the same
 prefix as the app's ``include()`` and ``reverse()`` gives its URL. With the inline runner it
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.urls import Resolver404, get_resolver, resolve
+from django.urls import Resolver404, ResolverMatch, get_resolver, resolve
 
 from .dispatch import start_background
 
@@ -46,13 +47,17 @@ def websocket_application() -> ASGIApp:
     return _route_websocket
 
 
-async def _route_websocket(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    # A WebSocket goes by the project's URLconf to the consumer of its websocket_view.
+def _resolve(scope: dict[str, Any]) -> ResolverMatch | None:
     path = scope["path"].removeprefix(scope.get("root_path", ""))
     try:
-        match = resolve(path)  # no database: safe on the event loop
+        return resolve(path)  # no database: safe on the event loop
     except Resolver404:
-        match = None
+        return None
+
+
+async def _route_websocket(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    # A WebSocket goes by the project's URLconf to the consumer of its websocket_view.
+    match = _resolve(scope)
     consumer = getattr(match.func, "websocket_consumer", None) if match else None
     if match is None or consumer is None:
         await receive()  # the handshake; closing before accepting refuses it (HTTP 403)
@@ -110,8 +115,28 @@ def with_airlock(
     from django.conf import settings
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
+    from .streaming import StreamHandler
+
     if serve_static is None:
         serve_static = settings.DEBUG
-    http = ASGIStaticFilesHandler(django_app) if serve_static else django_app
+    http = _StreamRouter(
+        ASGIStaticFilesHandler(django_app) if serve_static else django_app, StreamHandler()
+    )
     websocket = AllowedHostsOriginValidator(AuthMiddlewareStack(websocket_application()))
     return AirlockApplication(ProtocolTypeRouter({"http": http, "websocket": websocket}))
+
+
+class _StreamRouter:
+    """HTTP: the views marked ``sse.lean`` to ``streams`` (a ``StreamHandler``), the rest to
+    Django's application."""
+
+    def __init__(self, django_app: ASGIApp, streams: ASGIApp) -> None:
+        self.django_app = django_app
+        self.streams = streams
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        from .sse import is_lean
+
+        match = _resolve(scope)
+        app = self.streams if match is not None and is_lean(match.func) else self.django_app
+        await app(scope, receive, send)

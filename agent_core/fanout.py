@@ -3,13 +3,15 @@
 A follower used to join the run's channel-layer group with a channel of its own, so every frame
 cost one Redis write per follower (25 followers of a run per daphne process kept p99 under 100 ms,
 50 did not). Here the first follower of a run in an event loop starts its *feed*: one channel in
-the run's group and one task that receives from it and puts each message on the queue of every
+the run's group and one task that receives from it and puts each message in the inbox of every
 local follower. The last follower to leave stops it. Whatever the number of followers, a frame
 costs one Redis write per process that follows the run.
 
-Delivery stays best effort: a follower whose queue is full misses the message (and sees the gap
+Delivery stays best effort: a follower whose inbox is full misses the message (and sees the gap
 in ``seq``, or waits for its keep-alive, then reads the table); a failed receive tells every
-follower to read the table (``LOST``).
+follower to read the table (``LOST``). When no message has come for the keep-alive interval, the
+feed tells every follower so (``QUIET``): one timer per run per process, not one per follower and
+message.
 """
 
 from __future__ import annotations
@@ -30,19 +32,49 @@ logger = logging.getLogger(__name__)
 
 # What a follower gets when the feed's receive failed: read the table, it has every frame.
 LOST: dict[str, Any] = {"type": "run.lost"}
+# What a follower gets when the run has been quiet for the keep-alive interval.
+QUIET: dict[str, Any] = {"type": "run.quiet"}
 # Messages one follower may have waiting; a client that reads slower than that misses some.
 QUEUE_SIZE = 1000
 _RETRY_SECONDS = 0.2
 
-Queue = asyncio.Queue[dict[str, Any]]
+
+class Inbox:
+    """A follower's messages: ``put`` by the feed, ``take``n all at once by the follower (what
+    queued up while it wrote goes out in one write). Lighter than an ``asyncio.Queue``, which
+    costs more per message than the rest of a delivery to a thousand followers."""
+
+    def __init__(self) -> None:
+        self._messages: list[dict[str, Any]] = []
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, message: dict[str, Any]) -> None:
+        if len(self._messages) >= QUEUE_SIZE:
+            return  # that follower sees a gap (or its keep-alive) and reads the table
+        self._messages.append(message)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def take(self) -> list[dict[str, Any]]:
+        """Every message put since the last ``take``, waiting for one if there is none."""
+        while not self._messages:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        messages, self._messages = self._messages, []
+        return messages
 
 
 @dataclass
 class _Feed:
     run_id: str
     joined: asyncio.Future[None]
-    followers: set[Queue] = field(default_factory=set)
+    followers: set[Inbox] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
+    last: float = 0.0  # the loop's time of the last message delivered
+    timer: asyncio.TimerHandle | None = None  # the next QUIET check
 
 
 # One table of feeds per event loop: a layer's connections belong to the loop that made them.
@@ -52,23 +84,24 @@ _feeds: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Feed]] =
 
 
 @asynccontextmanager
-async def subscribe(run_id: str) -> AsyncIterator[Queue]:
-    """A queue of the run's live messages, from the moment this returns (the feed has joined the
-    run's group by then, so a frame committed after it is delivered)."""
+async def subscribe(run_id: str, keepalive: float) -> AsyncIterator[Inbox]:
+    """An inbox of the run's live messages, from the moment this returns (the feed has joined the
+    run's group by then, so a frame committed after it is delivered), and ``QUIET`` whenever the
+    run's feed has had nothing for ``keepalive`` seconds (the first follower's interval)."""
     loop = asyncio.get_running_loop()
     feeds = _feeds.setdefault(loop, {})
     feed = feeds.get(run_id)
     if feed is None:
         feed = _Feed(run_id, loop.create_future())
         feeds[run_id] = feed
-        feed.task = loop.create_task(_pump(feed), name=f"airlock-feed-{run_id}")
-    queue: Queue = asyncio.Queue(QUEUE_SIZE)
-    feed.followers.add(queue)
+        feed.task = loop.create_task(_pump(feed, keepalive), name=f"airlock-feed-{run_id}")
+    inbox = Inbox()
+    feed.followers.add(inbox)
     try:
         await asyncio.shield(feed.joined)
-        yield queue
+        yield inbox
     finally:
-        feed.followers.discard(queue)
+        feed.followers.discard(inbox)
         if not feed.followers and feeds.get(run_id) is feed:
             del feeds[run_id]
             assert feed.task is not None
@@ -81,7 +114,7 @@ def followed(loop: asyncio.AbstractEventLoop | None = None) -> dict[str, int]:
     return {run_id: len(feed.followers) for run_id, feed in feeds.items()}
 
 
-async def _pump(feed: _Feed) -> None:
+async def _pump(feed: _Feed, keepalive: float) -> None:
     layer = get_channel_layer()
     assert layer is not None, "CHANNEL_LAYERS must be configured to follow runs live"
     group = streams.group_name(feed.run_id)
@@ -97,6 +130,9 @@ async def _pump(feed: _Feed) -> None:
         feed.joined.set_exception(exc)
         return
     feed.joined.set_result(None)
+    loop = asyncio.get_running_loop()
+    feed.last = loop.time()
+    feed.timer = loop.call_later(keepalive, _tick, feed, keepalive)
     try:
         while True:
             try:
@@ -109,15 +145,24 @@ async def _pump(feed: _Feed) -> None:
                 continue
             _deliver(feed, message)
     finally:
+        assert feed.timer is not None
+        feed.timer.cancel()
         await layer.group_discard(group, channel)
 
 
+def _tick(feed: _Feed, keepalive: float) -> None:
+    loop = asyncio.get_running_loop()
+    quiet = loop.time() - feed.last
+    if quiet >= keepalive:
+        _deliver(feed, QUIET)
+        quiet = 0.0
+    feed.timer = loop.call_later(keepalive - quiet, _tick, feed, keepalive)
+
+
 def _deliver(feed: _Feed, message: dict[str, Any]) -> None:
-    for queue in feed.followers:
-        try:
-            queue.put_nowait(message)
-        except asyncio.QueueFull:
-            pass  # that follower sees a gap (or its keep-alive) and reads the table
+    feed.last = asyncio.get_running_loop().time()
+    for inbox in feed.followers:
+        inbox.put(message)
 
 
 def _forget(feed: _Feed) -> None:

@@ -7,15 +7,19 @@ the table after the client's last id, then take live frames, dropping the ones a
 quietly (live delivery is best effort; the table is the truth).
 
 An open stream holds no database connection while it waits (SPEC §15): every read runs through
-``read``, on a few threads of its own, and closes its connection when done, so however many
-streams a process serves, at most ``READER_THREADS`` connections read for them at any moment.
+``read``, on a few threads of its own, so however many streams a process serves, at most
+``READER_THREADS`` connections read for them. A reader keeps its connection while other reads are
+in flight (a thousand streams attaching at once do not open a thousand connections one after
+another) and closes it when it was the last.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal, ParamSpec, TypeVar, cast
 
@@ -34,6 +38,8 @@ EventKind = Literal["meta", "frame", "done", "error", "keepalive"]
 
 READER_THREADS = 4
 _readers = ThreadPoolExecutor(max_workers=READER_THREADS, thread_name_prefix="airlock-stream-read")
+# Reads queued or running, counted on the event loop's thread (one loop per process serves them).
+_in_flight = 0
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -52,20 +58,73 @@ class Event:
 
 
 async def read(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """Run ``fn`` (a short read) on a stream-reader thread, which then closes its connection."""
+    """Run ``fn`` (a short read) on a stream-reader thread, which then closes its connection
+    unless more reads are waiting (or the connection broke)."""
 
     def run() -> T:
         try:
             return fn(*args, **kwargs)
         finally:
-            connections.close_all()
+            for connection in connections.all(initialized_only=True):
+                if _in_flight <= 1 or connection.errors_occurred or connection.in_atomic_block:
+                    connection.close()
 
-    return await sync_to_async(run, thread_sensitive=False, executor=_readers)()
+    global _in_flight
+    _in_flight += 1
+    try:
+        return await sync_to_async(run, thread_sensitive=False, executor=_readers)()
+    finally:
+        _in_flight -= 1
+
+
+@dataclass
+class _Shared:
+    started: bool = False  # set on the reader thread before the read's first statement
+    task: asyncio.Future[Any] | None = None
+
+
+# Reads of the run's table waiting for a reader thread, per event loop, by (function, args).
+_waiting: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], _Shared]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def _read_shared(fn: Callable[..., T], *args: Any) -> T:
+    """``read(fn, *args)``, shared by the followers asking the same until a thread starts it: a
+    thousand followers of a run attaching, or told the run is quiet, at once make a few reads,
+    not a thousand. A read that has started is not joined: it may have missed a frame committed
+    before the caller subscribed, and the caller's live feed would not have it either."""
+    loop = asyncio.get_running_loop()
+    waiting = _waiting.setdefault(loop, {})
+    key = (fn, *args)
+    shared = waiting.get(key)
+    if shared is None or shared.started:
+        shared = waiting[key] = _Shared()
+
+        def run() -> T:
+            shared.started = True
+            return fn(*args)
+
+        def forget(_: asyncio.Future[Any]) -> None:
+            if waiting.get(key) is shared:
+                del waiting[key]
+
+        shared.task = asyncio.ensure_future(read(run))
+        shared.task.add_done_callback(forget)
+    assert shared.task is not None
+    # Shielded: one follower leaving does not cancel the read the others wait for.
+    return cast(T, await asyncio.shield(shared.task))
 
 
 def find_visible_run(actor: Actor, run_id: str) -> Run | None:
-    """The run if the actor may follow it (sync; call through ``read``)."""
-    return visible_runs(actor).filter(pk=run_id).first()
+    """The run if the actor may follow it (sync; call through ``read``).
+
+    Its owner, who follows a run most often, is found by a plain lookup (the first case of
+    ``access.visible_runs``): the full rule's approver subquery costs a few milliseconds of
+    Python per attach, the most of a thousand streams attaching at once.
+    """
+    owned = Run.objects.filter(pk=run_id, thread__owner_ref=actor.ref).first()
+    return owned or visible_runs(actor).filter(pk=run_id).first()
 
 
 def _frames_after(run_id: str, after: int) -> list[tuple[int, str, dict[str, Any]]]:
@@ -79,6 +138,15 @@ def _frames_after(run_id: str, after: int) -> list[tuple[int, str, dict[str, Any
     return [
         (seq, kind, {**data, "superseded": True} if old else data) for seq, kind, data, old in rows
     ]
+
+
+def _catch_up(
+    run_id: str, after: int
+) -> tuple[Event | None, list[tuple[int, str, dict[str, Any]]]]:
+    # The run's end first: once it has ended, the table holds every frame (the finish frame
+    # commits with it). Read after the frames, a run ending in between would close the stream
+    # without its last frames.
+    return _ending(run_id), _frames_after(run_id, after)
 
 
 def _ending(run_id: str) -> Event | None:
@@ -100,62 +168,72 @@ def _closing(status: str, code: str, message: str) -> Event:
 
 async def follow(run: Run, after: int) -> AsyncIterator[Event]:
     """``meta``, the frames after ``after``, then live frames until ``done`` / ``error``."""
-    keepalive = agent_settings().STREAM_KEEPALIVE_SECONDS
-    async with fanout.subscribe(run.pk) as feed:
-        yield Event("meta", {"run_id": run.pk, "thread_id": run.thread_id})
-        last, read_table = after, True
+    async with aclosing(batches(run, after)) as events:
+        async for batch in events:
+            for event in batch:
+                yield event
+
+
+async def batches(run: Run, after: int) -> AsyncGenerator[list[Event], None]:
+    """``follow``'s events, in lists of what was ready at once: a follower that lagged sends the
+    frames that queued up for it in one write."""
+    async with fanout.subscribe(run.pk, agent_settings().STREAM_KEEPALIVE_SECONDS) as feed:
+        yield [Event("meta", {"run_id": run.pk, "thread_id": run.thread_id})]
+        last, read_table, batch = after, True, []
         while True:
             if read_table:
                 read_table = False
-                # The run's end first: once it has ended, the table holds every frame (the finish
-                # frame commits with it). Read after the frames, a run ending in between would
-                # close the stream without its last frames.
-                ending = await read(_ending, run.pk)
-                for seq, kind, data in await read(_frames_after, run.pk, last):
+                ending, rows = await _read_shared(_catch_up, run.pk, last)
+                for seq, kind, data in rows:
                     last = seq
-                    yield Event("frame", {"kind": kind, **data}, seq)
+                    batch.append(Event("frame", {"kind": kind, **data}, seq))
                     if frames.ends_stream(kind, data):
-                        yield await _final(run.pk)
+                        yield [*batch, await _final(run.pk)]
                         return
                 if ending is not None:  # the client resumed after the finish frame
-                    yield ending
+                    yield [*batch, ending]
                     return
-            try:
-                # asyncio.timeout, not wait_for: no task per message (a thousand followers).
-                async with asyncio.timeout(keepalive):
-                    message = await feed.get()
-            except TimeoutError:
-                yield Event("keepalive")
-                read_table = True
-                continue
-            if message is fanout.LOST:
-                read_table = True
-                continue
-            for frame in sorted(message.get("frames", []), key=lambda f: f["seq"]):
-                if frame["seq"] <= last:
-                    continue  # already sent from the table
-                if frame["seq"] != last + 1:
-                    read_table = True  # a gap: the table has what the live feed lost
-                    break
-                last = frame["seq"]
-                yield _shared(frame)
-                if frames.ends_stream(frame["kind"], frame["data"]):
-                    yield await _final(run.pk)
-                    return
+            if batch:
+                yield batch
+                batch = []
+            for message in await feed.take():
+                if message is fanout.QUIET:
+                    batch.append(Event("keepalive"))
+                if message is fanout.QUIET or message is fanout.LOST:
+                    read_table = True
+                    continue
+                for event, ends in _shared(message):
+                    assert event.seq is not None
+                    if event.seq <= last:
+                        continue  # already sent from the table
+                    if event.seq != last + 1:
+                        read_table = True  # a gap: the table has what the live feed lost
+                        break
+                    last = event.seq
+                    batch.append(event)
+                    if ends:
+                        yield [*batch, await _final(run.pk)]
+                        return
 
 
-def _shared(frame: dict[str, Any]) -> Event:
-    """The frame's Event, made by the first local follower that sends it (the live message is
-    one dict for all of them: ``fanout``)."""
-    event = frame.get("event")
-    if event is None:
-        event = frame["event"] = Event(
-            "frame", {"kind": frame["kind"], **frame["data"]}, frame["seq"]
-        )
-    return cast(Event, event)
+def _shared(message: dict[str, Any]) -> list[tuple[Event, bool]]:
+    """The live message's frames in ``seq`` order, as Events, each with whether it ends the
+    stream: made by the first local follower that reads the message (it is one dict for all of
+    them: ``fanout``), so a thousand followers sort, build and encode a frame once."""
+    shared = message.get("events")
+    if shared is None:
+        ordered = sorted(message.get("frames", []), key=lambda f: f["seq"])
+        shared = message["events"] = [
+            (
+                Event("frame", {"kind": f["kind"], **f["data"]}, f["seq"]),
+                frames.ends_stream(f["kind"], f["data"]),
+            )
+            for f in ordered
+        ]
+    return cast(list[tuple[Event, bool]], shared)
 
 
 async def _final(run_id: str) -> Event:
-    ending = await read(_ending, run_id)
+    ending = await _read_shared(_ending, run_id)
     assert ending is not None, "a finish frame commits with the run's end"
     return ending

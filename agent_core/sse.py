@@ -1,14 +1,17 @@
 """``GET /agent/chat/<run_id>/stream``: the run's frames as server-sent events (SPEC §9).
 
-An async view, so a waiting run's open stream costs a coroutine, not a thread, and no database
-connection (its reads go through ``live.read``); served by daphne.
+A waiting run's open stream costs a coroutine, not a thread, and no database connection (its
+reads go through ``live.read``). The view itself is synchronous: it checks the request (405, 401,
+404, 400) and answers an ``EventStream``, which Django's ASGI handler streams like any other
+response; ``with_airlock`` serves the view more leanly (``lean``, ``agent_core.streaming``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+from typing import Any, TypeVar
 
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -21,6 +24,8 @@ from .api.actors import request_actor
 from .api.base import authenticators
 from .api.errors import authenticate_header
 from .models import Run
+
+View = TypeVar("View", bound=Callable[..., HttpResponseBase])
 
 
 def resolve_actor(request: HttpRequest) -> Actor:
@@ -46,37 +51,53 @@ def _error(code: str, detail: str, status: int) -> JsonResponse:
 
 async def attach(request: HttpRequest, run_id: str) -> tuple[Run, int] | JsonResponse:
     """The run to follow and the frame to follow it after, or the JSON error that says why not
-    (405, 401, 404, 400): what every format of the stream checks first.
+    (405, 401, 404, 400): what every format of the stream checks first (one read).
 
     The views that call it are ``csrf_exempt``: they only read (GET), and any other method is
     this JSON 405, not a CSRF page.
     """
-    actor = await authenticate(request)
+    return await live.read(attach_now, request, run_id)
+
+
+def attach_now(request: HttpRequest, run_id: str) -> tuple[Run, int] | JsonResponse:
+    """``attach``, synchronously (on a stream-reader thread)."""
+    actor = authenticate_now(request)
     if not isinstance(actor, Actor):
         return actor
-    return await attach_as(request, actor, run_id)
+    return attach_as_now(request, actor, run_id)
 
 
 async def authenticate(request: HttpRequest) -> Actor | JsonResponse:
     """The actor of a GET, or the JSON 405 / 401 that refuses the request."""
+    return await live.read(authenticate_now, request)
+
+
+def authenticate_now(request: HttpRequest) -> Actor | JsonResponse:
+    """``authenticate``, synchronously."""
     if request.method != "GET":
         refused = _error("method_not_allowed", f'Method "{request.method}" not allowed.', 405)
         refused["Allow"] = "GET"
         return refused
     try:
-        actor: Actor = await live.read(resolve_actor, request)
+        return resolve_actor(request)
     except APIException as exc:
         refused = _error("not_authenticated", str(exc.detail), 401)
         refused["WWW-Authenticate"] = authenticate_header(request)
         return refused
-    return actor
 
 
 async def attach_as(
     request: HttpRequest, actor: Actor, run_id: str
 ) -> tuple[Run, int] | JsonResponse:
     """``attach`` once the actor is known: the 404 and the 400 (``after``)."""
-    run = await live.read(live.find_visible_run, actor, run_id)
+    return await live.read(attach_as_now, request, actor, run_id)
+
+
+def attach_as_now(
+    request: HttpRequest, actor: Actor, run_id: str
+) -> tuple[Run, int] | JsonResponse:
+    """``attach_as``, synchronously."""
+    run = live.find_visible_run(actor, run_id)
     if run is None:
         return _error("not_found", f"no run {run_id}", 404)
     after = parse_after(request.GET.get("after"), request.headers.get("Last-Event-ID"))
@@ -85,23 +106,49 @@ async def attach_as(
     return run, after
 
 
+class EventStream(StreamingHttpResponse):
+    """The SSE response of a run: ``batches`` yields the events ready at once, which ``block``
+    encodes as one write."""
+
+    def __init__(self, run: Run, after: int) -> None:
+        self.batches = live.batches(run, after)
+        super().__init__(_blocks(self.batches))
+        self["Content-Type"] = "text/event-stream"
+        self["Cache-Control"] = "no-cache"
+        self["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
+
+
+def lean(view: View) -> View:
+    """Mark a synchronous view whose ``EventStream`` ``with_airlock`` writes itself
+    (``agent_core.streaming``)."""
+    view.lean_stream = True  # type: ignore[attr-defined]
+    return view
+
+
+def is_lean(view: Callable[..., Any]) -> bool:
+    return bool(getattr(view, "lean_stream", False))
+
+
+@lean
 @csrf_exempt  # it only reads (GET); any other method is a JSON 405 (attach)
-async def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
+def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
     """Replay the frames after the client's last id, then follow the run live."""
-    attached = await attach(request, run_id)
+    attached = attach_now(request, run_id)
     if not isinstance(attached, tuple):
         return attached
-    run, after = attached
-    response = StreamingHttpResponse(_events(live.follow(run, after)))
-    response["Content-Type"] = "text/event-stream"
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
-    return response
+    return EventStream(*attached)
 
 
-async def _events(events: AsyncIterator[live.Event]) -> AsyncIterator[bytes]:
-    async for event in events:
-        yield format_event(event)
+async def _blocks(batches: AsyncGenerator[list[live.Event], None]) -> AsyncGenerator[bytes, None]:
+    async with aclosing(batches):
+        async for batch in batches:
+            yield block(batch)
+
+
+def block(batch: list[live.Event]) -> bytes:
+    """The SSE bytes of events ready at once: most often one live frame, whose bytes every
+    local follower shares."""
+    return format_event(batch[0]) if len(batch) == 1 else b"".join(map(format_event, batch))
 
 
 def format_event(event: live.Event) -> bytes:

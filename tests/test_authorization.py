@@ -15,9 +15,11 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
+from asgiref.testing import ApplicationCommunicator
 from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient, Client
 
+from agent_core import fanout
 from agent_core.actors import actor_for_user
 from agent_core.models import Run, ToolCall
 from config.asgi import application
@@ -104,6 +106,8 @@ def test_every_api_endpoint_answers_each_actor_as_spec_7_and_8_say(
 LIVE = [
     ("sse", "/agent/chat/{R}/stream", (200, 404, 200, 404, 200, 401)),
     ("sse", "/agent/chat/{QR}/stream", (200, 404, 404, 404, 200, 401)),
+    ("lean", "/agent/chat/{R}/stream", (200, 404, 200, 404, 200, 401)),
+    ("lean", "/agent/chat/{QR}/stream", (200, 404, 404, 404, 200, 401)),
     ("ws", "/agent/chat/{R}/ws", (True, False, True, False, True, False)),
     ("ws", "/agent/chat/{QR}/ws", (True, False, False, False, True, False)),
     ("ws", "/console/ws/runs/{R}/", (False, False, True, False, True, False)),
@@ -131,6 +135,26 @@ async def _stream(client: Client, url: str) -> tuple[int, dict[str, str], bytes]
         await events.aclose()
 
 
+async def _lean_stream(client: Client, url: str) -> tuple[int, dict[str, str], bytes]:
+    """``_stream`` as ``with_airlock`` serves it (``agent_core.streaming``: the project's
+    middleware and the view in one call, the events written with ``send``); the stream ends
+    when the client leaves, and its live feed with it."""
+    scope = {
+        **{"type": "http", "http_version": "1.1", "method": "GET", "scheme": "http"},
+        **{"path": url, "root_path": "", "query_string": b"", "server": ("testserver", 80)},
+        "headers": [(b"host", b"testserver"), (b"cookie", _cookie(client).encode())],
+    }
+    communicator = ApplicationCommunicator(application.router, scope)
+    await communicator.send_input({"type": "http.request", "body": b""})
+    start = await communicator.receive_output(10)
+    body = await communicator.receive_output(10)
+    await communicator.send_input({"type": "http.disconnect"})
+    await communicator.wait(10)
+    assert fanout.followed() == {}
+    headers = {name.decode(): value.decode() for name, value in start["headers"]}
+    return start["status"], headers, body["body"]
+
+
 async def _handshake(client: Client, url: str) -> bool:
     # The project's ASGI stack (origin check, session, routing) without its start-up hook,
     # which would start the inline runner's sweeper in the test process.
@@ -150,8 +174,10 @@ def test_the_stream_and_the_websockets_answer_each_actor(scene, who, kind, path,
     if kind == "ws":
         assert async_to_sync(_handshake)(_client(scene, who), url) is want
         return
-    status, headers, body = async_to_sync(_stream)(_client(scene, who), url)
+    stream = _lean_stream if kind == "lean" else _stream
+    status, headers, body = async_to_sync(stream)(_client(scene, who), url)
     assert status == want, body[:300]
+    assert headers["X-Frame-Options"] == "DENY"  # the project's middleware ran
     if status == 200:
         assert headers["Content-Type"] == "text/event-stream"
         assert body.startswith(b"event: meta\n")

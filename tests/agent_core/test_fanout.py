@@ -11,10 +11,13 @@ from agent_core import fanout, streams
 
 async def _followers_share_one_feed() -> None:
     layer = get_channel_layer()
-    async with fanout.subscribe("run_fanout") as first, fanout.subscribe("run_fanout") as second:
+    async with (
+        fanout.subscribe("run_fanout", 60) as first,
+        fanout.subscribe("run_fanout", 60) as second,
+    ):
         assert fanout.followed() == {"run_fanout": 2}
         await layer.group_send(streams.group_name("run_fanout"), {"type": "run.frames", "n": 1})
-        got = [await asyncio.wait_for(q.get(), 10) for q in (first, second)]
+        got = [(await asyncio.wait_for(inbox.take(), 10))[0] for inbox in (first, second)]
         assert [m["n"] for m in got] == [1, 1]
         # One channel in the group for both followers: the frame was sent to Redis once.
         groups = layer._group_key(streams.group_name("run_fanout"))
@@ -27,3 +30,31 @@ async def _followers_share_one_feed() -> None:
 
 def test_followers_of_a_run_in_one_process_share_one_feed() -> None:
     asyncio.run(_followers_share_one_feed())
+
+
+async def _next(inbox: fanout.Inbox) -> dict[str, object]:
+    """The next message other than ``LOST`` (a receive from Redis that failed under load)."""
+    while True:
+        for message in await asyncio.wait_for(inbox.take(), 10):
+            if message is not fanout.LOST:
+                return message
+
+
+async def _a_quiet_run_is_told_once_per_interval() -> None:
+    layer = get_channel_layer()
+    loop = asyncio.get_running_loop()
+    began = loop.time()  # before the feed starts its interval
+    async with fanout.subscribe("run_quiet", 2.0) as inbox:
+        assert await _next(inbox) is fanout.QUIET
+        assert loop.time() - began >= 2.0
+        await asyncio.sleep(0.3)
+        await layer.group_send(streams.group_name("run_quiet"), {"type": "run.frames", "n": 1})
+        assert (await _next(inbox))["n"] == 1
+        # A message restarts the interval: the next QUIET comes a full interval after it.
+        delivered = loop.time()
+        assert await _next(inbox) is fanout.QUIET
+        assert loop.time() - delivered >= 1.5  # less what the hand-over to this task took
+
+
+def test_a_quiet_run_is_told_once_per_keepalive_interval() -> None:
+    asyncio.run(_a_quiet_run_is_told_once_per_interval())

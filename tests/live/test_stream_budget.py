@@ -16,8 +16,8 @@ from tests.live.conftest import ALICE, start
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 SUBSCRIBERS = 200
-# The streams' own reads (a few threads per process, each connection closed after its read) and
-# the API requests made meanwhile: a constant, whatever the number of open streams.
+# The streams' own reads (a few threads per process, each keeping its connection only while more
+# reads wait) and the API requests made meanwhile: a constant, whatever the number of open streams.
 BUDGET = 10
 
 
