@@ -64,13 +64,17 @@ def calls_in(
     actor: Actor, scope: Scope, params: Any
 ) -> tuple[QuerySet[ToolCall], Q | None, InboxFilter]:
     """The scope's calls narrowed by the filters in ``params``, and the ``UNION`` branches."""
-    who = selectors.decidable_by(actor)
-    waiting = selectors.pending_calls()
-    filters = InboxFilter(params, queryset=waiting)
-    calls = filters.qs if filters.is_valid() else waiting.none()
-    if scope == "yours":
-        return calls, who, filters
-    return others_of(actor, calls.exclude(who)), None, filters
+    if scope == "yours":  # each branch names the waiting status itself (pending.waiting)
+        calls, filters = filtered(selectors.all_calls(), params)
+        return calls, selectors.pending_branches(actor), filters
+    calls, filters = filtered(selectors.pending_calls(), params)
+    return others_of(actor, calls.exclude(selectors.decidable_by(actor))), None, filters
+
+
+def filtered(calls: QuerySet[ToolCall], params: Any) -> tuple[QuerySet[ToolCall], InboxFilter]:
+    """``calls`` narrowed by the filters in ``params`` (none of them if they are not valid)."""
+    filters = InboxFilter(params, queryset=calls)
+    return (filters.qs if filters.is_valid() else calls.none()), filters
 
 
 def others_of(actor: Actor, calls: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
