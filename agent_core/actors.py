@@ -24,9 +24,17 @@ class Actor:
 SYSTEM = Actor(ref="system")
 
 
+# Where an authentication that read the user's group names with the user leaves them
+# (api.auth.TokenAuthentication), so that the actor needs no query of its own.
+ROLES_ATTRIBUTE = "_airlock_roles"
+
+
 def actor_for_user(user: Any) -> Actor:
     """The actor of a Django user: ``user:<pk>``, roles are the user's group names."""
-    return Actor(ref=f"user:{user.pk}", roles=frozenset(user.groups.values_list("name", flat=True)))
+    roles = getattr(user, ROLES_ATTRIBUTE, None)
+    if roles is None:
+        roles = frozenset(user.groups.values_list("name", flat=True))
+    return Actor(ref=f"user:{user.pk}", roles=roles)
 
 
 class DjangoAuthResolver:

@@ -96,7 +96,7 @@ class AgentSettings:
     # The DRF classes of every API view (agent_core.api.base), whatever REST_FRAMEWORK says.
     API_AUTHENTICATION_CLASSES: tuple[str, ...] = (
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "agent_core.api.auth.TokenAuthentication",  # DRF's, in one query with the roles
     )
     API_PERMISSION_CLASSES: tuple[str, ...] = ("agent_core.api.actors.HasActor",)
     API_SCHEMA_CLASS: str = "agent_core.api.openapi.AutoSchema"

@@ -9,21 +9,21 @@ after commit when the decision was the last thing it waited for.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
-from django.db.models import Subquery
 from django.utils import timezone
 
-from . import calls, frames, journal, signals, state, streams
+from . import calls, frames, journal, signals, sql, state, streams
 from .frames import Frames
 from .models import CallStatus, Run, ToolCall
-from .runs import resume_if_unblocked
+from .runs import OPEN, resume_if_unblocked
 from .tools import args_digest
 
 logger = logging.getLogger(__name__)
@@ -34,9 +34,12 @@ def decision(call_id: str) -> Iterator[Decision | None]:
     """A transaction holding the lock of the call's run, with the call read under it (``None``:
     there is no such call). Whatever the body writes commits with it, or not at all."""
     with transaction.atomic():
-        run_of_call = ToolCall.objects.filter(pk=call_id).values("run_id")
-        run = Run.objects.select_for_update().filter(pk=Subquery(run_of_call)).first()
-        yield None if run is None else Decision(run, ToolCall.objects.get(pk=call_id))
+        run = sql.fetch_models(sql.LOCK_RUN_OF_CALL, [call_id], Run)
+        call = None if run is None else sql.fetch_models(sql.READ_CALL, [call_id], ToolCall)
+        if run is None or call is None:
+            yield None
+        else:
+            yield Decision(cast(Run, run[0][0]), cast(ToolCall, call[0][0]))
 
 
 @dataclass(frozen=True)
@@ -59,24 +62,44 @@ class Decision:
         """``pending_approval → approved | rejected | expired | cancelled``; resumes the run
         when it was the last call waiting. ``False``: the call was no longer pending."""
         run, call = self.run, self.call
+        (source,) = state.check(ToolCall, CallStatus.PENDING_APPROVAL, status)
         now = timezone.now()
         fields: dict[str, Any] = {
+            "status": status,
             "decided_by_ref": decided_by_ref,
             "decided_via": decided_via,
             "decided_at": now,
             "reason": reason,
             "remember": remember,
         }
+        edited = None
         if args is not None and args != call.args:
-            fields.update(
-                args=args, original_args=call.args, args_digest=args_digest(call.tool_name, args)
-            )
-        if status != CallStatus.APPROVED:
-            fields["finished_at"] = now
-        rows = ToolCall.objects.filter(pk=call.pk)
-        if not state.transition(rows, CallStatus.PENDING_APPROVAL, status, **fields):
+            digest = args_digest(call.tool_name, args)
+            fields.update(args=args, original_args=call.args, args_digest=digest)
+            edited = json.dumps(args)
+        finished_at = None if status == CallStatus.APPROVED else now
+        if finished_at is not None:
+            fields["finished_at"] = finished_at
+        row = sql.fetch_one(
+            sql.SETTLE_CALL,
+            [
+                status,
+                decided_by_ref,
+                decided_via,
+                now,
+                reason,
+                remember,
+                edited,
+                edited,
+                fields.get("args_digest"),
+                finished_at,
+                call.pk,
+                source,
+                OPEN,
+            ],
+        )
+        if row is None:
             return False
-        call.status = status
         for key, value in fields.items():
             setattr(call, key, value)
         announce: Frames = [frames.approval_settled(call)]
@@ -85,7 +108,8 @@ class Decision:
             announce.append(frames.tool_output_denied(call.pk, denied))
         streams.emit(run.pk, announce)
         transaction.on_commit(lambda: signals.approval_settled.send(ToolCall, call=call))
-        resume_if_unblocked(run)
+        # The run's other open calls, and this one if it is still open (approved).
+        resume_if_unblocked(run, {*row[0], *({status} & set(OPEN))})
         return True
 
     def answer(self, answer: Any, *, decided_by_ref: str, via: str) -> bool:

@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 # Calls that keep a run waiting: on a person, or (``executing`` between steps) on a child run.
 BLOCKING = frozenset({*CALL_PENDING, CallStatus.IN_DOUBT, CallStatus.EXECUTING})
+# Calls still open once a step's calls are recorded: approved (to run) or blocking.
+OPEN = sorted({CallStatus.APPROVED.value, *BLOCKING})
 
 
 @transaction.atomic
@@ -229,7 +231,7 @@ def report_unreported_calls(run: Run) -> None:
 def open_calls(run: Run) -> set[str]:
     """The statuses of the run's calls that are approved or wait on a person."""
     return set(
-        ToolCall.objects.filter(run=run, status__in=[CallStatus.APPROVED, *BLOCKING])
+        ToolCall.objects.filter(run=run, status__in=OPEN)
         .order_by()
         .values_list("status", flat=True)
     )
@@ -273,14 +275,16 @@ def block_on_doubt(lease: Lease, call_id: str) -> None:
         )
 
 
-def resume_if_unblocked(run: Run) -> bool:
+def resume_if_unblocked(run: Run, statuses: set[str] | None = None) -> bool:
     """``waiting → queued`` once no call waits on a person; dispatched after commit.
 
-    The caller holds the run's lock, taken before it settled the call.
+    The caller holds the run's lock, taken before it settled the call. ``statuses``: what
+    ``open_calls`` would answer, when the caller read it with its own write (read if not given).
     """
     if run.status != RunStatus.WAITING:
         return False
-    statuses = open_calls(run)
+    if statuses is None:
+        statuses = open_calls(run)
     if statuses & BLOCKING:
         return False
     state.transition(

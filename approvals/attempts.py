@@ -13,16 +13,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 
+from django.db import connection
 from django.utils import timezone
 
+from agent_core import tracing
 from agent_core.actors import SYSTEM, Actor
 from agent_core.decisions import Decision, decision
 from agent_core.exceptions import AgentCoreError, AlreadyDecided, NotFound, RunNotActive
 from agent_core.models import CallStatus, Run, ToolCall
 
-from . import guards
+from . import decision_sql, guards
 from .exceptions import ApprovalExpired
-from .models import Action, DecisionAttempt
+from .models import Action
+from .quorum import Standing
 
 
 class Outcome(StrEnum):
@@ -34,11 +37,14 @@ class Outcome(StrEnum):
 
 @dataclass
 class Attempt:
-    """The decision an attempt holds, what came of it and the note its audit row keeps."""
+    """The decision an attempt holds, what came of it and the note its audit row keeps; once the
+    attempt is over, its call is the row as the decision left it."""
 
     decision: Decision
     outcome: Outcome | None = None
     note: str = ""
+    # The call's quorum standing when the attempt counted a vote (None: it did not).
+    standing: Standing | None = None
 
     @property
     def done(self) -> Outcome:
@@ -103,15 +109,44 @@ def audit(
     refusal: AgentCoreError | None,
     detail: str = "",
 ) -> None:
-    """Append the attempt's ``DecisionAttempt`` row."""
-    DecisionAttempt.objects.create(
-        tool_call_id=tool_call_id,
-        run_id=call.run_id if call else "",
-        thread_id=call.thread_id if call else "",
-        tool_name=call.tool_name if call else "",
-        action=action,
-        actor_ref=actor.ref,
-        via=via,
-        outcome=outcome.value if outcome else refusal.code if refusal else "",
-        detail=detail,
+    """Append the attempt's ``DecisionAttempt`` row: one named statement and no model built, so
+    it is traced here (an attempt saved through the model is traced by ``post_save``)."""
+    run_id, thread_id, tool_name = (
+        (call.run_id, call.thread_id, call.tool_name) if call else ("",) * 3
     )
+    code = outcome.value if outcome else refusal.code if refusal else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            decision_sql.AUDIT_ATTEMPT,
+            [
+                tool_call_id,
+                run_id,
+                thread_id,
+                tool_name,
+                action,
+                actor.ref,
+                via,
+                code,
+                detail,
+                timezone.now(),
+            ],
+        )
+    trace_decision(tool_call_id, run_id, action, via, code, actor.ref)
+
+
+def trace_decision(
+    tool_call_id: str, run_id: str, action: str, via: str, outcome: str, actor_ref: str
+) -> None:
+    """Trace a decision attempt (every one, refused ones too, is audited as one row)."""
+    if run_id:
+        tracing.event(
+            "airlock.decision",
+            run_id,
+            **{
+                "airlock.tool_call_id": tool_call_id,
+                "airlock.decision.action": action,
+                "airlock.decision.via": via,
+                "airlock.decision.outcome": outcome,
+                "enduser.id": actor_ref,
+            },
+        )

@@ -17,12 +17,13 @@ from django.db.models import OuterRef, QuerySet, Subquery, prefetch_related_obje
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agent_core import streams
+from agent_core import sql, streams
 from agent_core.actors import Actor
 from agent_core.decisions import Decision
 from agent_core.frames import Frame
 from agent_core.models import ToolCall
 
+from . import decision_sql
 from .exceptions import InvalidDecision, NotApprover
 from .models import Approval, Quorum
 from .requirement import Requirement
@@ -36,12 +37,19 @@ class Vote(StrEnum):
     COMPLETE = "complete"  # the last approval needed (or the call has no quorum)
 
 
+# How many approvals a call needs (1 without a quorum) and those given since it last started
+# waiting, as ``standing`` answers.
+Standing = tuple[int, list[Approval]]
+
+
 @dataclass(frozen=True)
 class Tally:
-    """The outcome of one vote and the audit note that says where the count stands."""
+    """The outcome of one vote, the audit note that says where the count stands, and the
+    call's standing after the vote."""
 
     vote: Vote
-    note: str = ""
+    note: str
+    standing: Standing
 
 
 def stamp(call: ToolCall, requirement: Requirement) -> None:
@@ -63,28 +71,29 @@ def vote(held: Decision, actor: Actor, via: str, *, remember: bool, args: Any) -
     """Count ``actor``'s yes towards the call's quorum, under the run's lock the decision holds;
     the caller has checked that ``actor`` may decide the call and that it is still pending."""
     call = held.call
-    quorum = Quorum.objects.filter(tool_call_id=call.pk).first()
+    quorum = sql.fetch_one(decision_sql.QUORUM_OF_CALL, [call.pk])
     if quorum is None:
-        return Tally(Vote.COMPLETE)
+        return Tally(Vote.COMPLETE, "", (1, []))
+    needed, requester_counts = quorum
     if remember:
         raise InvalidDecision("a call that needs several approvals cannot be remembered")
     if args is not None and args != call.args:
         raise InvalidDecision("a call that needs several approvals cannot be edited")
-    if actor.ref == call.requester_ref and not quorum.requester_counts:
+    if actor.ref == call.requester_ref and not requester_counts:
         raise NotApprover("the requester does not count towards this call's approvals")
     given = current(call)
     if any(a.by_ref == actor.ref for a in given):
-        return Tally(Vote.REPEATED, _note(len(given), quorum.needed))
+        return Tally(Vote.REPEATED, _note(len(given), needed), (needed, given))
     # An approval of an earlier wait (before a re-approval) is replaced, not counted twice.
     approval, _ = Approval.objects.update_or_create(
         tool_call_id=call.pk, by_ref=actor.ref, defaults={"via": via, "at": timezone.now()}
     )
     given.append(approval)
-    note = _note(len(given), quorum.needed)
-    if len(given) >= quorum.needed:
-        return Tally(Vote.COMPLETE, note)
-    streams.emit(held.run.pk, [progress(call, given, quorum.needed)])
-    return Tally(Vote.COUNTED, note)
+    note = _note(len(given), needed)
+    if len(given) >= needed:
+        return Tally(Vote.COMPLETE, note, (needed, given))
+    streams.emit(held.run.pk, [progress(call, given, needed)])
+    return Tally(Vote.COUNTED, note, (needed, given))
 
 
 def with_needed(calls: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
@@ -101,7 +110,7 @@ def attach(calls: list[ToolCall]) -> None:
     )
 
 
-def standing(call: ToolCall) -> tuple[int, list[Approval]]:
+def standing(call: ToolCall) -> Standing:
     """How many approvals ``call`` needs (1 without a quorum) and those given so far."""
     needed = getattr(call, "approvals_needed", None)
     if needed is None:

@@ -6,9 +6,10 @@ from typing import Any
 
 from django.db.models.signals import post_save
 
-from agent_core import signals, tracing
+from agent_core import signals
 from agent_core.models import ToolCall
 
+from .attempts import trace_decision
 from .models import DecisionAttempt
 from .notify import delivery
 
@@ -18,21 +19,15 @@ def _notify_approvers(sender: Any, *, call: ToolCall, **kwargs: Any) -> None:
     delivery.notify_after_commit(call)
 
 
-def _trace_decision(
-    sender: Any, *, instance: DecisionAttempt, created: bool, **kwargs: Any
-) -> None:
-    # Every decision attempt, refused ones too, is audited as one row: trace it with the row.
-    if created and instance.run_id:
-        tracing.event(
-            "airlock.decision",
+def _trace_saved(sender: Any, *, instance: DecisionAttempt, created: bool, **kwargs: Any) -> None:
+    if created:
+        trace_decision(
+            instance.tool_call_id,
             instance.run_id,
-            **{
-                "airlock.tool_call_id": instance.tool_call_id,
-                "airlock.decision.action": instance.action,
-                "airlock.decision.via": instance.via,
-                "airlock.decision.outcome": instance.outcome,
-                "enduser.id": instance.actor_ref,
-            },
+            instance.action,
+            instance.via,
+            instance.outcome,
+            instance.actor_ref,
         )
 
 
@@ -42,5 +37,5 @@ def connect() -> None:
         _notify_approvers, weak=False, dispatch_uid="approvals.notify"
     )
     post_save.connect(
-        _trace_decision, sender=DecisionAttempt, weak=False, dispatch_uid="approvals.trace"
+        _trace_saved, sender=DecisionAttempt, weak=False, dispatch_uid="approvals.trace"
     )

@@ -54,19 +54,37 @@ def approve(
     ``remember`` also approves later calls of the same tool in the same thread (rememberable
     tools only) until the grant expires (``APPROVALS["REMEMBER_TTL"]``) or is revoked.
     """
+    return approval(tool_call_id, actor=actor, remember=remember, via=via, args=args).done
+
+
+def approval(
+    tool_call_id: str,
+    *,
+    actor: Actor,
+    remember: bool = False,
+    via: str = "web",
+    args: dict[str, Any] | None = None,
+) -> Attempt:
+    """``approve``, answering the attempt itself: the call as it left it, its quorum standing
+    (what the API answers, without reading the call again)."""
     with attempt(tool_call_id, Action.APPROVE, actor, via) as current:
         current.outcome = _settle(
             current, CallStatus.APPROVED, actor, via, remember=remember, args=args
         )
-    return current.done
+    return current
 
 
 def reject(tool_call_id: str, *, actor: Actor, reason: str = "", via: str = "web") -> Outcome:
     """Reject a pending call; the model is told ``reason`` and that the tool did not run."""
+    return rejection(tool_call_id, actor=actor, reason=reason, via=via).done
+
+
+def rejection(tool_call_id: str, *, actor: Actor, reason: str = "", via: str = "web") -> Attempt:
+    """``reject``, answering the attempt itself (as ``approval`` does)."""
     with attempt(tool_call_id, Action.REJECT, actor, via) as current:
         current.note = reason
         current.outcome = _settle(current, CallStatus.REJECTED, actor, via, reason=reason)
-    return current.done
+    return current
 
 
 def answer(tool_call_id: str, *, actor: Actor, answer: Any, via: str = "web") -> Outcome:
@@ -144,6 +162,7 @@ def _settle(
     if wanted == CallStatus.APPROVED:
         tally = quorum.vote(held, actor, via, remember=remember, args=args)
         current.note += tally.note  # where the quorum's count stands
+        current.standing = tally.standing
         if tally.vote != quorum.Vote.COMPLETE:
             return Outcome.UNCHANGED if tally.vote == quorum.Vote.REPEATED else Outcome.APPLIED
     held.settle(

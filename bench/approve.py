@@ -1,34 +1,42 @@
-"""Benchmark: ``POST /agent/tool-call/approve`` with 50 concurrent deciders, by process layout.
+"""Benchmark: ``POST /agent/tool-call/approve`` with 50 concurrent deciders, production layout.
 
-    DATABASE_URL=postgres://…/airlock .venv/bin/python bench/approve.py [--layouts daphne,gunicorn]
+    DATABASE_URL=postgres://…/airlock .venv/bin/python bench/approve.py \\
+        [--before /tmp/worktree-of-main] [--rounds 2] [--gunicorn 4,8] [--rate 200] [--prepared]
 
 Uses the database ``<name>_approve`` next to ``DATABASE_URL`` (created if missing, its agent tables
 emptied and refilled with ``bench.pending``'s shape at a smaller size: 80,000 threads of 3
-calls, 8,000 waiting runs with 2 pending calls each). For each layout, a real server on a random
-port, 50 threads with their own HTTP connections (token auth, one finance approver) deciding
-``--approvals`` distinct calls at once; each approved call has a sibling still pending, so its run
-stays parked: the decision path (authorize, lock, compare-and-set, stream frame, audit row,
-commit), not the agent loop. Layouts:
+calls, 8,000 waiting runs with 2 pending calls each, the first of each for ``finance``). The
+server is the README's web command, ``gunicorn config.wsgi --workers 4 --threads 8``, with
+persistent, health-checked connections (``CONN_MAX_AGE=60``). Each approved call has a sibling
+still pending, so its run stays parked: the decision path (authenticate, authorize, lock,
+compare-and-set, stream frame, audit row, commit), not the agent loop.
 
-- ``daphne``: one daphne process, a connection per request (``CONN_MAX_AGE=0``): before issue 18;
-- ``gunicorn``: the README's web command (``gunicorn … --workers 4 --threads 8``) with persistent,
-  health-checked connections (``CONN_MAX_AGE=60``): the production layout.
+50 deciders (``bench.deciders``: one asyncio client, a kept-alive connection each, token auth,
+one finance approver) decide ``--approvals`` distinct calls, twice: in a **closed loop** (as fast
+as answers come: the most the server takes) and in an **open loop** at ``--rate`` decisions/s
+(latency counted from each request's planned time). With ``--before`` (a worktree of another
+commit, e.g. ``git worktree add --detach /tmp/before main``) its code serves alternate turns, on
+the same database and Redis; with ``--prepared``, this code with server-side binding
+(``bench.prepared_settings``: PostgreSQL parses and plans each statement once per connection).
+Then the floors, same server shape, same clients:
 
-The floor, measured in the same run: one committed single-row ``UPDATE`` on a kept connection
-(median of 200), the least any decision costs.
+- ``noop``: ``/bench/noop``, the same middleware, authentication, actor and body parsing with no
+  decision (``bench.approve_floor``);
+- ``hello``: a bare WSGI app under the same gunicorn (``bench.hello_wsgi``).
+
+Printed per server: p50 / p99 ms and decisions/s of each loop, the CPU per request of the web
+server (all its processes), of the PostgreSQL backends serving the database and of the client,
+and the targets (issue 18: p99 ≤ 100 ms, ≥ 200 decisions/s).
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
-import json
 import os
-import statistics
 import subprocess
 import sys
-import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
@@ -36,26 +44,24 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.database import bulk_load  # noqa: E402
+from bench.deciders import Batch, decide  # noqa: E402
 from bench.pending import free_port, percentiles, shape  # noqa: E402
 
-THREADS, CALLS_PER_RUN, DECIDERS = 80_000, 3, 50
+THREADS, CALLS_PER_RUN, DECIDERS, WARM_UP = 80_000, 3, 50, 100
+P99_TARGET_MS, RATE_TARGET = 100.0, 200.0
 BIN = Path(sys.executable).parent
-LAYOUTS = {
-    "daphne": (["daphne", "-b", "127.0.0.1", "-p", "{port}", "config.asgi:application"], "0"),
-    "gunicorn": (
-        [
-            "gunicorn",
-            "config.wsgi",
-            "--workers",
-            "4",
-            "--threads",
-            "8",
-            "--bind",
-            "127.0.0.1:{port}",
-        ],
-        "60",
-    ),
-}
+
+
+@dataclass(frozen=True)
+class Server:
+    """What one turn serves: whose code, which WSGI app, which settings, which path."""
+
+    name: str
+    root: Path
+    app: str = "config.wsgi"
+    settings: str = "bench.pending_settings"
+    path: str = "/agent/tool-call/approve"
+    decides: bool = True  # False: a floor, which consumes no calls
 
 
 def database_url() -> str:
@@ -70,106 +76,109 @@ def database_url() -> str:
     return urlunparse(url._replace(path=f"/{name}"))
 
 
-def floor_ms() -> float:
-    from django.db import connection, transaction
-
-    with connection.cursor() as cursor:
-        cursor.execute("CREATE TABLE IF NOT EXISTS bench_floor (id int PRIMARY KEY, n int)")
-        cursor.execute("INSERT INTO bench_floor VALUES (1, 0) ON CONFLICT DO NOTHING")
-    samples = []
-    for _ in range(200):
-        started = time.perf_counter()
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("UPDATE bench_floor SET n = n + 1 WHERE id = 1")
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples) * 1000
-
-
-def serve(layout: str, url: str) -> tuple[subprocess.Popen[bytes], str]:
+def serve(server: Server, url: str, shape: tuple[str, str]) -> tuple[subprocess.Popen[bytes], int]:
     import httpx
 
-    command, max_age = LAYOUTS[layout]
     port = free_port()
     env = {
         **os.environ,
         "DATABASE_URL": url,
         "DEBUG": "0",
-        "DJANGO_SETTINGS_MODULE": "bench.pending_settings",
-        "CONN_MAX_AGE": max_age,
-        "PYTHONPATH": str(ROOT),
+        "DJANGO_SETTINGS_MODULE": server.settings,
+        "CONN_MAX_AGE": "60",
+        "PYTHONPATH": str(server.root),
     }
-    program, *args = (part.format(port=port) for part in command)
-    server = subprocess.Popen(
-        [str(BIN / program), *args],
-        cwd=ROOT,
+    workers, threads = shape
+    command = [str(BIN / "gunicorn"), server.app, "--workers", workers, "--threads", threads]
+    process = subprocess.Popen(
+        [*command, "--bind", f"127.0.0.1:{port}"],
+        cwd=server.root,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
         try:
-            httpx.get(f"{base}/agent/approvals/pending", timeout=5)
-            return server, base
+            httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
+            return process, port
         except httpx.TransportError:
-            assert time.monotonic() < deadline, f"{layout} did not start"
+            assert time.monotonic() < deadline, f"{server.name} did not start"
             time.sleep(0.2)
 
 
-def decide(base: str, token: str, call_ids: list[str]) -> tuple[list[float], float]:
-    """Each decider: one kept-alive connection with the standard library's ``http.client``
-    (lighter than httpx: the client shares the machine's two cores with the server)."""
-    host, port = urlparse(base).hostname, urlparse(base).port
-    slices = [call_ids[i::DECIDERS] for i in range(DECIDERS)]
-    samples: list[float] = []
-    errors: list[int] = []
-    lock = threading.Lock()
-    barrier = threading.Barrier(DECIDERS + 1)
-    headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
+def cpu(server: subprocess.Popen[bytes]) -> tuple[float, float]:
+    """CPU seconds used so far by the server and its workers, and by the PostgreSQL backends
+    serving this database (Linux ``/proc``)."""
+    from django.db import connection
 
-    def decider(ids: list[str]) -> None:
-        connection = http.client.HTTPConnection(str(host), port, timeout=60)
-        barrier.wait()
-        for call_id in ids:
-            started = time.perf_counter()
-            body = json.dumps({"tool_call_id": call_id})
-            connection.request("POST", "/agent/tool-call/approve", body, headers)
-            response = connection.getresponse()
-            response.read()
-            elapsed = time.perf_counter() - started
-            with lock:
-                samples.append(elapsed)
-                if response.status != 200:
-                    errors.append(response.status)
-        connection.close()
-
-    threads = [threading.Thread(target=decider, args=(s,)) for s in slices]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    started = time.perf_counter()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - started
-    assert not errors, f"non-200 answers: {errors[:5]}"
-    return samples, wall
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        backends = {pid for (pid,) in cursor.fetchall()}
+    stats = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # After the command: state, ppid, …, utime and stime (fields 14 and 15 of stat(5)).
+        stats[int(entry)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
+    workers = {server.pid} | {pid for pid, (ppid, _) in stats.items() if ppid == server.pid}
+    tick = os.sysconf("SC_CLK_TCK")
+    used = [
+        sum(stats[pid][1] for pid in pids if pid in stats) / tick for pids in (workers, backends)
+    ]
+    return used[0], used[1]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--layouts", default="daphne,gunicorn", help="comma-separated")
-    parser.add_argument("--approvals", type=int, default=1000, help="decisions per layout")
-    parser.add_argument(
-        "--gunicorn", default="4,8", help="the gunicorn layout's workers,threads (README: 4,8)"
-    )
-    args = parser.parse_args()
-    layouts = args.layouts.split(",")
+def turn(
+    server: Server, url: str, token: str, calls: list[str], args: argparse.Namespace
+) -> list[str]:
+    """One server's rows: its closed loop and its open loop."""
     workers, threads = args.gunicorn.split(",")
-    command = LAYOUTS["gunicorn"][0]
-    command[command.index("--workers") + 1] = workers
-    command[command.index("--threads") + 1] = threads
-    url = database_url()
+    process, port = serve(server, url, (workers, threads))
+
+    def measure(ids: list[str], rate: float | None) -> tuple[Batch, float, float]:
+        web, database = cpu(process)
+        batch = decide(port, token, ids, deciders=DECIDERS, rate=rate, path=server.path)
+        assert not batch.errors, f"{server.name}: non-200 answers {batch.errors[:5]}"
+        web_after, database_after = cpu(process)
+        return batch, web_after - web, database_after - database
+
+    split = WARM_UP + args.approvals
+    try:
+        decide(port, token, calls[:WARM_UP], deciders=DECIDERS, path=server.path)  # warm up
+        rows = [
+            row(server.name, None, *measure(calls[WARM_UP:split], None)),
+            row(server.name, args.rate, *measure(calls[split:], args.rate)),
+        ]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    return rows
+
+
+def row(name: str, rate: float | None, batch: Batch, web: float, database: float) -> str:
+    median, p99 = percentiles(batch.samples)
+    n = len(batch.samples)
+    throughput = n / batch.wall
+    met = "met" if p99 <= P99_TARGET_MS else "not met"
+    if rate is None:
+        loop, rate_met = "closed", throughput >= RATE_TARGET
+    else:
+        # The open loop's rate is offered: met when it is the target's and the server kept up
+        # (the last answers' latency stretches the wall a little past the last planned send).
+        loop, rate_met = f"open {rate:g}/s", rate >= RATE_TARGET and throughput >= 0.98 * rate
+    load = os.getloadavg()[0]
+    return (
+        f"| {name} | {loop} | {n:,} | {median:.1f} | {p99:.1f} ({met}) | {throughput:.0f}"
+        f" ({'met' if rate_met else 'not met'}) | {1000 * web / n:.2f} | {1000 * database / n:.2f}"
+        f" | {1000 * batch.client_cpu / n:.2f} | {load:.1f} |"
+    )
+
+
+def load_calls(url: str) -> tuple[str, list[str]]:
+    """Refill the database; the bench approver's token and the calls it will decide."""
     os.environ["DATABASE_URL"] = url
     os.environ["DJANGO_SETTINGS_MODULE"] = "bench.pending_settings"
     os.environ["DEBUG"] = "0"
@@ -178,9 +187,8 @@ def main() -> None:
     django.setup()
     from django.contrib.auth.models import Group, User
     from django.core.management import call_command
+    from django.db import connection
     from rest_framework.authtoken.models import Token
-
-    from agent_core.models import CallStatus, ToolCall
 
     call_command("migrate", verbosity=0)
     fran, _ = User.objects.get_or_create(username="bench-fran")
@@ -188,32 +196,58 @@ def main() -> None:
     alice, _ = User.objects.get_or_create(username="bench-alice")
     token, _ = Token.objects.get_or_create(user=fran)
     bulk_load(shape(f"user:{alice.pk}", threads=THREADS, calls=CALLS_PER_RUN))
-    pending = ToolCall.objects.filter(
-        status=CallStatus.PENDING_APPROVAL, approver="finance", position=0
-    )
-    targets = list(pending.order_by("id").values_list("id", flat=True))
-    assert len(targets) >= args.approvals * len(layouts), len(targets)
-    rows = []
-    for i, layout in enumerate(layouts):
-        server, base = serve(layout, url)
-        try:
-            # Warm every worker process and thread a little (imports, first connections).
-            decide(base, token.key, targets[-(i + 1) * DECIDERS * 2 :][: DECIDERS * 2])
-            floor = floor_ms()
-            ids = targets[i * args.approvals : (i + 1) * args.approvals]
-            samples, wall = decide(base, token.key, ids)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-        median, p99 = percentiles(samples)
-        name = f"gunicorn {workers}x{threads}" if layout == "gunicorn" else layout
-        rows.append(
-            f"| {name} | {len(samples):,} | {median:.1f} | {p99:.1f} | {len(samples) / wall:.0f} "
-            f"| {floor:.2f} | {median / floor:.0f}x |"
+    with connection.cursor() as cursor:
+        # Every run's first pending call is finance's: 8,000 for the bench approver to decide.
+        cursor.execute(
+            "UPDATE agent_core_toolcall SET approver = 'finance'"
+            " WHERE status = 'pending_approval' AND position = 0 RETURNING id"
         )
-    print(f"\n{DECIDERS} concurrent deciders; target: p99 ≤ 100 ms, ≥ 200 decisions/s")
-    print("| layout | decisions | p50 ms | p99 ms | decisions/s | floor ms | p50 / floor |")
-    print("|---|---|---|---|---|---|---|")
+        calls = sorted(r[0] for r in cursor.fetchall())
+    return token.key, calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--before", type=Path, help="a worktree whose code serves alternate turns")
+    parser.add_argument("--rounds", type=int, default=1, help="turns of each server")
+    parser.add_argument("--approvals", type=int, default=1000, help="decisions per loop")
+    parser.add_argument("--rate", type=float, default=RATE_TARGET, help="the open loop's rate")
+    parser.add_argument("--gunicorn", default="4,8", help="workers,threads (README: 4,8)")
+    parser.add_argument("--floors", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--prepared", action="store_true", help="also after with prepared statements (a turn each)"
+    )
+    args = parser.parse_args()
+    url = database_url()
+    token, calls = load_calls(url)
+    servers = [Server("after", ROOT)]
+    if args.prepared:
+        servers.append(Server("after, prepared", ROOT, settings="bench.prepared_settings"))
+    if args.before:
+        servers.insert(0, Server("before", args.before.resolve()))
+    turns = [s for _ in range(args.rounds) for s in servers]
+    if args.floors:
+        settings = "bench.approve_settings"
+        turns += [
+            Server("floor: no-op view", ROOT, settings=settings, path="/bench/noop", decides=False),
+            Server("floor: hello WSGI", ROOT, app="bench.hello_wsgi", decides=False),
+        ]
+    per_turn = WARM_UP + 2 * args.approvals
+    needed = per_turn * sum(s.decides for s in turns)
+    assert len(calls) >= needed, f"{len(calls)} calls to decide, {needed} needed"
+    rows, left = [], calls
+    for server in turns:
+        # A floor decides nothing: any ids serve it.
+        rows += turn(server, url, token, (left if server.decides else calls)[:per_turn], args)
+        if server.decides:
+            left = left[per_turn:]
+    print(f"\ngunicorn {args.gunicorn.replace(',', 'x')}, {DECIDERS} concurrent deciders")
+    print(f"targets (issue 18): p99 ≤ {P99_TARGET_MS:g} ms, ≥ {RATE_TARGET:g} decisions/s")
+    print(
+        "| server | loop | decisions | p50 ms | p99 ms | decisions/s | CPU ms/decision: web"
+        " | PostgreSQL | client | load (1 min) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 
 

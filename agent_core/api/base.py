@@ -7,6 +7,7 @@ authentication, permission, schema, exception handler, renderers and parsers, as
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -42,9 +43,15 @@ def extend_schema(**kwargs: Any) -> Callable[[F], F]:
     return decorate
 
 
+@functools.cache
+def _classes(paths: tuple[str, ...]) -> tuple[Any, ...]:
+    # Imported once per process and setting: every request instantiates them.
+    return tuple(import_string(path) for path in paths)
+
+
 def authenticators() -> list[BaseAuthentication]:
     """Instances of ``AGENT["API_AUTHENTICATION_CLASSES"]`` (the SSE view uses them too)."""
-    return [import_string(path)() for path in agent_settings().API_AUTHENTICATION_CLASSES]
+    return [cls() for cls in _classes(agent_settings().API_AUTHENTICATION_CLASSES)]
 
 
 class ConfiguredSchema:
@@ -81,10 +88,8 @@ class AirlockAPIView(APIView):
         return authenticators()
 
     def get_permissions(self) -> list[BasePermission]:
-        return [import_string(path)() for path in agent_settings().API_PERMISSION_CLASSES]
+        return [cls() for cls in _classes(agent_settings().API_PERMISSION_CLASSES)]
 
     def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
-        handler: Callable[[Exception, dict[str, Any]], Response | None] = import_string(
-            agent_settings().API_EXCEPTION_HANDLER
-        )
+        (handler,) = _classes((agent_settings().API_EXCEPTION_HANDLER,))
         return handler

@@ -46,12 +46,19 @@ class RunFollower:
                     write(text)
             if run.status in RUN_TERMINAL:
                 return run
-            # A run waiting on its child runs alone is still moving (SPEC §14).
-            if run.status == RunStatus.WAITING and (
-                pending_calls(run.pk) or len(awaited_runs(run.pk)) == 1
-            ):
+            if run.status == RunStatus.WAITING and parked(run):
                 return run
             time.sleep(poll)
+
+
+def parked(run: Run) -> bool:
+    """Whether a run read as waiting waits on a person: a run waiting on its child runs alone is
+    still moving (SPEC §14). The children are read after the run, in another snapshot: a child
+    that ended in between re-queued the run and wrote to its stream in the same transaction, so
+    the run is read again and must not have moved."""
+    if not (pending_calls(run.pk) or len(awaited_runs(run.pk)) == 1):
+        return False
+    return Run.objects.filter(pk=run.pk, status=run.status, last_seq=run.last_seq).exists()
 
 
 def awaited_runs(run_id: str) -> list[str]:

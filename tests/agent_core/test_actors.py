@@ -9,9 +9,11 @@ import pytest
 from django.contrib.auth.models import AnonymousUser, Group, User
 from django.test import RequestFactory, override_settings
 from rest_framework.authtoken.models import Token
+from rest_framework.request import Request
 from rest_framework.test import APIClient
 
-from agent_core.actors import Actor, DevelopmentResolver, HeaderResolver
+from agent_core.actors import Actor, DevelopmentResolver, HeaderResolver, actor_for_user
+from agent_core.api.auth import TokenAuthentication
 from agent_core.api.errors import exception_handler
 from agent_core.checks import check_header_actor
 from agent_core.models import Thread
@@ -77,6 +79,32 @@ def test_the_default_resolver_uses_token_and_session_auth_with_groups_as_roles()
     session = APIClient()
     session.force_login(alice)
     assert session.get("/agent/threads").status_code == 200
+
+
+@pytest.mark.django_db
+def test_a_token_brings_its_user_and_the_users_roles_in_one_query(django_assert_num_queries):
+    alice = User.objects.create_user("alice")
+    alice.groups.add(Group.objects.create(name="finance"), Group.objects.create(name="ops"))
+    bob = User.objects.create_user("bob")  # no group: no role
+    for person, roles in ((alice, {"finance", "ops"}), (bob, set())):
+        key = Token.objects.create(user=person).key
+        request = Request(RequestFactory().get("/", HTTP_AUTHORIZATION=f"Token {key}"))
+        with django_assert_num_queries(1):
+            found = TokenAuthentication().authenticate(request)
+            assert found is not None
+            user, token = found
+            assert actor_for_user(user) == Actor(f"user:{person.pk}", frozenset(roles))
+        assert (user, token.key, token.user) == (person, key, person)
+
+
+@pytest.mark.django_db
+def test_an_unknown_token_or_an_inactive_users_is_refused():
+    alice = User.objects.create_user("alice", is_active=False)
+    client = APIClient()
+    for key in ("wrong", Token.objects.create(user=alice).key):
+        client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+        response = client.get("/agent/threads")
+        assert (response.status_code, response.json()["code"]) == (401, "not_authenticated")
 
 
 @pytest.mark.parametrize(("expose", "detail"), [(False, "Internal server error."), (True, "boom")])

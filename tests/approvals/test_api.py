@@ -7,14 +7,18 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.db.models import Q
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from agent_core import runs
+from agent_core import runs, sql
 from agent_core.actors import Actor, actor_for_user
 from agent_core.models import SYSTEM_VIAS, CallStatus, ToolCall
+from approvals import decision_sql
 from approvals import services as port
 from approvals.checks import check_api_not_shadowed, check_requester_is_no_role
 from approvals.exceptions import InvalidDecision
@@ -72,6 +76,34 @@ def test_approve_then_repeat_then_conflict(turn, people, post):
     call.refresh_from_db()
     assert (call.decided_by_ref, call.decided_via) == (f"user:{people['alice'].pk}", "slack")
     assert Refund.objects.count() == 1
+
+
+def test_an_approval_takes_one_statement_per_thing_it_does(turn, people):
+    """The decision path's statements (issue 18), over token authentication: the token with its
+    user and roles; the run locked; the call read under the lock; its quorum; the compare-and-set,
+    which returns the run's other open calls; the stream frame; the run resumed; the audit row.
+    The answer is the call as the decision left it: nothing is read again."""
+    run = turn(refund(10), actor=actor(people["alice"]))
+    [call] = calls_of(run)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=people['alice']).key}")
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post("/agent/tool-call/approve", {"tool_call_id": call.pk}, format="json")
+    assert response.json()["status"] == "approved"
+    statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
+    named = [
+        sql.LOCK_RUN_OF_CALL,
+        sql.READ_CALL,
+        decision_sql.QUORUM_OF_CALL,
+        sql.SETTLE_CALL,
+        sql.EMIT_FRAMES,
+    ]
+    assert len(statements) == 8, statements
+    assert "authtoken_token" in statements[0]
+    for statement, expected in zip(statements[1:6], named, strict=True):
+        assert statement.startswith(expected.split("%s")[0])
+    assert statements[6].startswith('UPDATE "agent_core_run"')  # waiting → queued: none waits
+    assert statements[7].startswith(decision_sql.AUDIT_ATTEMPT.split("%s")[0])
 
 
 @override_settings(APPROVALS={"RULES": {"issue_refund": {"approver": "finance", "ttl": 600}}})
