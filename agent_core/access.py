@@ -65,6 +65,19 @@ def visible_calls(actor: Actor) -> QuerySet[ToolCall]:
     return calls.filter(run__in=visible_runs(actor).values("pk"))
 
 
+def in_visible_runs(actor: Actor, calls: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
+    """``calls`` narrowed to those of runs the actor may see, tested call by call.
+
+    The same rule as ``visible_calls``, for a few thousand calls (an inbox's): ``visible_calls``
+    semi-joins every run the actor may see, testing each of them (50,000 runs of 1M calls took
+    seconds); this tests only the runs of ``calls``.
+    """
+    if is_operator(actor):
+        return calls
+    mine = Q(run__thread__owner_ref=actor.ref)
+    return calls.filter(mine | _approves(actor, run=OuterRef("run_id")))
+
+
 def may_see_run(actor: Actor, run_id: str) -> bool:
     """Whether the actor may see the run (and so its calls)."""
     return is_operator(actor) or visible_runs(actor).filter(pk=run_id).exists()

@@ -234,6 +234,13 @@ class ToolCall(models.Model):
                 name="call_pending_by_requester",
                 condition=models.Q(status__in=["pending_approval", "pending_input"]),
             ),
+            # A requester's open questions: few, so that branch of the inbox does not read every
+            # pending call of the requester to find them (the index above has no status).
+            models.Index(
+                fields=["requester_ref", "requested_at"],
+                name="call_questions_by_requester",
+                condition=models.Q(status="pending_input"),
+            ),
             models.Index(
                 fields=["expires_at"],
                 name="call_pending_expiry",

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from functools import reduce
+from operator import or_
+
 from django.db.models import Q, QuerySet
 
 from agent_core.actors import Actor
+from agent_core.api.pagination import cases_of
 from agent_core.conf import agent_settings
-from agent_core.models import CallStatus, ToolCall
+from agent_core.models import ToolCall
 
 from . import pending
 from .models import RememberedApproval
@@ -25,14 +29,23 @@ def pending_for(actor: Actor) -> QuerySet[ToolCall]:
 
 def pending_count(actor: Actor) -> int:
     """``pending_for(actor).count()``, counted as a ``UNION`` of one index walk per case."""
-    return pending.count(pending_calls(), decidable_by(actor))
+    return pending.count(all_calls(), pending_branches(actor))
 
 
 def pending_calls() -> QuerySet[ToolCall]:
     """Every call waiting on a person (approval or answer), with its run and thread."""
-    return ToolCall.objects.filter(
-        status__in=[CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT]
-    ).select_related("run", "thread")
+    return all_calls().filter(status__in=pending.WAITING)
+
+
+def all_calls() -> QuerySet[ToolCall]:
+    """Every call, with its run and thread: the base of ``pending_branches``' pages."""
+    return ToolCall.objects.select_related("run", "thread")
+
+
+def pending_branches(actor: Actor) -> Q:
+    """``decidable_by(actor)`` on ``all_calls()``: each case restricted to waiting calls once
+    (``pending.waiting``), for the inbox's pages and counts."""
+    return reduce(or_, map(pending.waiting, cases_of(decidable_by(actor))))
 
 
 def decidable_by(actor: Actor) -> Q:

@@ -98,16 +98,33 @@ def sql_time(actor: Any, cursor: str | None) -> tuple[float, bool]:
 
     from approvals import pending
     from approvals.api.filters import PendingPagination
-    from approvals.selectors import decidable_by, pending_calls
 
-    params = {"cursor": cursor} if cursor else {}
     pagination = PendingPagination()
-    keys = pagination.keys_queryset(pending_calls(), params, branches=decidable_by(actor))
-    sql, sql_params = pending.statement(keys, pagination.orderings["oldest"])
+    sql, sql_params = pending.statement(page_keys(actor, cursor), pagination.orderings["oldest"])
     with connection.cursor() as c:
         c.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", sql_params)
         plan = c.fetchone()[0][0]
     return plan["Execution Time"], "call_pending" in str(plan)
+
+
+def page_keys(actor: Any, cursor: str | None) -> Any:
+    """The query of the page's keys, as the API compiles it (one branch per case)."""
+    from approvals.api.filters import PendingPagination
+    from approvals.selectors import all_calls, pending_branches
+
+    params = {"cursor": cursor} if cursor else {}
+    return PendingPagination().keys_queryset(all_calls(), params, branches=pending_branches(actor))
+
+
+def explain_keys(actor: Any) -> str:
+    """``EXPLAIN ANALYZE`` of the first page's keys: each branch should walk its index in order
+    and stop after one page (a ``Limit`` over an index scan, no sort of every match)."""
+    from django.db import connection
+
+    sql, sql_params = page_keys(actor, None).query.sql_with_params()
+    with connection.cursor() as c:
+        c.execute(f"EXPLAIN (ANALYZE, COSTS OFF, TIMING ON) {sql}", sql_params)
+        return "\n".join(row[0] for row in c.fetchall())
 
 
 def deep_cursor(actor: Any, depth: int) -> str:
@@ -246,6 +263,7 @@ def main() -> None:
     from django.contrib.auth.models import Group, User
     from rest_framework.authtoken.models import Token
 
+    from agent_core.actors import actor_for_user
     from agent_core.models import CallStatus, ToolCall
 
     fran, _ = User.objects.get_or_create(username="bench-fran")
@@ -259,6 +277,8 @@ def main() -> None:
     print("\n| inbox of | page | median ms | p99 ms | SQL ms | partial index | first page p99 |")
     print("|---|---|---|---|---|---|---|")
     print("\n".join(lines))
+    print("\nThe requester's first page's keys, EXPLAIN ANALYZE:\n")
+    print(explain_keys(actor_for_user(alice)))
     if args.no_approve:
         return
     targets = list(

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
-from agent_core.access import is_operator, visible_runs
+from agent_core.access import in_visible_runs, is_operator
 from agent_core.actors import Actor
 from agent_core.api.pagination import Page
 from agent_core.models import ToolCall
@@ -64,20 +64,17 @@ def calls_in(
     actor: Actor, scope: Scope, params: Any
 ) -> tuple[QuerySet[ToolCall], Q | None, InboxFilter]:
     """The scope's calls narrowed by the filters in ``params``, and the ``UNION`` branches."""
-    who = selectors.decidable_by(actor)
-    waiting = selectors.pending_calls()
-    filters = InboxFilter(params, queryset=waiting)
-    calls = filters.qs if filters.is_valid() else waiting.none()
-    if scope == "yours":
-        return calls, who, filters
-    return others_of(actor, calls.exclude(who)), None, filters
+    if scope == "yours":  # each branch names the waiting status itself (pending.waiting)
+        calls, filters = filtered(selectors.all_calls(), params)
+        return calls, selectors.pending_branches(actor), filters
+    calls, filters = filtered(selectors.pending_calls(), params)
+    return in_visible_runs(actor, calls.exclude(selectors.decidable_by(actor))), None, filters
 
 
-def others_of(actor: Actor, calls: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
-    """``calls`` narrowed to the runs ``actor`` may see (all of them for an operator)."""
-    if is_operator(actor):
-        return calls
-    return calls.filter(run__in=visible_runs(actor).values("pk"))
+def filtered(calls: QuerySet[ToolCall], params: Any) -> tuple[QuerySet[ToolCall], InboxFilter]:
+    """``calls`` narrowed by the filters in ``params`` (none of them if they are not valid)."""
+    filters = InboxFilter(params, queryset=calls)
+    return (filters.qs if filters.is_valid() else calls.none()), filters
 
 
 def listing(actor: Actor, params: Any, *, waiting_on_you: int) -> Listing:
@@ -91,7 +88,7 @@ def listing(actor: Actor, params: Any, *, waiting_on_you: int) -> Listing:
     if is_operator(actor):  # every pending call is in one tab or the other
         others = waiting.count() - waiting_on_you
     else:
-        others = others_of(actor, waiting.exclude(selectors.decidable_by(actor))).count()
+        others = in_visible_runs(actor, waiting.exclude(selectors.decidable_by(actor))).count()
     return Listing(
         scope=scope,
         sort=found.sort,

@@ -19,7 +19,7 @@ from asgiref.testing import ApplicationCommunicator
 from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient, Client
 
-from agent_core import fanout
+from agent_core import access, fanout
 from agent_core.actors import actor_for_user
 from agent_core.models import Run, ToolCall
 from config.asgi import application
@@ -223,3 +223,20 @@ CONSOLE_POSTS = [
 def test_every_console_form_answers_each_actor(scene, who, path, expected):
     response = _client(scene, who).post(path.format(**_ids(scene)))
     assert response.status_code == expected[ACTORS.index(who)]
+
+
+@pytest.mark.parametrize("who", ACTORS[:-1])
+def test_calls_tested_one_by_one_are_seen_as_their_runs_are(scene, who):
+    """``access.in_visible_runs`` (the console's *Waiting on others*) is ``visible_calls``'
+    rule asked per call: the same calls for every actor."""
+    actor = actor_for_user(scene["people"][who])
+    every = ToolCall.objects.all()
+    seen = set(access.in_visible_runs(actor, every).values_list("pk", flat=True))
+    assert seen == set(access.visible_calls(actor).values_list("pk", flat=True))
+    assert (scene["call"].pk in seen, scene["question"].pk in seen) == {
+        "owner": (True, True),
+        "stranger": (False, False),
+        "approver": (True, False),
+        "other_approver": (False, False),
+        "operator": (True, True),
+    }[who]

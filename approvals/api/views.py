@@ -197,11 +197,12 @@ class PendingApprovalsView(AirlockAPIView):
     def get(self, request: Request) -> Response:
         params = request.query_params
         actor = request_actor(request)
-        filtered = PendingFilter(params, queryset=selectors.pending_calls())
+        filtered = PendingFilter(params, queryset=selectors.all_calls())
         if not filtered.is_valid():
             raise serializers.ValidationError(filtered.errors)
         pagination = PendingPagination()
-        page = pending.page(filtered.qs, params, pagination, branches=selectors.decidable_by(actor))
+        branches = selectors.pending_branches(actor)
+        page = pending.page(filtered.qs, params, pagination, branches=branches)
         return Response(pagination.envelope(request, page, pending_results(page.rows)))
 
 

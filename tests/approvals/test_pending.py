@@ -5,8 +5,11 @@ of row (several roles and a quorum part-way, a deadline, a question, a delegated
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import reduce
+from operator import or_
 
 import pytest
+from django.db.models import Q
 from django.test import override_settings
 
 from agent_core.actors import Actor
@@ -66,3 +69,26 @@ def test_a_role_holder_counts_and_pages_the_calls_several_roles_may_approve(turn
     rest = pending.page(selectors.pending_calls(), following, PendingPagination(), branches=lea)
     assert [r.id for r in page.rows + rest.rows] == calls and rest.next_cursor is None
     assert selectors.pending_count(Actor(ref="user:x", roles=frozenset({"legalese"}))) == 0
+
+
+def test_each_branch_of_the_inbox_names_the_status_once():
+    """PostgreSQL multiplies ``status IN (both)`` by ``status = 'pending_approval'`` as if they
+    were independent, misjudges a requester's branch at 2 rows and sorts all their pending calls
+    instead of walking the index (bench/README.md); each branch must name the status once."""
+    actor = Actor(ref=ALICE.ref, roles=frozenset({"legal"}))
+    keys = PendingPagination().keys_queryset(
+        selectors.all_calls(), {}, branches=selectors.pending_branches(actor)
+    )
+    branches = str(keys.query).split(" UNION ")
+    assert len(branches) == 5
+    assert [b.count('"agent_core_toolcall"."status"') for b in branches] == [1] * 5
+
+
+def test_a_case_that_names_no_status_still_lists_only_waiting_calls(turn, decide):
+    decided, waiting = (calls_of(turn(REFUND))[0] for _ in range(2))
+    decide(port.approve, decided.pk, actor=ALICE)
+    cases = [Q(tool_name="issue_refund"), Q(status="pending_input")]
+    refunds = reduce(or_, map(pending.waiting, cases))
+    page = pending.page(selectors.all_calls(), {}, PendingPagination(), branches=refunds)
+    assert [r.id for r in page.rows] == [waiting.pk]
+    assert pending.count(selectors.all_calls(), refunds) == 1
