@@ -29,7 +29,6 @@ import asyncio
 import json
 import multiprocessing
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -54,9 +53,8 @@ from django.db import transaction  # noqa: E402
 from agent_core import frames, streams  # noqa: E402
 from agent_core.frames import Frame  # noqa: E402
 from agent_core.models import Run, Thread  # noqa: E402
+from bench.sse_clients import ACTOR, PER_CLIENT, run_clients  # noqa: E402
 from tests.live.server import Server, start_server  # noqa: E402
-
-ACTOR = {"X-Actor-Id": "bench:reader"}
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -194,88 +192,6 @@ class Floor:
 
 Emitter = Commits | Floor
 
-# Subscribers per client process (``--per-client``). The clients are plain asyncio protocols that
-# look for the frames' ``"t":`` stamps in what arrives (no HTTP library, no per-line parsing), so
-# they cost the machine far less CPU than the server they measure; their CPU time is printed.
-PER_CLIENT = 500
-_STAMP = re.compile(rb'"t":([0-9.]+)')
-
-
-class _Subscriber(asyncio.Protocol):
-    """One SSE stream of the run: records the latency of each stamped frame it receives."""
-
-    def __init__(self, request: bytes, samples: list[float], group: _Group) -> None:
-        self.request, self.samples, self.group = request, samples, group
-        self.buffer = b""
-        self.attached = self.warm = False
-        self.closed = asyncio.get_running_loop().create_future()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        transport.write(self.request)
-
-    def data_received(self, data: bytes) -> None:
-        arrived = time.time()
-        self.buffer += data
-        end = self.buffer.rfind(b"\n\n")
-        if end < 0:
-            return
-        events, self.buffer = self.buffer[:end], self.buffer[end + 2 :]
-        if not self.attached:
-            assert events.startswith(b"HTTP/1.1 200"), events[:200]
-            self.attached = True
-            self.group.arrived("attached")
-        for stamp in _STAMP.findall(events):
-            self.samples.append((arrived - float(stamp)) * 1000)
-        if not self.warm and b"warm-up" in events:
-            self.warm = True
-            self.group.arrived("warm")
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed.set_result(None)
-
-
-class _Group:
-    """Tells the benchmark once every subscriber of this client process is attached / warm."""
-
-    def __init__(self, n: int, ready: Any) -> None:
-        self.n, self.ready = n, ready
-        self.counts = {"attached": 0, "warm": 0}
-        self.started = time.time()
-
-    def arrived(self, what: str) -> None:
-        self.counts[what] += 1
-        if self.counts[what] == self.n:
-            self.ready((what, time.time(), self.started))
-
-
-async def _subscribe_all(url: str, run_id: str, n: int, ready: Any) -> tuple[list[float], float]:
-    """``n`` SSE clients of the run: ``ready(("attached", t))`` once all have their response
-    headers and ``meta``, ``ready(("warm", t))`` once all have the warm-up frame (every stream
-    has replayed the table and follows live); then per-frame latencies (ms) until the run ends,
-    and this process's CPU seconds."""
-    host, port = url.removeprefix("http://").split(":")
-    request = (
-        f"GET /agent/chat/{run_id}/stream HTTP/1.1\r\nHost: {host}\r\n"
-        f"X-Actor-Id: {ACTOR['X-Actor-Id']}\r\nConnection: close\r\n\r\n"
-    ).encode()
-    samples: list[float] = []
-    group = _Group(n, ready)
-    loop = asyncio.get_running_loop()
-    cpu = time.process_time()
-    subscribers = []
-    for _ in range(n):
-        _, subscriber = await loop.create_connection(
-            lambda: _Subscriber(request, samples, group), host, int(port)
-        )
-        subscribers.append(subscriber)
-    await asyncio.gather(*(s.closed for s in subscribers))
-    return samples, time.process_time() - cpu
-
-
-def _client(url: str, run_id: str, n: int, ready: Any, results: Any) -> None:
-    results.put(asyncio.run(_subscribe_all(url, run_id, n, ready.put)))
-
 
 @dataclass
 class Latency:
@@ -300,7 +216,8 @@ async def latency(
     ready, results = context.Queue(), context.Queue()
     sizes = [min(per_client, subscribers - i) for i in range(0, subscribers, per_client)]
     clients = [
-        context.Process(target=_client, args=(server.url, run_id, n, ready, results)) for n in sizes
+        context.Process(target=run_clients, args=(server.url, run_id, n, ready, results))
+        for n in sizes
     ]
     for process in clients:
         process.start()
