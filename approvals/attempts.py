@@ -22,7 +22,7 @@ from agent_core.decisions import Decision, decision
 from agent_core.exceptions import AgentCoreError, AlreadyDecided, NotFound, RunNotActive
 from agent_core.models import CallStatus, Run, ToolCall
 
-from . import decision_sql, guards
+from . import guards, sql
 from .exceptions import ApprovalExpired
 from .models import Action
 from .quorum import Standing
@@ -117,7 +117,7 @@ def audit(
     code = outcome.value if outcome else refusal.code if refusal else ""
     with connection.cursor() as cursor:
         cursor.execute(
-            decision_sql.AUDIT_ATTEMPT,
+            sql.AUDIT_ATTEMPT,
             [
                 tool_call_id,
                 run_id,

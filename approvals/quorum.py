@@ -23,7 +23,7 @@ from agent_core.decisions import Decision
 from agent_core.frames import Frame
 from agent_core.models import ToolCall
 
-from . import decision_sql
+from . import sql as statements
 from .exceptions import InvalidDecision, NotApprover
 from .models import Approval, Quorum
 from .requirement import Requirement
@@ -71,7 +71,7 @@ def vote(held: Decision, actor: Actor, via: str, *, remember: bool, args: Any) -
     """Count ``actor``'s yes towards the call's quorum, under the run's lock the decision holds;
     the caller has checked that ``actor`` may decide the call and that it is still pending."""
     call = held.call
-    quorum = sql.fetch_one(decision_sql.QUORUM_OF_CALL, [call.pk])
+    quorum = sql.fetch_one(statements.QUORUM_OF_CALL, [call.pk])
     if quorum is None:
         return Tally(Vote.COMPLETE, "", (1, []))
     needed, requester_counts = quorum

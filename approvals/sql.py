@@ -1,7 +1,8 @@
 """Every raw SQL statement of the approvals app, named and kept together (PostgreSQL only).
 
-The pending inbox is read by the REST API and the console on every visit; compiling it with the
-ORM and building a model instance per row cost ten times what running it does. ``%s``
+The pending inbox is read by the REST API and the console on every visit, and every decision reads
+its call's quorum and appends an audit row; compiled by the ORM (and built as model instances)
+these cost several times what running them does. ``%s``
 placeholders, in the order documented above each statement.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from agent_core.models import Run, ToolCall
 
-from .models import Approval, Escalation, Quorum
+from .models import Approval, DecisionAttempt, Escalation, Quorum
 
 _CALL = ToolCall._meta.db_table
 
@@ -34,4 +35,18 @@ PENDING_ROWS = (
     f" JOIN {Run._meta.db_table} r ON r.id = c.run_id"
     f" LEFT JOIN {Quorum._meta.db_table} q ON q.tool_call_id = c.id"
     " ORDER BY {order}"
+)
+
+# The decision path (the approval port).
+# A call's quorum, if it has one (quorum.vote): call id.
+QUORUM_OF_CALL = (
+    f"SELECT needed, requester_counts FROM {Quorum._meta.db_table} WHERE tool_call_id = %s"
+)
+
+# Append a decision attempt (attempts.audit): call id, run id, thread id, tool name, action,
+# actor ref, via, outcome, detail, created at.
+AUDIT_ATTEMPT = (
+    f"INSERT INTO {DecisionAttempt._meta.db_table} (tool_call_id, run_id, thread_id, tool_name,"
+    " action, actor_ref, via, outcome, detail, created_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )

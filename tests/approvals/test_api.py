@@ -18,8 +18,8 @@ from rest_framework.test import APIClient
 from agent_core import runs, sql
 from agent_core.actors import Actor, actor_for_user
 from agent_core.models import SYSTEM_VIAS, CallStatus, ToolCall
-from approvals import decision_sql
 from approvals import services as port
+from approvals import sql as approvals_sql
 from approvals.checks import check_api_not_shadowed, check_requester_is_no_role
 from approvals.exceptions import InvalidDecision
 from approvals.models import DecisionAttempt, RememberedApproval
@@ -94,7 +94,7 @@ def test_an_approval_takes_one_statement_per_thing_it_does(turn, people):
     named = [
         sql.LOCK_RUN_OF_CALL,
         sql.READ_CALL,
-        decision_sql.QUORUM_OF_CALL,
+        approvals_sql.QUORUM_OF_CALL,
         sql.SETTLE_CALL,
         sql.EMIT_FRAMES,
     ]
@@ -103,7 +103,7 @@ def test_an_approval_takes_one_statement_per_thing_it_does(turn, people):
     for statement, expected in zip(statements[1:6], named, strict=True):
         assert statement.startswith(expected.split("%s")[0])
     assert statements[6].startswith('UPDATE "agent_core_run"')  # waiting → queued: none waits
-    assert statements[7].startswith(decision_sql.AUDIT_ATTEMPT.split("%s")[0])
+    assert statements[7].startswith(approvals_sql.AUDIT_ATTEMPT.split("%s")[0])
 
 
 @override_settings(APPROVALS={"RULES": {"issue_refund": {"approver": "finance", "ttl": 600}}})
