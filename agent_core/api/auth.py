@@ -14,7 +14,6 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db import connection
 from django.db.models import Model
 from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
@@ -27,25 +26,23 @@ class TokenAuthentication(authentication.TokenAuthentication):
     """``Authorization: Token <key>``, as DRF's, in one query with the user's roles."""
 
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
-        statement, attnames = _token_user(self.get_model())
-        row = sql.fetch_one(statement, [key])
-        if row is None:
+        found = sql.fetch_models(_token_user(self.get_model()), [key], get_user_model())
+        if found is None:
             raise exceptions.AuthenticationFailed(_("Invalid token."))
-        user_model = get_user_model()
-        user = user_model.from_db(connection.alias, attnames, row[:-1])
-        if not user.is_active:
+        [user], (roles,) = found
+        if not user.is_active:  # type: ignore[attr-defined]
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
-        setattr(user, ROLES_ATTRIBUTE, frozenset(row[-1]))
+        setattr(user, ROLES_ATTRIBUTE, frozenset(roles))
         return user, self.get_model()(key=key, user=user)
 
 
 @functools.cache
-def _token_user(token_model: type[Model]) -> tuple[str, list[str]]:
-    """``sql.TOKEN_USER`` for these models, and the user's field names in column order."""
+def _token_user(token_model: type[Model]) -> str:
+    """``sql.TOKEN_USER`` for these models (the user's columns as ``sql.fetch_models`` reads)."""
     user_model = get_user_model()
     fields = user_model._meta.concrete_fields
     groups = user_model._meta.get_field("groups")
-    statement = sql.TOKEN_USER.format(
+    return sql.TOKEN_USER.format(
         columns=", ".join(f"u.{f.column}" for f in fields),
         group_name=Group._meta.get_field("name").column,
         user_groups=groups.remote_field.through._meta.db_table,  # type: ignore[union-attr]
@@ -59,4 +56,3 @@ def _token_user(token_model: type[Model]) -> tuple[str, list[str]]:
         token_user_fk=token_model._meta.get_field("user").column,  # type: ignore[union-attr]
         token_key=token_model._meta.get_field("key").column,  # type: ignore[union-attr]
     )
-    return statement, [f.attname for f in fields]
