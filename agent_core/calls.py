@@ -18,6 +18,7 @@ from .agents import get_agent
 from .dispatch import Next
 from .exceptions import InvalidTransition, ToolNotFound
 from .frames import Frames
+from .gate import get_gate
 from .leases import Lease, lock
 from .models import CallStatus, Run, Step, StepStatus, ToolCall
 from .runs import OPEN, continue_or_park
@@ -165,6 +166,7 @@ def resolve(run: Run, call: ToolCall, *, done: bool, result: Any = None) -> bool
         )
     streams.emit(run.pk, announce)
     if reapprove:
+        get_gate().requested([call])
         transaction.on_commit(lambda: signals.approval_requested.send(ToolCall, call=call))
     return True
 

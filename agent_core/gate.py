@@ -8,6 +8,7 @@ install has nobody to ask, so it fails safe and runs no action call at all.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -42,6 +43,12 @@ class ApprovalGate(Protocol):
         """Whether ``call`` needs a person's yes, whose, and until when."""
         ...
 
+    def requested(self, calls: Sequence[ToolCall]) -> None:
+        """``calls`` now wait on people: record, in the transaction that asks (the suspend
+        transaction, or the one that asks again for an in-doubt call), what asking involves —
+        the approvals app's notifications — so it commits with the request or not at all."""
+        ...
+
     def decidable(self, actor: Actor) -> Q:
         """The calls ``actor`` may decide other than as the approver stored on them (a call
         escalated to its role, a policy's rule of its own), as a filter on ``ToolCall``: whoever
@@ -60,6 +67,9 @@ class RefuseActions:
 
     def review(self, call: ToolCall, *, tool: ToolSpec, actor: Actor, thread: Thread) -> Verdict:
         return Verdict(required=True, refused=self.reason)
+
+    def requested(self, calls: Sequence[ToolCall]) -> None:
+        pass  # it asks nobody: no call of it ever waits on a person
 
     def decidable(self, actor: Actor) -> Q:
         return Q(pk__in=[])  # nobody decides anything here

@@ -18,7 +18,7 @@ from django.utils import timezone
 from . import frames, signals, sql, state, streams, transcript
 from .dispatch import Next
 from .frames import Frames
-from .gate import Verdict
+from .gate import Verdict, get_gate
 from .leases import Lease, lock
 from .models import CallStatus, Role, Run, RunStatus, StepStatus, ToolCall
 from .runs import complete_run, continue_or_park, parks
@@ -96,6 +96,9 @@ def record_model_step(
         statement = sql.RECORD_MODEL_STEP_AND_PARK if parking else sql.RECORD_MODEL_STEP
         recorded = [*message, sql.json_rows(rows), *step, name]
         streams.emit(run.pk, announce, Riding(statement, recorded, tokens))
+        asked = [row for row in rows if row.status == CallStatus.PENDING_APPROVAL]
+        if asked:
+            get_gate().requested(asked)
         _announce_calls(rows)
         if not calls:
             complete_run(run)

@@ -3,8 +3,9 @@
 The gate stamps an ``Escalation`` (role, ``due_at`` = deadline - ``before``, ``may_decide``) on
 calls whose requirement names one. The sweep (the inline runner's thread, or Celery beat) calls
 ``escalate_due``: under the run's lock, each due call still pending is marked escalated, the
-stream says ``approval-escalated``, the audit gets an ``escalate`` row, and after commit the role
-is notified. With ``may_decide`` the role's holders may then decide the call (``policy``).
+stream says ``approval-escalated``, the audit gets an ``escalate`` row and the role's
+notifications are recorded (sent after commit). With ``may_decide`` the role's holders may then
+decide the call (``policy``).
 """
 
 from __future__ import annotations
@@ -83,9 +84,7 @@ def _escalate(call_id: str) -> bool:
             detail=f"escalated to {escalation.role}"
             + (" (may decide)" if escalation.may_decide else ""),
         )
-        delivery.notify_after_commit(
-            call, event=ESCALATED, refs=role_members(frozenset({escalation.role}))
-        )
+        delivery.record([call], event=ESCALATED, refs=role_members(frozenset({escalation.role})))
     return True
 
 

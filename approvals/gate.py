@@ -3,6 +3,8 @@ unset, because ``ApprovalsConfig`` declares it (``agent_core.extensions``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.db.models import Q
 from django.utils import timezone
 
@@ -13,6 +15,7 @@ from agent_core.tools import ToolContext, ToolSpec
 
 from . import escalation, quorum
 from .models import RememberedApproval
+from .notify import delivery
 from .policy import escalated_to_roles, get_policy
 
 
@@ -51,6 +54,10 @@ class ApprovalGate:
                     remembered_by_ref=grant.granted_by_ref,
                 )
         return Verdict(required=True, approver=approver, expires_at=expires_at)
+
+    def requested(self, calls: Sequence[ToolCall]) -> None:
+        """Record the notifications of ``calls`` with their request (``notify.delivery``)."""
+        delivery.record(calls)
 
     def decidable(self, actor: Actor) -> Q:
         """What the policy lets ``actor`` decide now, and the calls escalated to its roles with

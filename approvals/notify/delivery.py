@@ -1,10 +1,13 @@
 """Who is told of a waiting call, and the recorded delivery of each notification.
 
-``notify`` runs after the suspend (or escalation) commits, never in a decision's transaction:
-it writes one ``Delivery`` row per channel (per person for personal channels) and hands each to
-the runner's side — a Celery task with retries and backoff on the durable runner, the inline
-runner's pool (retries on a timer) otherwise. Each attempt is recorded (``attempts``, ``error``,
-``status``) so the console can show what reached whom.
+``record`` runs in the transaction that asks for a decision (the suspend transaction, through
+the gate's ``requested``; the escalation's), never in a decision's: it writes one ``Delivery``
+row per channel (per person for personal channels) with the state it asks for, so the request
+and the record of who is told of it commit together. A notification no channel can deliver (a
+person without an address) is recorded ``failed`` at once, with why; the others are handed,
+after commit, to the runner's side — a Celery task with retries and backoff on the durable
+runner, the inline runner's pool (retries on a timer) otherwise. Each attempt is recorded
+(``attempts``, ``error``, ``status``) so the console can show what reached whom.
 """
 
 from __future__ import annotations
@@ -12,11 +15,10 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from celery import current_app
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from agent_core.conf import agent_settings
@@ -28,49 +30,88 @@ from ..conf import approvals_settings
 from ..links import decision_links
 from ..models import Delivery, DeliveryStatus, NotificationOptOut
 from ..policy import get_policy
-from .backends import backend_named, configured_backends
-from .notice import REQUESTED, Contact, contact_of, notice_for
+from .backends import NotificationBackend, backend_named, configured_backends
+from .notice import REQUESTED, Contact, contact_of, contacts_of, notice_for
 
 logger = logging.getLogger(__name__)
 
 DELIVER_TASK = "approvals.deliver_notification"
 
 
-def notify(call: ToolCall, *, event: str = REQUESTED, refs: list[str] | None = None) -> int:
-    """Queue the notifications of ``call`` (to ``refs``, or the policy's recipients); how many."""
-    backends = configured_backends()
-    if not backends:
+def record(
+    calls: Sequence[ToolCall], *, event: str = REQUESTED, refs: list[str] | None = None
+) -> int:
+    """Record the notifications of ``calls`` (to ``refs``, or the policy's recipients) in the
+    current transaction, and queue the deliverable ones for after its commit; how many rows.
+
+    A mistake in the settings or the policy is logged, never raised into the run or sweep that
+    asks; a database error is raised: the request and its record commit together or not at all.
+    """
+    try:
+        rows = _rows(calls, event, refs)
+    except DatabaseError:
+        raise
+    except Exception:
+        logger.exception("could not record the notifications of %s", [c.pk for c in calls])
         return 0
-    wanted = get_policy().recipients(call) if refs is None else refs
-    opted_out = set(
-        NotificationOptOut.objects.filter(actor_ref__in=wanted).values_list("actor_ref", flat=True)
-    )
-    people = [ref for ref in dict.fromkeys(wanted) if ref not in opted_out]
-    rows = [
-        Delivery(tool_call=call, event=event, channel=backend.name, recipient_ref=ref)
-        for backend in backends
-        for ref in (people if backend.per_recipient else [""])
-    ]
-    if not rows:
-        return 0
-    with transaction.atomic():
+    if rows:
         Delivery.objects.bulk_create(rows)
-        for row in rows:
-            transaction.on_commit(functools.partial(schedule, row.pk))
+        pending = [row.pk for row in rows if row.status == DeliveryStatus.PENDING]
+        if pending:
+            transaction.on_commit(functools.partial(_schedule_all, pending))
     return len(rows)
 
 
-def notify_after_commit(call: ToolCall, **options: Any) -> None:
-    """``notify`` once the current transaction commits; a failure to queue is logged, never
-    raised into the run, decision or sweep that caused it."""
+def _rows(calls: Sequence[ToolCall], event: str, refs: list[str] | None) -> list[Delivery]:
+    backends = configured_backends()
+    if not backends or not calls:
+        return []
+    policy = get_policy()
+    wanted = {c.pk: policy.recipients(c) if refs is None else refs for c in calls}
+    everyone = {ref for people in wanted.values() for ref in people}
+    opted_out = (
+        set(
+            NotificationOptOut.objects.filter(actor_ref__in=everyone).values_list(
+                "actor_ref", flat=True
+            )
+        )
+        if everyone
+        else set()
+    )
+    personal = any(backend.per_recipient for backend in backends)
+    contacts = contacts_of(everyone - opted_out) if personal else {}
+    rows = []
+    for call in calls:
+        people = [ref for ref in dict.fromkeys(wanted[call.pk]) if ref not in opted_out]
+        for backend in backends:
+            for ref in people if backend.per_recipient else [""]:
+                rows.append(_row(call, event, backend, contacts.get(ref)))
+    return rows
 
-    def queue() -> None:
+
+def _row(call: ToolCall, event: str, backend: NotificationBackend, to: Contact | None) -> Delivery:
+    """One delivery, settled at once when ``backend`` cannot reach ``to`` at all: nothing is
+    sent, there is nothing to retry, and the row says why."""
+    row = Delivery(
+        tool_call=call, event=event, channel=backend.name, recipient_ref=to.ref if to else ""
+    )
+    if not backend.accepts(notice_for(call, event, to, {})):
+        row.status, row.attempts = DeliveryStatus.FAILED, 1
+        row.error = _unreachable(backend, row.recipient_ref)
+    return row
+
+
+def _unreachable(backend: NotificationBackend, ref: str) -> str:
+    return f"{backend.name} cannot reach {ref or 'anyone'}"
+
+
+def _schedule_all(delivery_ids: list[int]) -> None:
+    # After the commit that asked: a failure to queue is logged, never raised into its caller.
+    for delivery_id in delivery_ids:
         try:
-            notify(call, **options)
+            schedule(delivery_id)
         except Exception:
-            logger.exception("could not queue the notifications of %s", call.pk)
-
-    transaction.on_commit(queue)
+            logger.exception("could not queue notification delivery %s", delivery_id)
 
 
 def schedule(delivery_id: int) -> None:
@@ -93,39 +134,45 @@ def schedule(delivery_id: int) -> None:
 
 
 def attempt(delivery_id: int) -> float | None:
-    """Try one delivery once and record how it went; the delay before the next attempt, or
-    ``None`` when there is none to make (sent, failed for good, or already settled)."""
-    with transaction.atomic():
-        row = (
-            Delivery.objects.select_for_update(skip_locked=True)
-            .select_related("tool_call")
-            .filter(pk=delivery_id, status=DeliveryStatus.PENDING)
-            .first()
-        )
-        if row is None:
-            return None  # settled, or another attempt holds it right now
-        row.attempts += 1
-        Delivery.objects.filter(pk=row.pk).update(attempts=row.attempts)
+    """Try one delivery once and record how it went, in one write; the delay before the next
+    attempt, or ``None`` when there is none to make (sent, failed for good, or already settled).
+
+    The outcome is a compare-and-set on the attempts read: of two attempts of the same row at
+    once (a redelivered task), the second to finish records nothing. An attempt that dies while
+    sending is not counted (its task is redelivered, or the inline runner's process is gone).
+    """
+    row = (
+        Delivery.objects.select_related("tool_call")
+        .filter(pk=delivery_id, status=DeliveryStatus.PENDING)
+        .first()
+    )
+    if row is None:
+        return None  # settled
     error, final = _send(row)
     settings = approvals_settings()
-    if error is None:
-        Delivery.objects.filter(pk=row.pk).update(
-            status=DeliveryStatus.SENT, error="", sent_at=timezone.now()
+    tried = row.attempts + 1
+    final = error is None or final or tried >= settings.NOTIFICATION_ATTEMPTS
+    status = DeliveryStatus.SENT if error is None else DeliveryStatus.FAILED
+    counted = Delivery.objects.filter(
+        pk=row.pk, status=DeliveryStatus.PENDING, attempts=row.attempts
+    ).update(
+        attempts=tried,
+        status=status if final else DeliveryStatus.PENDING,
+        error=error or "",
+        sent_at=timezone.now() if error is None else None,
+    )
+    if error is not None:
+        logger.warning(
+            "notification %s of %s via %s, attempt %s: %s",
+            row.event,
+            row.tool_call_id,
+            row.channel,
+            tried,
+            error,
         )
+    if not counted or final:
         return None
-    final = final or row.attempts >= settings.NOTIFICATION_ATTEMPTS
-    Delivery.objects.filter(pk=row.pk).update(
-        status=DeliveryStatus.FAILED if final else DeliveryStatus.PENDING, error=error
-    )
-    logger.warning(
-        "notification %s of %s via %s, attempt %s: %s",
-        row.event,
-        row.tool_call_id,
-        row.channel,
-        row.attempts,
-        error,
-    )
-    return None if final else settings.NOTIFICATION_BACKOFF * 2 ** (row.attempts - 1)
+    return settings.NOTIFICATION_BACKOFF * 2 ** (tried - 1)
 
 
 def _send(row: Delivery) -> tuple[str | None, bool]:
@@ -139,8 +186,8 @@ def _send(row: Delivery) -> tuple[str | None, bool]:
     if recipient is not None and backend.via:
         links = decision_links(row.tool_call, recipient.ref, via=backend.via)
     notice = notice_for(row.tool_call, row.event, recipient, links)
-    if not backend.accepts(notice):
-        return f"{backend.name} cannot reach {row.recipient_ref or 'anyone'}", True
+    if not backend.accepts(notice):  # the address was removed since the row was recorded
+        return _unreachable(backend, row.recipient_ref), True
     try:
         backend.send(notice)
     except Exception as exc:  # any failure of a channel is recorded, never raised into a run

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -101,11 +102,20 @@ def _path(name: str) -> str:
 
 def contact_of(ref: str) -> Contact:
     """How to reach the actor ``ref`` (``user:<pk>``: the Django user's email and name)."""
-    kind, _, pk = ref.partition(":")
-    if kind != "user" or not pk.isdigit():
-        return Contact(ref)
-    user = get_user_model().objects.filter(pk=pk).first()
-    if user is None:
-        return Contact(ref)
-    name = user.get_full_name() or user.get_username()
-    return Contact(ref, email=getattr(user, "email", "") or "", name=name)
+    return contacts_of([ref])[ref]
+
+
+def contacts_of(refs: Iterable[str]) -> dict[str, Contact]:
+    """How to reach each of ``refs``, by ref, in one query for the users among them."""
+    wanted = set(refs)
+    by_pk = {}
+    for ref in wanted:
+        kind, _, pk = ref.partition(":")
+        if kind == "user" and pk.isdigit():
+            by_pk[int(pk)] = ref
+    found = {ref: Contact(ref) for ref in wanted}
+    for user in get_user_model().objects.filter(pk__in=by_pk) if by_pk else ():
+        name = user.get_full_name() or user.get_username()
+        ref = by_pk[user.pk]
+        found[ref] = Contact(ref, email=getattr(user, "email", "") or "", name=name)
+    return found

@@ -10,7 +10,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from agent_core import runs
@@ -74,6 +76,56 @@ def test_the_approver_role_is_emailed_once_each_except_who_opted_out(turn, finan
     # Without an address nothing can be sent: recorded as failed at once, never retried.
     assert (rows[nomail].status, rows[nomail].attempts) == ("failed", 1)
     assert "cannot reach" in rows[nomail].error
+
+
+def written_by(delivery: Delivery) -> tuple[str, str]:
+    """The transactions that last wrote ``delivery`` and its call (PostgreSQL's ``xmin``)."""
+    statement = (
+        f"SELECT d.xmin::text, c.xmin::text FROM {Delivery._meta.db_table} d"
+        f" JOIN {ToolCall._meta.db_table} c ON c.id = d.tool_call_id WHERE d.id = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [delivery.pk])
+        return cursor.fetchone()
+
+
+def delivery_writes(queries: CaptureQueriesContext) -> list[str]:
+    table = Delivery._meta.db_table
+    return [
+        q["sql"].split()[0]
+        for q in queries.captured_queries
+        if table in q["sql"] and not q["sql"].startswith("SELECT")
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(APPROVALS={"RULES": FINANCE, "NOTIFICATION_BACKENDS": [EMAIL]})
+def test_an_approver_without_an_address_is_recorded_in_the_suspend_transaction(shop, sync_runner):
+    make_user("nomail", "finance")
+    with CaptureQueriesContext(connection) as queries:
+        run = runs.start_run(agent="support", message=REFUND, actor=ALICE)
+    delivery = Delivery.objects.get(tool_call__run=run)
+    assert (delivery.status, delivery.attempts) == ("failed", 1)
+    assert delivery.error == f"email cannot reach {delivery.recipient_ref}"
+    # Nothing can be sent, so nothing more is written: the row commits with the call that asks.
+    delivery_xmin, call_xmin = written_by(delivery)
+    assert delivery_xmin == call_xmin
+    assert delivery_writes(queries) == ["INSERT"]
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(APPROVALS={"RULES": FINANCE, "NOTIFICATION_BACKENDS": [EMAIL]})
+def test_a_sent_notification_is_recorded_with_the_request_and_settled_in_one_write(
+    shop, sync_runner
+):
+    make_user("fran", "finance", email="fran@example.com")
+    with CaptureQueriesContext(connection) as queries:
+        run = runs.start_run(agent="support", message=REFUND, actor=ALICE)
+    [message] = mail.outbox
+    delivery = Delivery.objects.get(tool_call__run=run)
+    assert (delivery.status, delivery.attempts, delivery.error) == ("sent", 1, "")
+    assert message.to == ["fran@example.com"] and delivery.sent_at is not None
+    assert delivery_writes(queries) == ["INSERT", "UPDATE"]
 
 
 @pytest.mark.django_db
