@@ -1,8 +1,9 @@
 """Every raw SQL statement of the approvals app, named and kept together (PostgreSQL only).
 
-The pending inbox is read by the REST API and the console on every visit, and every decision reads
-its call's quorum and appends an audit row; compiled by the ORM (and built as model instances)
-these cost several times what running them does. ``%s``
+The pending inbox is read by the REST API and the console on every visit, every decision reads
+its call's quorum and appends an audit row, and every request records its notifications;
+compiled by the ORM (and built as model instances) these cost several times what running them
+does. ``%s``
 placeholders, in the order documented above each statement.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from agent_core.models import Run, ToolCall
 
-from .models import Approval, DecisionAttempt, Escalation, Quorum
+from .models import Approval, DecisionAttempt, Delivery, Escalation, NotificationOptOut, Quorum
 
 _CALL = ToolCall._meta.db_table
 
@@ -49,4 +50,19 @@ AUDIT_ATTEMPT = (
     f"INSERT INTO {DecisionAttempt._meta.db_table} (tool_call_id, run_id, thread_id, tool_name,"
     " action, actor_ref, via, outcome, detail, created_at)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+
+# Record notifications in the transaction that asks (notify.delivery.record), leaving out the
+# people who opted out: the rows as a JSON array of ``Delivery`` columns by name (no ``id``).
+# Returns each inserted row's id and status.
+_DELIVERY = Delivery._meta.db_table
+_DELIVERY_COLUMNS = ", ".join(
+    f"{f.column}" for f in Delivery._meta.concrete_fields if not f.primary_key
+)
+RECORD_DELIVERIES = (
+    f"INSERT INTO {_DELIVERY} ({_DELIVERY_COLUMNS}) SELECT {_DELIVERY_COLUMNS}"
+    f" FROM jsonb_populate_recordset(NULL::{_DELIVERY}, %s::jsonb) d"
+    f" WHERE NOT EXISTS (SELECT 1 FROM {NotificationOptOut._meta.db_table} o"
+    "  WHERE o.actor_ref = d.recipient_ref AND d.recipient_ref <> '')"
+    " RETURNING id, status"
 )

@@ -21,14 +21,16 @@ from celery import current_app
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
+from agent_core import sql
 from agent_core.conf import agent_settings
 from agent_core.dispatch import get_runner
 from agent_core.models import ToolCall
 from agent_core.runner.inline import InlineRunner
 
+from .. import sql as statements
 from ..conf import approvals_settings
 from ..links import decision_links
-from ..models import Delivery, DeliveryStatus, NotificationOptOut
+from ..models import Delivery, DeliveryStatus
 from ..policy import get_policy
 from .backends import NotificationBackend, backend_named, configured_backends
 from .notice import REQUESTED, Contact, contact_of, contacts_of, notice_for
@@ -54,12 +56,14 @@ def record(
     except Exception:
         logger.exception("could not record the notifications of %s", [c.pk for c in calls])
         return 0
-    if rows:
-        Delivery.objects.bulk_create(rows)
-        pending = [row.pk for row in rows if row.status == DeliveryStatus.PENDING]
-        if pending:
-            transaction.on_commit(functools.partial(_schedule_all, pending))
-    return len(rows)
+    if not rows:
+        return 0
+    # One statement: the rows, less whoever opted out.
+    inserted = sql.fetch_all(statements.RECORD_DELIVERIES, [sql.json_rows(rows)])
+    pending = [pk for pk, status in inserted if status == DeliveryStatus.PENDING]
+    if pending:
+        transaction.on_commit(functools.partial(_schedule_all, pending))
+    return len(inserted)
 
 
 def _rows(calls: Sequence[ToolCall], event: str, refs: list[str] | None) -> list[Delivery]:
@@ -68,21 +72,12 @@ def _rows(calls: Sequence[ToolCall], event: str, refs: list[str] | None) -> list
         return []
     policy = get_policy()
     wanted = {c.pk: policy.recipients(c) if refs is None else refs for c in calls}
-    everyone = {ref for people in wanted.values() for ref in people}
-    opted_out = (
-        set(
-            NotificationOptOut.objects.filter(actor_ref__in=everyone).values_list(
-                "actor_ref", flat=True
-            )
-        )
-        if everyone
-        else set()
-    )
     personal = any(backend.per_recipient for backend in backends)
-    contacts = contacts_of(everyone - opted_out) if personal else {}
+    everyone = {ref for people in wanted.values() for ref in people}
+    contacts = contacts_of(everyone) if personal else {}
     rows = []
     for call in calls:
-        people = [ref for ref in dict.fromkeys(wanted[call.pk]) if ref not in opted_out]
+        people = list(dict.fromkeys(wanted[call.pk]))
         for backend in backends:
             for ref in people if backend.per_recipient else [""]:
                 rows.append(_row(call, event, backend, contacts.get(ref)))
