@@ -23,7 +23,7 @@ from django.utils import timezone
 from . import calls, frames, journal, signals, sql, state, streams
 from .frames import Frames
 from .models import CallStatus, Run, ToolCall
-from .runs import OPEN, resume_if_unblocked
+from .runs import OPEN, resume_if_unblocked, resumed, resuming
 from .tools import args_digest
 
 logger = logging.getLogger(__name__)
@@ -106,10 +106,12 @@ class Decision:
         if status != CallStatus.APPROVED:
             denied = "approval expired" if status == CallStatus.EXPIRED else reason or status.value
             announce.append(frames.tool_output_denied(call.pk, denied))
-        streams.emit(run.pk, announce)
-        transaction.on_commit(lambda: signals.approval_settled.send(ToolCall, call=call))
         # The run's other open calls, and this one if it is still open (approved).
-        resume_if_unblocked(run, {*row[0], *({status} & set(OPEN))})
+        statuses = {*row[0], *({status} & set(OPEN))}
+        riding = resuming(run, statuses)
+        streams.emit(run.pk, announce, riding)
+        transaction.on_commit(lambda: signals.approval_settled.send(ToolCall, call=call))
+        resumed(run, statuses, riding)
         return True
 
     def answer(self, answer: Any, *, decided_by_ref: str, via: str) -> bool:

@@ -32,6 +32,7 @@ from .models import (
     Thread,
     ToolCall,
 )
+from .streams import Riding
 
 logger = logging.getLogger(__name__)
 
@@ -96,22 +97,15 @@ def end_run(
 ) -> bool:
     """Settle the run as ``status`` (from a status the table allows) and release its thread;
     ``ended`` go out before ``finish``. ``False``: the run had already left those statuses."""
-    won = state.transition_one(
-        Run,
-        run.pk,
-        state.sources_of(Run, status),
-        status,
-        error_code=code,
-        error_message=message,
-        finished_at=timezone.now(),
-        lease_owner="",
-        lease_expires_at=None,
+    sources = state.check(Run, state.sources_of(Run, status), status)
+    row = sql.fetch_one(
+        sql.END_RUN,
+        [status, code, message, timezone.now(), run.pk, sources, run.pk, run.thread_id],
     )
+    assert row is not None
+    won, released, queued = row
     if not won:
         return False
-    row = sql.fetch_one(sql.RELEASE_THREAD, [run.thread_id, run.pk, run.thread_id])
-    assert row is not None
-    released, queued = row
     run.status, run.error_code, run.error_message = status, code, message
     # The thread's next queued turn starts in this transaction: exactly once, even on a crash.
     next_turn = _start_next_turn(run) if released and queued else []
@@ -281,6 +275,22 @@ def block_on_doubt(lease: Lease, call_id: str) -> None:
             error_code="side_effect_retry_blocked",
             error_message=f"{call_id} may or may not have run; mark it done or not done",
         )
+
+
+def resuming(run: Run, statuses: set[str]) -> Riding | None:
+    """``resume_if_unblocked`` for a writer that announces frames under the run's lock: the
+    resume as writes riding on them (one statement), or ``None`` when the run stays as it is;
+    the caller then passes it to ``resumed``. ``statuses``: what ``open_calls`` would answer."""
+    if run.status != RunStatus.WAITING or statuses & BLOCKING:
+        return None
+    state.check(Run, RunStatus.WAITING, RunStatus.QUEUED)
+    return Riding(sql.EMIT_FRAMES_AND_RESUME, sets=[deadline()])
+
+
+def resumed(run: Run, statuses: set[str], riding: Riding | None) -> None:
+    """Dispatch, after commit, the run that ``riding`` (from ``resuming``) resumed, if any."""
+    if riding is not None:
+        dispatch.on_commit(run.pk, continue_or_park(run, statuses))
 
 
 def resume_if_unblocked(run: Run, statuses: set[str] | None = None) -> bool:

@@ -139,6 +139,17 @@ EMIT_FRAMES = with_frames()
 # The same into an ancestor's stream, unless it has ended (its ``finish`` is its last frame).
 MIRROR_FRAMES = with_frames(only=" AND status NOT IN ('completed', 'failed', 'cancelled')")
 
+# The same, resuming the run a decision unblocked: ``waiting → queued`` (the pair checked by
+# ``state.check`` first), its lease let go with the deadline by which a driver must take it
+# (runs.resuming). Parameters: count, that deadline, then as EMIT_FRAMES.
+EMIT_FRAMES_AND_RESUME = with_frames(
+    sets=(
+        f", status = '{RunStatus.QUEUED.value}', error_code = '', error_message = '',"
+        " lease_owner = '', lease_expires_at = %s"
+    ),
+    only=f" AND status = '{RunStatus.WAITING.value}'",
+)
+
 # A model step's record, with its frames (proposals.record_model_step): the assistant message
 # (as APPEND_MESSAGE), its tool calls (a JSON array of rows: every column, by name), the
 # journal entry completed with its output and usage (status, JSON output, finished at, input,
@@ -211,12 +222,17 @@ BEGIN_MODEL_STEP_AFTER_RESULTS = with_frames(
 # the user's message (as APPEND_MESSAGE).
 START_RUN = f"WITH t AS ({insert_rows(Thread)}), r AS ({insert_rows(Run)}) {APPEND_MESSAGE}"
 
-# A run's end lets its thread go, if the run held it (run id), and says whether it did and
-# whether a queued message waits to start next (runs.end_run): thread id, run id, thread id.
-RELEASE_THREAD = (
-    f"WITH t AS (UPDATE {Thread._meta.db_table} SET active_run_id = NULL"
-    " WHERE id = %s AND active_run_id = %s RETURNING id)"
-    " SELECT EXISTS (SELECT 1 FROM t),"
+# A run's end (runs.end_run), as one compare-and-set that also lets its thread go if the run held
+# it, and says whether the run moved, whether the thread was released and whether a queued
+# message waits to start next: status, error code, error message, finished at, run id, the
+# statuses it may leave, run id, thread id.
+END_RUN = (
+    f"WITH e AS (UPDATE {_RUN} SET status = %s, error_code = %s, error_message = %s,"
+    " finished_at = %s, lease_owner = '', lease_expires_at = NULL"
+    " WHERE id = %s AND status = ANY(%s) RETURNING thread_id),"
+    f" t AS (UPDATE {Thread._meta.db_table} SET active_run_id = NULL"
+    " WHERE id = (SELECT thread_id FROM e) AND active_run_id = %s RETURNING id)"
+    " SELECT EXISTS (SELECT 1 FROM e), EXISTS (SELECT 1 FROM t),"
     f" EXISTS (SELECT 1 FROM {QueuedMessage._meta.db_table} WHERE thread_id = %s"
     f" AND status = '{QueuedStatus.QUEUED.value}')"
 )

@@ -88,7 +88,14 @@ ALLOWED: dict[type[Model], frozenset[tuple[str, str]]] = {Run: RUN_ALLOWED, Tool
 # writes around it). The module that runs one passes its pair through ``check`` first, and
 # ``tests/agent_core/test_state.py`` keeps this list and the statements in step.
 SQL_TRANSITIONS = frozenset(
-    {"ACQUIRE_LEASE", "FINISH_CALL", "RECORD_MODEL_STEP_AND_PARK", "SETTLE_CALL"}
+    {
+        "ACQUIRE_LEASE",
+        "EMIT_FRAMES_AND_RESUME",
+        "END_RUN",
+        "FINISH_CALL",
+        "RECORD_MODEL_STEP_AND_PARK",
+        "SETTLE_CALL",
+    }
 )
 
 _M = TypeVar("_M", Run, ToolCall)

@@ -81,7 +81,8 @@ def test_approve_then_repeat_then_conflict(turn, people, post):
 def test_an_approval_takes_one_statement_per_thing_it_does(turn, people):
     """The decision path's statements (issue 18), over token authentication: the token with its
     user and roles; the run locked; the call read under the lock; its quorum; the compare-and-set,
-    which returns the run's other open calls; the stream frame; the run resumed; the audit row.
+    which returns the run's other open calls; the stream frame with the run resumed (none waits);
+    the audit row.
     The answer is the call as the decision left it: nothing is read again."""
     run = turn(refund(10), actor=actor(people["alice"]))
     [call] = calls_of(run)
@@ -96,14 +97,13 @@ def test_an_approval_takes_one_statement_per_thing_it_does(turn, people):
         sql.READ_CALL,
         approvals_sql.QUORUM_OF_CALL,
         sql.SETTLE_CALL,
-        sql.EMIT_FRAMES,
+        sql.EMIT_FRAMES_AND_RESUME,
     ]
-    assert len(statements) == 8, statements
+    assert len(statements) == 7, statements
     assert "authtoken_token" in statements[0]
     for statement, expected in zip(statements[1:6], named, strict=True):
         assert statement.startswith(expected.split("%s")[0])
-    assert statements[6].startswith('UPDATE "agent_core_run"')  # waiting → queued: none waits
-    assert statements[7].startswith(approvals_sql.AUDIT_ATTEMPT.split("%s")[0])
+    assert statements[6].startswith(approvals_sql.AUDIT_ATTEMPT.split("%s")[0])
 
 
 @override_settings(APPROVALS={"RULES": {"issue_refund": {"approver": "finance", "ttl": 600}}})
