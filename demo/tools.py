@@ -8,51 +8,40 @@ from decimal import Decimal
 from typing import Annotated, Any
 
 import pydantic
-from django.db.models import OuterRef, Subquery, Sum
 from pydantic import Field
 
+from agent_core.sql import fetch_one
 from agent_core.tools import Confirm, Preflight, Recovered, ToolContext, human_tool, tool
 
-from . import mailer
-from .models import CachePurge, Campaign, Customer, Order, Refund
-
-
-def _order(order_id: str, **more: Any) -> dict[str, Any] | None:
-    """An order's fields with its customer's name (``None``: no such customer) and ``more``
-    annotations, read in one query; ``None``: no such order."""
-    customer = Customer.objects.filter(email=OuterRef("customer_email")).values("name")
-    orders = Order.objects.annotate(customer_name=Subquery(customer), **more).filter(pk=order_id)
-    fields = ("id", "customer_email", "total", "status", "customer_name", *more)
-    found: dict[str, Any] | None = orders.values(*fields).first()
-    return found
+from . import mailer, sql
+from .models import CachePurge, Campaign, Order, Refund
 
 
 @tool(kind="read")
 def lookup_order(ctx: ToolContext, order_id: str) -> dict[str, Any]:
     """Look up an order by id: customer, total, status and refunds so far."""
-    refunds = Refund.objects.filter(order=OuterRef("pk")).order_by().values("order")
-    order = _order(order_id, refunded=Subquery(refunds.annotate(t=Sum("amount")).values("t")))
+    order = fetch_one(sql.ORDER_WITH_REFUNDS, [order_id])
     if order is None:
         return {"order_id": order_id, "found": False}
+    pk, email, total, status, name, refunded = order
     return {
-        "order_id": order["id"],
+        "order_id": pk,
         "found": True,
-        "customer_email": order["customer_email"],
-        "customer_name": order["customer_name"] or "",
-        "total": str(order["total"]),
-        "status": order["status"],
-        "refunded": str(order["refunded"] or Decimal(0)),
+        "customer_email": email,
+        "customer_name": name or "",
+        "total": str(total),
+        "status": status,
+        "refunded": str(refunded or Decimal(0)),
     }
 
 
 def _refund_summary(ctx: ToolContext, args: dict[str, Any]) -> str:
-    order = _order(args["order_id"])
+    order = fetch_one(sql.ORDER, [args["order_id"]])
     said = f"Refund {Decimal(args['amount']):.2f} on order {args['order_id']}"
     if order is None:
         return f"{said} (no such order)"
-    name = order["customer_name"]
-    who = name if name is not None else order["customer_email"]
-    return f"{said} — {who}, order total {order['total']}"
+    _, email, total, _, name = order
+    return f"{said} — {name if name is not None else email}, order total {total}"
 
 
 @tool(kind="action", atomic=True, summary=_refund_summary)
