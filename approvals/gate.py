@@ -8,13 +8,14 @@ from collections.abc import Sequence
 from django.db.models import Q
 from django.utils import timezone
 
+from agent_core import sql
 from agent_core.actors import Actor
 from agent_core.gate import Verdict
 from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolContext, ToolSpec
 
 from . import escalation, quorum
-from .models import RememberedApproval
+from . import sql as statements
 from .notify import delivery
 from .policy import escalated_to_roles, get_policy
 
@@ -41,18 +42,11 @@ class ApprovalGate:
             # A standing yes is one person's: it never stands in for several.
             quorum.stamp(call, requirement)
         elif tool.rememberable:
-            grant = (
-                RememberedApproval.objects.active()
-                .filter(thread=thread, tool_name=tool.name)
-                .order_by("-created_at")
-                .first()
+            grant = sql.fetch_one(
+                statements.REMEMBERED_GRANT, [thread.pk, tool.name, timezone.now()]
             )
             if grant is not None:
-                return Verdict(
-                    required=True,
-                    approver=approver,
-                    remembered_by_ref=grant.granted_by_ref,
-                )
+                return Verdict(required=True, approver=approver, remembered_by_ref=grant[0])
         return Verdict(required=True, approver=approver, expires_at=expires_at)
 
     def requested(self, calls: Sequence[ToolCall]) -> None:
