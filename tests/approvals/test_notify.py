@@ -20,12 +20,13 @@ from agent_core.actors import actor_for_user
 from agent_core.dispatch import set_runner
 from agent_core.models import ToolCall
 from agent_core.runner.inline import InlineRunner
+from approvals import services
 from approvals.checks import check_approvals_settings
 from approvals.models import Delivery, NotificationOptOut
 from approvals.notify import signing
 from approvals.notify.backends import configured_backends
 from tests.approvals.receiver import SECRET, Receiver
-from tests.conftest import ALICE, REFUND
+from tests.conftest import ALICE, REFUND, leave_in_doubt
 from tests.factories import make_user
 
 EMAIL = "approvals.notify.backends.EmailBackend"
@@ -126,6 +127,20 @@ def test_a_sent_notification_is_recorded_with_the_request_and_settled_in_one_wri
     assert (delivery.status, delivery.attempts, delivery.error) == ("sent", 1, "")
     assert message.to == ["fran@example.com"] and delivery.sent_at is not None
     assert delivery_writes(queries) == ["INSERT", "UPDATE"]
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(APPROVALS={"NOTIFICATION_BACKENDS": [EMAIL]})
+def test_a_call_that_asks_again_records_its_notification_with_the_new_request(shop, sync_runner):
+    alice = actor_for_user(User.objects.create_user("alice"))  # no address
+    run = runs.start_run(agent="crash", message='/call purge_strict {"path": "/p"}', actor=alice)
+    call = ToolCall.objects.get(run=run)
+    leave_in_doubt(call.pk, alice)
+    assert services.mark_not_done(call.pk, actor=alice) == "applied"
+    first, again = Delivery.objects.filter(tool_call=call).order_by("id")
+    assert (again.status, again.event, again.error) == ("failed", "approval-requested", first.error)
+    delivery_xmin, call_xmin = written_by(again)
+    assert delivery_xmin == call_xmin  # the transaction that asked afresh
 
 
 @pytest.mark.django_db
