@@ -8,13 +8,14 @@ from decimal import Decimal
 from typing import Annotated, Any
 
 import pydantic
+from django.utils import timezone
 from pydantic import Field
 
 from agent_core.sql import fetch_one
 from agent_core.tools import Confirm, Preflight, Recovered, ToolContext, human_tool, tool
 
 from . import mailer, sql
-from .models import CachePurge, Campaign, Order, Refund
+from .models import CachePurge, Campaign, Order
 
 
 @tool(kind="read")
@@ -52,12 +53,12 @@ def issue_refund(
     reason: str = "",
 ) -> dict[str, Any]:
     """Refund part or all of an order to the customer's original payment method."""
-    order = Order.objects.get(pk=order_id)
     _pause("DEMO_REFUND_DELAY")
-    refund = Refund.objects.create(
-        order=order, amount=amount, reason=reason, tool_call_id=ctx.tool_call_id
-    )
-    return {"refund_id": refund.pk, "order_id": order.pk, "amount": str(refund.amount)}
+    now = timezone.now()
+    refund = fetch_one(sql.ISSUE_REFUND, [amount, reason, ctx.tool_call_id, now, order_id])
+    if refund is None:
+        raise Order.DoesNotExist(f"No order {order_id}.")
+    return {"refund_id": refund[0], "order_id": order_id, "amount": str(refund[1])}
 
 
 def _campaign_preflight(ctx: ToolContext, args: dict[str, Any]) -> Preflight:

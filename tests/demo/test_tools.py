@@ -49,3 +49,16 @@ def test_a_refunds_summary_names_the_customer_or_their_address(shop):
     assert said == "Refund 3.00 on order A-1002 — Li, order total 12.50"
     maria = issue_refund.summarize(CTX, {**args, "order_id": "A-1001"})
     assert maria == "Refund 3.00 on order A-1001 — maria@example.com, order total 59.90"
+
+
+@pytest.mark.django_db
+def test_a_refund_is_one_statement_and_refuses_an_order_that_does_not_exist(shop):
+    with CaptureQueriesContext(connection) as queries:
+        done = issue_refund(CTX, {"order_id": "A-1001", "amount": "2.5", "reason": "late"})
+    assert len(queries) == 1
+    refund = Refund.objects.get()
+    assert done == {"refund_id": refund.pk, "order_id": "A-1001", "amount": "2.50"}
+    assert (refund.amount, refund.reason, refund.tool_call_id) == (Decimal("2.50"), "late", "tc")
+    with pytest.raises(Order.DoesNotExist):
+        issue_refund(CTX, {"order_id": "NOPE", "amount": "1"})
+    assert Refund.objects.count() == 1
