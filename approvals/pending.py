@@ -17,7 +17,8 @@ from typing import Any, NamedTuple
 from django.db import connection
 from django.db.models import Q, QuerySet
 
-from agent_core.api.pagination import KeysetPagination, Ordering, Page, cases_of
+from agent_core.api.pagination import KeysetPagination, Ordering, Page
+from agent_core.gate import cases_of
 from agent_core.models import CallStatus, ToolCall
 
 from . import sql

@@ -7,7 +7,7 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from agent_core.access import visible_calls
+from agent_core.access import in_visible_runs
 from agent_core.actors import Actor, actor_for_user
 from agent_core.models import CallStatus, ToolCall
 from approvals.guards import may_see
@@ -32,7 +32,9 @@ def nav_counts(actor: Actor) -> dict[str, int]:
     """The numbers in the navigation: what waits on this actor, what waits in doubt."""
     return {
         "waiting_on_you": pending_count(actor),
-        "in_doubt": visible_calls(actor).filter(status=CallStatus.IN_DOUBT).count(),
+        "in_doubt": in_visible_runs(
+            actor, ToolCall.objects.filter(status=CallStatus.IN_DOUBT)
+        ).count(),
     }
 
 
