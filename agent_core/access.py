@@ -88,18 +88,18 @@ def in_visible_runs(actor: Actor, calls: QuerySet[ToolCall]) -> QuerySet[ToolCal
     """
     if is_operator(actor):
         return calls
-    return calls.filter(run_id__in=_visible_run_ids(actor))
+    owned = Thread.objects.filter(owner_ref=actor.ref).values("pk")
+    return calls.filter(Q(thread_id__in=owned) | Q(run_id__in=_approved_run_ids(actor)))
 
 
-def _visible_run_ids(actor: Actor) -> QuerySet[Run, Any]:
-    """The ids of the runs ``actor`` may see (``visible_runs``), as one ``UNION ALL``."""
-    owned = Run.objects.filter(thread__owner_ref=actor.ref).order_by().values("pk")
+def _approved_run_ids(actor: Actor) -> QuerySet[ToolCall, Any]:
+    """The ids of the runs ``actor`` may see as an approver, as one ``UNION ALL``."""
     calls = ToolCall.objects.order_by().values("run_id")
     reasons = [calls.filter(case) for case in cases_of(get_gate().decidable(actor))]
     if roles := _roles(actor):
         # A role approves many calls of a run: each run once (the index walk is in run order).
         reasons += [calls.filter(approver__in=roles).distinct(), calls.filter(_one_of(roles))]
-    return owned.union(*reasons, all=True)
+    return reasons[0].union(*reasons[1:], all=True)
 
 
 def may_see_run(actor: Actor, run_id: str) -> bool:

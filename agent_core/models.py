@@ -268,7 +268,7 @@ class ToolCall(models.Model):
             # on others*), with what its filter tests, read from the index alone.
             models.Index(
                 fields=["run"],
-                include=["id", "status", "approver", "requester_ref", "requested_at"],
+                include=["id", "thread", "status", "approver", "requester_ref", "requested_at"],
                 name="call_pending_by_run",
                 condition=models.Q(status__in=["pending_approval", "pending_input"]),
             ),
