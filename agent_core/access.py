@@ -79,12 +79,13 @@ def visible_calls(actor: Actor) -> QuerySet[ToolCall]:
 def in_visible_runs(actor: Actor, calls: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
     """``calls`` narrowed to those of runs the actor may see, for an inbox's few thousand calls.
 
-    The same rule as ``visible_calls``, asked from the other side: the runs the actor may see are
-    gathered first, one index walk per reason (its threads; its roles as the stored approver,
-    ``call_approver_run`` and ``call_any_of_roles_run``; each case of the gate's ``decidable``),
-    and the calls are looked up by run. Testing each call's run instead read every call of those
-    runs from the heap (0.7-0.9 s for 7,000 pending calls at 1M calls), and ``visible_calls``
-    tests every run the actor may see (seconds).
+    The same rule as ``visible_calls``, asked from the other side: the threads the actor owns
+    and the runs it may see as an approver are gathered first, one index walk per reason (its
+    roles as the stored approver, ``call_approver_run`` and ``call_any_of_roles_run``; each case
+    of the gate's ``decidable``), and ``calls`` are tested against those two sets (waiting calls
+    from their covering index ``call_pending_by_run``). Testing each call's run instead read every
+    call of it from the heap (0.7-0.9 s for 7,000 pending calls at 1M calls), and
+    ``visible_calls`` tests every run the actor may see (seconds).
     """
     if is_operator(actor):
         return calls
