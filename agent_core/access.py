@@ -22,10 +22,11 @@ from typing import Any
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from .actors import Actor
+from .choices import REQUESTER
 from .conf import agent_settings
 from .exceptions import NotAllowed
 from .gate import cases_of, get_gate
-from .models import REQUESTER, Run, Thread, ToolCall
+from .models import Run, Thread, ToolCall
 
 
 def is_operator(actor: Actor) -> bool:
@@ -101,6 +102,17 @@ def _approved_run_ids(actor: Actor) -> QuerySet[ToolCall, Any]:
         # A role approves many calls of a run: each run once (the index walk is in run order).
         reasons += [calls.filter(approver__in=roles).distinct(), calls.filter(_one_of(roles))]
     return reasons[0].union(*reasons[1:], all=True)
+
+
+def visible_run(actor: Actor, run_id: str) -> Run | None:
+    """The run if the actor may read and follow it, else ``None``.
+
+    Its owner, who follows a run most often, is found by a plain lookup (the first case of
+    ``visible_runs``): the full rule's approver subquery costs a few milliseconds of Python, the
+    most of a thousand streams attaching at once.
+    """
+    owned = Run.objects.filter(pk=run_id, thread__owner_ref=actor.ref).first()
+    return owned or visible_runs(actor).filter(pk=run_id).first()
 
 
 def may_see_run(actor: Actor, run_id: str) -> bool:

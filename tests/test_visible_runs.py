@@ -11,7 +11,8 @@ from django.utils import timezone
 
 from agent_core import access
 from agent_core.actors import Actor
-from agent_core.models import CallStatus, ToolCall
+from agent_core.choices import CallStatus
+from agent_core.models import ToolCall
 from approvals import services as port
 from approvals.models import Escalation
 from tests.approvals.test_pending import LEA, LEGAL_AND_FINANCE
