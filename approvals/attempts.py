@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from django.db import connection
 from django.utils import timezone
@@ -21,6 +22,7 @@ from agent_core.actors import SYSTEM, Actor
 from agent_core.decisions import Decision, decision
 from agent_core.exceptions import AgentCoreError, AlreadyDecided, NotFound, RunNotActive
 from agent_core.models import CallStatus, Run, ToolCall
+from agent_core.streams import Riding
 
 from . import guards, sql
 from .exceptions import ApprovalExpired
@@ -41,10 +43,15 @@ class Attempt:
     attempt is over, its call is the row as the decision left it."""
 
     decision: Decision
+    action: Action
+    actor: Actor
+    via: str
     outcome: Outcome | None = None
     note: str = ""
     # The call's quorum standing when the attempt counted a vote (None: it did not).
     standing: Standing | None = None
+    # Whether the audit row rode on the decision's statement (``audited``).
+    audited: bool = False
 
     @property
     def done(self) -> Outcome:
@@ -52,26 +59,38 @@ class Attempt:
         assert self.outcome is not None, "the body of an attempt sets its outcome"
         return self.outcome
 
+    def audited_by(self, outcome: Outcome) -> Riding:
+        """The settling statement with this attempt's audit row riding on it (one round trip):
+        the attempt ends with ``outcome``, and ``attempt`` appends no row of its own."""
+        self.outcome, self.audited = outcome, True
+        call = self.decision.call
+        row = _audit_row(call.pk, call, self.action, self.actor, self.via, outcome, None, self.note)
+        return Riding(sql.SETTLE_AUDITED, row)
+
 
 @contextmanager
 def attempt(tool_call_id: str, action: Action, actor: Actor, via: str) -> Iterator[Attempt]:
     """Hold the call's decision for the body, and audit the attempt whatever came of it."""
     guards.check_via(via)
     refusal: AgentCoreError | None = None
-    with decision(tool_call_id) as found:
+    with decision(tool_call_id, sql.LOCK_CALL_WITH_QUORUM) as found:
         if found is None or not guards.may_see(actor, found.call):
             # Unseen is unknown (SPEC §7): a 403 would confirm that the id exists.
             refusal = NotFound(f"no tool call {tool_call_id}")
             call = found.call if found else None
             audit(tool_call_id, call, action, actor, via, None, refusal, refusal.message)
         else:
-            current = Attempt(found)
+            current = Attempt(found, action, actor, via)
             try:
                 yield current
             except AgentCoreError as exc:
                 refusal = exc
-            note = refusal.message if refusal else current.note
-            audit(tool_call_id, found.call, action, actor, via, current.outcome, refusal, note)
+            call = found.call
+            if current.audited and refusal is None:
+                trace_decision(call.pk, call.run_id, action, via, current.done.value, actor.ref)
+            else:
+                note = refusal.message if refusal else current.note
+                audit(tool_call_id, call, action, actor, via, current.outcome, refusal, note)
     if refusal is not None:
         raise refusal
 
@@ -111,27 +130,39 @@ def audit(
 ) -> None:
     """Append the attempt's ``DecisionAttempt`` row: one named statement and no model built, so
     it is traced here (an attempt saved through the model is traced by ``post_save``)."""
+    row = _audit_row(tool_call_id, call, action, actor, via, outcome, refusal, detail)
+    with connection.cursor() as cursor:
+        cursor.execute(sql.AUDIT_ATTEMPT, row)
+    trace_decision(tool_call_id, row[1], action, via, row[7], actor.ref)
+
+
+def _audit_row(
+    tool_call_id: str,
+    call: ToolCall | None,
+    action: Action,
+    actor: Actor,
+    via: str,
+    outcome: Outcome | None,
+    refusal: AgentCoreError | None,
+    detail: str,
+) -> list[Any]:
+    """The parameters of ``sql.AUDIT_ATTEMPT``."""
     run_id, thread_id, tool_name = (
         (call.run_id, call.thread_id, call.tool_name) if call else ("",) * 3
     )
     code = outcome.value if outcome else refusal.code if refusal else ""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            sql.AUDIT_ATTEMPT,
-            [
-                tool_call_id,
-                run_id,
-                thread_id,
-                tool_name,
-                action,
-                actor.ref,
-                via,
-                code,
-                detail,
-                timezone.now(),
-            ],
-        )
-    trace_decision(tool_call_id, run_id, action, via, code, actor.ref)
+    return [
+        tool_call_id,
+        run_id,
+        thread_id,
+        tool_name,
+        action,
+        actor.ref,
+        via,
+        code,
+        detail,
+        timezone.now(),
+    ]
 
 
 def trace_decision(
