@@ -1,10 +1,12 @@
 """Decisions made outside any driver — approve, reject, expire, answer, extend, resolve a call in
 doubt — each under the run's row lock, which ``decision`` takes itself.
 
-``with decision(call_id) as d:`` opens a transaction, locks the call's run (a run before its
-calls: the order every writer takes them) and reads the call under that lock; ``d``'s methods
-are the only way to write a decision, so none is ever made without the lock. The run resumes
-after commit when the decision was the last thing it waited for.
+``with decision(call_id) as d:`` opens a transaction, locks the call's run and then the call (a
+run before its calls: the order every writer takes them) and reads both as the lock found them,
+in one statement (``sql.lock_call``); ``d``'s methods are the only way to write a decision, so
+none is ever made without the lock. A settlement is one more statement, with its frames and
+whatever rides on it (``sql.settle_call``). The run resumes after commit when the decision was
+the last thing it waited for.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 ``with attempt(call_id, action, actor, via) as current:`` refuses a reserved ``via``, takes the
 core's ``decision`` (a transaction holding the run's lock, the call read under it), answers 404
 for a call the actor may not see, and runs the body. Every attempt leaves a ``DecisionAttempt``
-row; a refusal (an ``AgentCoreError`` from the body) is raised after that row has committed.
+row (a decision that settles the call appends it in its compare-and-set's statement,
+``Attempt.audited_by``); a refusal (an ``AgentCoreError`` from the body) is raised after that row
+has committed.
 """
 
 from __future__ import annotations
