@@ -229,13 +229,15 @@ TRY_ADVISORY_LOCK = "SELECT pg_try_advisory_xact_lock(hashtext(%s))"
 # ---- Decisions (agent_core.decisions, the approval port) and API token authentication ----
 
 
-# Lock a call's run and the call, and read both, whole (decisions.decision): call id.
-# ``lock_call``'s ``columns`` and ``joins`` read more with them (the approval port: the call's
-# quorum). The run is locked first, then the call (the order every writer takes them); both rows
-# are locked, so when the statement waited for a writer, PostgreSQL re-reads them as that writer
-# committed them (a row read but not locked would be the one the statement's snapshot saw). What
-# the joins read must therefore be rows that never change once the call is visible.
 def lock_call(columns: str = "", joins: str = "") -> str:
+    """Lock a call's run and the call, and read both, whole (decisions.decision): call id.
+
+    ``columns`` and ``joins`` read more with them (the approval port: the call's quorum). The run
+    is locked first, then the call (the order every writer takes them); both rows are locked, so
+    when the statement waited for a writer, PostgreSQL reads them again as that writer committed
+    them (a row read but not locked would be the one the statement's snapshot saw). What the
+    joins read must therefore be rows that never change once the call is visible.
+    """
     return (
         f"SELECT {_columns(Run, 'r')}, {_columns(ToolCall, 'c')}{columns} FROM {_CALL} c"
         f" JOIN {_RUN} r ON r.id = c.run_id{joins} WHERE c.id = %s"

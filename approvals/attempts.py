@@ -52,7 +52,7 @@ class Attempt:
     note: str = ""
     # The call's quorum standing when the attempt counted a vote (None: it did not).
     standing: Standing | None = None
-    # Whether the audit row rode on the decision's statement (``audited``).
+    # Whether the audit row rode on the settling statement (``audited_by``).
     audited: bool = False
 
     @property
