@@ -23,8 +23,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from . import calls, frames, journal, signals, sql, state, streams
+from .choices import CallStatus
 from .frames import Frames
-from .models import CallStatus, Run, ToolCall
+from .models import Run, ToolCall
 from .runs import OPEN, resume_if_unblocked
 from .streams import Riding
 from .tools import args_digest

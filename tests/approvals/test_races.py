@@ -13,9 +13,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from agent_core import runs
+from agent_core.choices import CallStatus, RunStatus
 from agent_core.dispatch import set_runner
 from agent_core.exceptions import AlreadyDecided
-from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, ToolCall
+from agent_core.models import Run, StreamFrame, ToolCall
 from agent_core.runner.inline import InlineRunner
 from agent_core.runner.sweep import sweep
 from approvals import services as port
