@@ -23,7 +23,6 @@ from .exceptions import AgentNotFound, NotFound, RunActive
 from .frames import Frames
 from .leases import Lease, deadline, lock, lock_run
 from .models import QueuedMessage, Run, Thread, ToolCall
-from .streams import Riding
 
 logger = logging.getLogger(__name__)
 
@@ -266,22 +265,6 @@ def block_on_doubt(lease: Lease, call_id: str) -> None:
             error_code="side_effect_retry_blocked",
             error_message=f"{call_id} may or may not have run; mark it done or not done",
         )
-
-
-def resuming(run: Run, statuses: set[str]) -> Riding | None:
-    """``resume_if_unblocked`` for a writer that announces frames under the run's lock: the
-    resume as writes riding on them (one statement), or ``None`` when the run stays as it is;
-    the caller then passes it to ``resumed``. ``statuses``: what ``open_calls`` would answer."""
-    if run.status != RunStatus.WAITING or statuses & BLOCKING:
-        return None
-    state.check(Run, RunStatus.WAITING, RunStatus.QUEUED)
-    return Riding(sql.EMIT_FRAMES_AND_RESUME, sets=[deadline()])
-
-
-def resumed(run: Run, statuses: set[str], riding: Riding | None) -> None:
-    """Dispatch, after commit, the run that ``riding`` (from ``resuming``) resumed, if any."""
-    if riding is not None:
-        dispatch.on_commit(run.pk, continue_or_park(run, statuses))
 
 
 def resume_if_unblocked(run: Run, statuses: set[str] | None = None) -> bool:

@@ -91,7 +91,6 @@ ALLOWED: dict[type[Model], frozenset[tuple[str, str]]] = {Run: RUN_ALLOWED, Tool
 SQL_TRANSITIONS = frozenset(
     {
         "ACQUIRE_LEASE",
-        "EMIT_FRAMES_AND_RESUME",
         "END_RUN",
         "FINISH_CALL",
         "RECORD_MODEL_STEP_AND_PARK",
