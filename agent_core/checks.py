@@ -286,6 +286,31 @@ def check_tracing(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
 
 
 @register()
+def check_approval_gate(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The gate in effect has every method of ``agent_core.gate.ApprovalGate``: the loop calls
+    them inside its transactions, where a missing one would fail a run, not a deploy."""
+    from .gate import ApprovalGate, gate_path
+
+    try:
+        gate = import_string(gate_path())
+    except (TypeError, ImportError):
+        return []  # reported by check_agent_settings
+    wanted = sorted(name for name in vars(ApprovalGate) if not name.startswith("_"))
+    missing = [name for name in wanted if not callable(getattr(gate, name, None))]
+    if not missing:
+        return []
+    return [
+        Error(
+            f"The approval gate {gate_path()} lacks {', '.join(missing)} of the gate protocol "
+            "(agent_core.gate.ApprovalGate).",
+            id="agent_core.E013",
+            hint="A gate that records nothing when calls start waiting may define "
+            "`def requested(self, calls): pass`.",
+        )
+    ]
+
+
+@register()
 def check_action_tools_have_a_gate(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """Without an approval app every action call is refused (``agent_core.gate.RefuseActions``)."""
     from .agents import registered_agents

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.test import override_settings
 
-from agent_core.checks import check_agent_settings, check_durable_chain
+from agent_core.checks import check_agent_settings, check_approval_gate, check_durable_chain
 
 
 def ids(messages) -> list[str]:
@@ -14,6 +14,7 @@ def ids(messages) -> list[str]:
 def test_the_project_settings_pass():
     assert check_agent_settings() == []
     assert check_durable_chain() == []
+    assert check_approval_gate() == []
 
 
 @override_settings(AGENT={"AGENTS": ["demo.agents.no_such_agent"]})
@@ -49,3 +50,21 @@ def test_an_unbounded_or_empty_chain_slice_is_reported():
     errors = check_durable_chain()
     assert ids(errors) == ["agent_core.E011", "agent_core.E011"]
     assert "CHAIN_MAX_STEPS" in errors[0].msg and "CHAIN_MAX_SECONDS" in errors[1].msg
+
+
+class GateWithoutRequested:
+    """A project's gate written against the protocol before it had ``requested``."""
+
+    def review(self, call, *, tool, actor, thread):
+        raise AssertionError("never called by the check")
+
+    def decidable(self, actor):
+        raise AssertionError("never called by the check")
+
+
+@override_settings(AGENT={"APPROVAL_GATE": "tests.agent_core.test_checks.GateWithoutRequested"})
+def test_a_gate_missing_a_method_of_the_protocol_is_reported():
+    # Found at `manage.py check`, not as an AttributeError in the first suspend transaction.
+    [error] = check_approval_gate()
+    assert error.id == "agent_core.E013"
+    assert "GateWithoutRequested" in error.msg and "requested" in error.msg
