@@ -62,6 +62,7 @@ async def read(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     unless more reads are waiting (or the connection broke)."""
 
     def run() -> T:
+        _drop_unusable()
         try:
             return fn(*args, **kwargs)
         finally:
@@ -75,6 +76,19 @@ async def read(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         return await sync_to_async(run, thread_sensitive=False, executor=_readers)()
     finally:
         _in_flight -= 1
+
+
+def _drop_unusable() -> None:
+    """Close a connection this reader kept from an earlier read if it no longer works (PostgreSQL
+    restarted, an idle timeout, ``pg_terminate_backend``), so this read opens a fresh one.
+
+    Django's ``CONN_HEALTH_CHECKS`` check (``is_usable``, once per request, on a connection an
+    earlier request left open), always on here: a reader keeps its connection by its own rule
+    (reads in flight), which neither ``CONN_MAX_AGE`` nor the request signals see.
+    """
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None and not connection.is_usable():
+            connection.close()
 
 
 @dataclass
