@@ -88,10 +88,14 @@ class _Writer:
 
     async def write(self, response: EventStream) -> None:
         batches = live.batches(response.run, response.after, self.now)
-        async with aclosing(batches):
-            async for batch in batches:
-                await self._send(block(batch), True)
-        await self._send(b"", False)
+        try:
+            async with aclosing(batches):
+                async for batch in batches:
+                    await self._send(block(batch), True)
+            await self._send(b"", False)
+        finally:  # the client left: a write still waiting for its socket is dropped with it
+            if self.pending is not None:
+                self.pending.cancel()
 
     def now(self, events: list[live.Event]) -> bool:
         if self.failed is not None or (self.pending is not None and not self.pending.done()):
