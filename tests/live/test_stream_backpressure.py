@@ -54,7 +54,10 @@ def test_a_client_reading_slowly_gets_every_frame_once_in_order(uvicorn: Server)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a slow reader's small window
     sock.settimeout(60)  # a guard against a hung server, not a timing assertion
     sock.connect((url.hostname, url.port))
-    request = f"GET /agent/chat/{run.pk}/stream HTTP/1.1\r\nHost: {url.netloc}\r\nX-Actor-Id: user:alice\r\n\r\n"
+    request = (
+        f"GET /agent/chat/{run.pk}/stream HTTP/1.1\r\n"
+        f"Host: {url.netloc}\r\nX-Actor-Id: user:alice\r\n\r\n"
+    )
     sock.sendall(request.encode())
     received = bytearray()
     _read_until(sock, b"event: meta", received)
