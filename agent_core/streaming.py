@@ -98,7 +98,7 @@ class _Writer:
                 self.pending.cancel()
 
     def now(self, events: list[live.Event]) -> bool:
-        if self.failed is not None or (self.pending is not None and not self.pending.done()):
+        if self.failed is not None or self.pending is not None:
             return False  # the follower writes it, after the pending write (or raises)
         body = {"type": "http.response.body", "body": block(events), "more_body": True}
         sending = self.send(body)
@@ -106,11 +106,17 @@ class _Writer:
             waiting = sending.send(None)
         except StopIteration:
             return True
-        except BaseException as exc:  # raised by the follower's next write, not by the feed
+        except Exception as exc:  # raised by the follower's next write, not in the feed
             self.failed = exc
             return False
         self.pending = asyncio.ensure_future(_Rest(sending, waiting))
+        self.pending.add_done_callback(self._written)
         return True
+
+    def _written(self, pending: asyncio.Future[None]) -> None:
+        # A write that failed stays pending: the follower's next write awaits it and raises.
+        if not pending.cancelled() and pending.exception() is None:
+            self.pending = None
 
     async def _send(self, body: bytes, more: bool) -> None:
         if self.failed is not None:
