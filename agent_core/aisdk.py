@@ -23,7 +23,8 @@ from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from . import live, sse
-from .models import Run, RunStatus
+from .choices import RunStatus
+from .models import Run
 
 HEADER = "x-vercel-ai-ui-message-stream"
 Chunk = dict[str, Any]

@@ -15,11 +15,12 @@ from django.utils import timezone
 
 from . import frames, signals, sql, state, streams
 from .agents import get_agent
+from .choices import CallStatus, StepStatus
 from .dispatch import Next
 from .exceptions import InvalidTransition, ToolNotFound
 from .frames import Frames
 from .leases import Lease, lock
-from .models import CallStatus, Run, Step, StepStatus, ToolCall
+from .models import Run, Step, ToolCall
 from .runs import OPEN, continue_or_park
 from .streams import Riding
 

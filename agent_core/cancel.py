@@ -15,9 +15,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from . import frames, signals, state, streams
+from .choices import CALL_PENDING, RUN_ACTIVE, RUN_TERMINAL, CallStatus, RunStatus
 from .frames import Frames
 from .leases import Lease, lock_run
-from .models import CALL_PENDING, RUN_ACTIVE, RUN_TERMINAL, CallStatus, Run, RunStatus, ToolCall
+from .models import Run, ToolCall
 from .runs import end_run, report_unreported_calls
 
 logger = logging.getLogger(__name__)

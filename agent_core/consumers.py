@@ -22,7 +22,7 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest
 from rest_framework.exceptions import APIException
 
-from . import live
+from . import access, live
 from .actors import Actor
 from .sse import parse_after, resolve_actor
 
@@ -57,7 +57,7 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         actor = await live.read(_resolve, self.scope)
         run_id = self.scope["url_route"]["kwargs"]["run_id"]
-        run = None if actor is None else await live.read(live.find_visible_run, actor, run_id)
+        run = None if actor is None else await live.read(access.visible_run, actor, run_id)
         query = parse_qs(self.scope.get("query_string", b"").decode())
         after = parse_after(query.get("after", [None])[0], None)
         if run is None or after is None:

@@ -21,8 +21,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from . import calls, frames, journal, signals, sql, state, streams
+from .choices import CallStatus
 from .frames import Frames
-from .models import CallStatus, Run, ToolCall
+from .models import Run, ToolCall
 from .runs import OPEN, resume_if_unblocked
 from .tools import args_digest
 

@@ -16,11 +16,12 @@ from django.utils import timezone
 from . import frames, journal, signals, sql, state, streams
 from .actors import Actor
 from .agents import get_agent
+from .choices import CallStatus
 from .conf import agent_settings
 from .dispatch import Next
 from .exceptions import AgentNotFound, InvalidTransition
 from .leases import Lease, lock
-from .models import CallStatus, Run, ToolCall
+from .models import Run, ToolCall
 from .runs import continue_or_park, start_run
 from .tools import ToolSpec
 

@@ -15,8 +15,9 @@ from django.utils import timezone
 
 from . import frames, sql, streams, transcript
 from .agents import Agent
+from .choices import Role, StepStatus
 from .leases import Lease, lock
-from .models import Role, Run, Step, StepStatus, StreamFrame, ToolCall
+from .models import Run, Step, StreamFrame, ToolCall
 from .providers.base import ModelRequest
 
 

@@ -15,9 +15,10 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from . import sql, state
+from .choices import RunStatus
 from .conf import agent_settings
 from .exceptions import LeaseLost
-from .models import Run, RunStatus, Thread
+from .models import Run, Thread
 
 # The statuses a lease is taken in (``sql.ACQUIRE_LEASE``): a queued run, or a running one whose
 # driver died or passed the lease on.

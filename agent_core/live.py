@@ -27,10 +27,9 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 
 from . import fanout, frames
-from .access import visible_runs
-from .actors import Actor
+from .choices import RunStatus
 from .conf import agent_settings
-from .models import Run, RunStatus, StreamFrame
+from .models import Run, StreamFrame
 
 GENERIC_FAILURE = "The run failed."
 
@@ -130,17 +129,6 @@ async def _read_shared(fn: Callable[..., T], *args: Any) -> T:
     assert shared.task is not None
     # Shielded: one follower leaving does not cancel the read the others wait for.
     return cast(T, await asyncio.shield(shared.task))
-
-
-def find_visible_run(actor: Actor, run_id: str) -> Run | None:
-    """The run if the actor may follow it (sync; call through ``read``).
-
-    Its owner, who follows a run most often, is found by a plain lookup (the first case of
-    ``access.visible_runs``): the full rule's approver subquery costs a few milliseconds of
-    Python per attach, the most of a thousand streams attaching at once.
-    """
-    owned = Run.objects.filter(pk=run_id, thread__owner_ref=actor.ref).first()
-    return owned or visible_runs(actor).filter(pk=run_id).first()
 
 
 def _frames_after(run_id: str, after: int) -> list[tuple[int, str, dict[str, Any]]]:

@@ -10,62 +10,16 @@ from typing import Any
 from django.db import models
 
 from . import ids
-
-
-class RunStatus(models.TextChoices):
-    QUEUED = "queued"
-    RUNNING = "running"
-    WAITING = "waiting"
-    CANCELLING = "cancelling"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-RUN_TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
-RUN_ACTIVE = frozenset(
-    {RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING, RunStatus.CANCELLING}
+from .choices import (
+    CALL_TERMINAL,
+    RUN_TERMINAL,
+    CallStatus,
+    QueuedStatus,
+    Role,
+    RunStatus,
+    StepStatus,
+    ToolKind,
 )
-
-
-class ToolKind(models.TextChoices):
-    READ = "read"
-    ACTION = "action"
-    HUMAN = "human"
-
-
-class CallStatus(models.TextChoices):
-    PROPOSED = "proposed"
-    PENDING_APPROVAL = "pending_approval"
-    PENDING_INPUT = "pending_input"
-    APPROVED = "approved"
-    EXECUTING = "executing"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    IN_DOUBT = "in_doubt"
-    REJECTED = "rejected"
-    EXPIRED = "expired"
-    CANCELLED = "cancelled"
-    REFUSED = "refused"
-
-
-CALL_PENDING = frozenset({CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT})
-CALL_TERMINAL = frozenset(
-    {
-        CallStatus.SUCCEEDED,
-        CallStatus.FAILED,
-        CallStatus.REJECTED,
-        CallStatus.EXPIRED,
-        CallStatus.CANCELLED,
-        CallStatus.REFUSED,
-    }
-)
-
-
-class Role(models.TextChoices):
-    USER = "user"
-    ASSISTANT = "assistant"
-    TOOL = "tool"
 
 
 class Thread(models.Model):
@@ -167,14 +121,6 @@ class Message(models.Model):
         return "".join(p.get("text", "") for p in self.content if p.get("type") == "text")
 
 
-# ``ToolCall.approver`` of a call the thread's owner approves: a marker, never a role name
-# (the system check ``approvals.E004`` refuses a group or role of that name).
-REQUESTER = "requester"
-
-# ``decided_via`` values the system writes itself; a client may never claim one (SPEC §7).
-SYSTEM_VIAS = frozenset({"policy", "remembered", "expiry", "cancel"})
-
-
 class ToolCall(models.Model):
     """One call the model proposed, with its approval record and its outcome."""
 
@@ -267,11 +213,6 @@ class ToolCall(models.Model):
         return f"airlock-{self.id}"
 
 
-class StepStatus(models.TextChoices):
-    STARTED = "started"
-    COMPLETED = "completed"
-
-
 class Step(models.Model):
     """One journal entry of a run, keyed by name (``llm:0``, ``tool:tc_…``), never by position."""
 
@@ -317,12 +258,6 @@ class StreamFrame(models.Model):
     def as_event(self) -> dict[str, Any]:
         """The frame as sent on the wire: ``{"kind": ..., **data}``."""
         return {"kind": self.kind, **self.data}
-
-
-class QueuedStatus(models.TextChoices):
-    QUEUED = "queued"
-    STARTED = "started"
-    WITHDRAWN = "withdrawn"
 
 
 class QueuedMessageQuerySet(models.QuerySet["QueuedMessage"]):

@@ -16,11 +16,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from . import frames, signals, sql, state, streams, transcript
+from .choices import CallStatus, Role, RunStatus, StepStatus
 from .dispatch import Next
 from .frames import Frames
 from .gate import Verdict
 from .leases import Lease, lock
-from .models import CallStatus, Role, Run, RunStatus, StepStatus, ToolCall
+from .models import Run, ToolCall
 from .runs import complete_run, continue_or_park, parks
 from .streams import Riding
 from .tools import args_digest

@@ -19,9 +19,10 @@ from django.utils.module_loading import import_string
 
 from . import signals, sql, usage
 from .actors import Actor
+from .choices import RUN_ACTIVE
 from .conf import QuotaLimits, agent_settings
 from .exceptions import QuotaExceeded
-from .models import RUN_ACTIVE, Run, Step
+from .models import Run, Step
 
 MINUTE, DAY = timedelta(minutes=1), timedelta(days=1)
 CONCURRENT_RETRY_SECONDS = 5  # when a run will end is unknown: a short, honest guess

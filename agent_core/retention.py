@@ -8,7 +8,8 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from .models import RUN_ACTIVE, Run, Thread
+from .choices import RUN_ACTIVE
+from .models import Run, Thread
 
 
 def finished_threads(older_than: timedelta) -> list[str]:

@@ -16,22 +16,13 @@ from django.utils import timezone
 from . import dispatch, frames, journal, signals, sql, state, streams, transcript
 from .actors import Actor
 from .agents import get_agent
+from .choices import CALL_PENDING, CallStatus, QueuedStatus, Role, RunStatus
 from .conf import agent_settings
 from .dispatch import Next
 from .exceptions import AgentNotFound, NotFound, RunActive
 from .frames import Frames
 from .leases import Lease, deadline, lock, lock_run
-from .models import (
-    CALL_PENDING,
-    CallStatus,
-    QueuedMessage,
-    QueuedStatus,
-    Role,
-    Run,
-    RunStatus,
-    Thread,
-    ToolCall,
-)
+from .models import QueuedMessage, Run, Thread, ToolCall
 
 logger = logging.getLogger(__name__)
 

@@ -17,17 +17,8 @@ from typing import Any
 from django.db import connection
 from django.db.models import Model
 
-from .models import (
-    Message,
-    QueuedMessage,
-    QueuedStatus,
-    Run,
-    RunStatus,
-    Step,
-    StreamFrame,
-    Thread,
-    ToolCall,
-)
+from .choices import QueuedStatus, RunStatus
+from .models import Message, QueuedMessage, Run, Step, StreamFrame, Thread, ToolCall
 
 _RUN = Run._meta.db_table
 _STEP = Step._meta.db_table

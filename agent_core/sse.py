@@ -18,7 +18,7 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 
-from . import live
+from . import access, live
 from .actors import Actor
 from .api.actors import request_actor
 from .api.base import authenticators
@@ -97,7 +97,7 @@ def attach_as_now(
     request: HttpRequest, actor: Actor, run_id: str
 ) -> tuple[Run, int] | JsonResponse:
     """``attach_as``, synchronously."""
-    run = live.find_visible_run(actor, run_id)
+    run = access.visible_run(actor, run_id)
     if run is None:
         return _error("not_found", f"no run {run_id}", 404)
     after = parse_after(request.GET.get("after"), request.headers.get("Last-Event-ID"))

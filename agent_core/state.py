@@ -21,8 +21,9 @@ from typing import Any, TypeVar
 from django.db import connection
 from django.db.models import Field, Model, QuerySet
 
+from .choices import CallStatus, RunStatus
 from .exceptions import InvalidTransition
-from .models import CallStatus, Run, RunStatus, ToolCall
+from .models import Run, ToolCall
 
 _R, _C = RunStatus, CallStatus
 

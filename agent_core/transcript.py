@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from . import ids, sql
 from .agents import Agent, describe
-from .models import CallStatus, Role, Run, ToolCall
+from .choices import CallStatus, Role
+from .models import Run, ToolCall
 from .providers.base import ModelMessage, ModelRequest, ToolDefinition
 
 NEVER_COMPLETED = "This call never completed: its run ended first. Check before doing it again."

@@ -19,9 +19,10 @@ from . import quotas
 from .actors import Actor
 from .agents import get_agent
 from .cancel import request_cancel
+from .choices import QueuedStatus
 from .exceptions import NotFound, RunActive, TurnStarted
 from .leases import lock_run
-from .models import QueuedMessage, QueuedStatus, Run, Thread
+from .models import QueuedMessage, Run, Thread
 from .runs import start_run
 
 _ATTEMPTS = 3  # an interrupt whose target run ended meanwhile looks again

@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from agent_core.access import visible_threads
 from agent_core.actors import Actor
+from agent_core.choices import CallStatus
 from agent_core.conf import agent_settings
 from agent_core.exceptions import AgentCoreError, NotFound
-from agent_core.models import CallStatus
 
 from . import guards
 from .attempts import Outcome, attempt, check_deadline, conflict

@@ -18,9 +18,10 @@ from django.utils import timezone
 
 from agent_core import tracing
 from agent_core.actors import SYSTEM, Actor
+from agent_core.choices import CallStatus
 from agent_core.decisions import Decision, decision
 from agent_core.exceptions import AgentCoreError, AlreadyDecided, NotFound, RunNotActive
-from agent_core.models import CallStatus, Run, ToolCall
+from agent_core.models import Run, ToolCall
 
 from . import guards, sql
 from .exceptions import ApprovalExpired

@@ -16,10 +16,11 @@ from typing import Any
 from agent_core import delegation
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
+from agent_core.choices import CallStatus, Role, RunStatus
 from agent_core.cli.follow import RunFollower, pending_calls, render, shown, wait_until_settled
 from agent_core.cli.session import own_thread, start_turn
 from agent_core.exceptions import AgentCoreError
-from agent_core.models import CallStatus, Message, Role, Run, RunStatus, Thread, ToolCall
+from agent_core.models import Message, Run, Thread, ToolCall
 
 from . import services as port
 from .exceptions import InvalidDecision

@@ -17,9 +17,10 @@ from django.utils import timezone
 
 from agent_core import streams
 from agent_core.actors import SYSTEM
+from agent_core.choices import CallStatus
 from agent_core.decisions import decision
 from agent_core.frames import Frame
-from agent_core.models import CallStatus, ToolCall
+from agent_core.models import ToolCall
 
 from .models import Action, DecisionAttempt, Escalation
 from .notify import delivery

@@ -12,8 +12,9 @@ from typing import Any
 from agent_core.access import may_see_run
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
+from agent_core.choices import REQUESTER, SYSTEM_VIAS
 from agent_core.exceptions import ToolNotFound
-from agent_core.models import REQUESTER, SYSTEM_VIAS, Run, ToolCall
+from agent_core.models import Run, ToolCall
 from agent_core.tools import ToolSpec
 
 from .exceptions import EditNeedsApprover, InvalidDecision

@@ -17,8 +17,9 @@ from django.db.models import Q
 from django.utils.module_loading import import_string
 
 from agent_core.actors import Actor
+from agent_core.choices import CallStatus
 from agent_core.conf import agent_settings
-from agent_core.models import CallStatus, Thread, ToolCall
+from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolSpec
 
 from .conf import approvals_settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from agent_core.models import REQUESTER
+from agent_core.choices import REQUESTER
 
 __all__ = ["REQUESTER", "ROLE_SEPARATOR", "Escalate", "Requirement", "approver_roles"]
 

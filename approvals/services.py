@@ -17,10 +17,11 @@ from django.utils import timezone
 
 from agent_core.actors import SYSTEM, Actor
 from agent_core.agents import get_agent
+from agent_core.choices import CallStatus
 from agent_core.conf import agent_settings
 from agent_core.decisions import Decision, decision
 from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, RunNotActive
-from agent_core.models import CallStatus, ToolCall
+from agent_core.models import ToolCall
 
 from . import guards, quorum
 from .attempts import Attempt, Outcome, attempt, audit, check_deadline, conflict, expire

@@ -43,8 +43,9 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 
 from agent_core import runs  # noqa: E402
 from agent_core.actors import Actor  # noqa: E402
+from agent_core.choices import RunStatus  # noqa: E402
 from agent_core.dispatch import Runner, set_runner  # noqa: E402
-from agent_core.models import Run, RunStatus, StreamFrame, ToolCall  # noqa: E402
+from agent_core.models import Run, StreamFrame, ToolCall  # noqa: E402
 from agent_core.runner.durable import DurableRunner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
 from approvals import services as port  # noqa: E402

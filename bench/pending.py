@@ -264,7 +264,8 @@ def main() -> None:
     from rest_framework.authtoken.models import Token
 
     from agent_core.actors import actor_for_user
-    from agent_core.models import CallStatus, ToolCall
+    from agent_core.choices import CallStatus
+    from agent_core.models import ToolCall
 
     fran, _ = User.objects.get_or_create(username="bench-fran")
     fran.groups.add(Group.objects.get_or_create(name="finance")[0])

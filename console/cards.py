@@ -15,8 +15,9 @@ from django.utils.timesince import timesince
 from agent_core import delegation
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
+from agent_core.choices import CallStatus, Role
 from agent_core.exceptions import AgentCoreError, AlreadyAnswered, AlreadyDecided, RunNotActive
-from agent_core.models import CallStatus, Message, Role, ToolCall
+from agent_core.models import Message, ToolCall
 from agent_core.tools import ToolSpec
 from approvals import escalation, quorum
 from approvals.conf import approvals_settings

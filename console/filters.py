@@ -15,7 +15,8 @@ from rest_framework.exceptions import ValidationError
 
 from agent_core.api.filters import RunFilter
 from agent_core.api.pagination import KeysetPagination, Page
-from agent_core.models import Run, RunStatus
+from agent_core.choices import RunStatus
+from agent_core.models import Run
 from approvals.models import Action, DecisionAttempt, Delivery, DeliveryStatus
 
 from .conf import console_settings

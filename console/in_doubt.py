@@ -14,7 +14,8 @@ from django.utils.timesince import timesince
 
 from agent_core.access import visible_calls
 from agent_core.actors import Actor
-from agent_core.models import CallStatus, ToolCall
+from agent_core.choices import CallStatus
+from agent_core.models import ToolCall
 from approvals.models import Action, DecisionAttempt
 
 from .people import name_of

@@ -12,7 +12,8 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from agent_core import usage
-from agent_core.models import CallStatus, Run, RunStatus, ToolCall
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import Run, ToolCall
 
 # Decisions made by no person: they have no latency worth measuring.
 _NOT_A_PERSON = ("", "policy", "remembered", "expiry")

@@ -13,7 +13,7 @@ from typing import TypedDict
 from django.urls import reverse
 from django.utils.safestring import SafeString
 
-from agent_core.models import REQUESTER, CallStatus
+from agent_core.choices import REQUESTER, CallStatus
 from approvals.pending import PendingRow
 
 from .templatetags.console import when

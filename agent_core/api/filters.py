@@ -9,7 +9,8 @@ import django_filters
 from django import forms
 from django_filters.fields import IsoDateTimeField
 
-from ..models import Run, RunStatus, Thread
+from ..choices import RunStatus
+from ..models import Run, Thread
 
 # Real UTC offsets lie within ±14 h; PostgreSQL refuses beyond ±15:59, which must be a 400.
 _MAX_OFFSET = timedelta(hours=14)

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..models import CALL_PENDING, RUN_ACTIVE, RUN_TERMINAL, Run, RunStatus, StreamFrame, ToolCall
+from ..choices import CALL_PENDING, RUN_ACTIVE, RUN_TERMINAL, RunStatus
+from ..models import Run, StreamFrame, ToolCall
 
 POLL_SECONDS = 0.1
 _SHOWN_CHARS = 300

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from enum import IntEnum
 
 from ..actors import Actor
-from ..models import Message, Role, RunStatus
+from ..choices import Role, RunStatus
+from ..models import Message
 from .follow import RunFollower, pending_calls, shown
 from .session import QuotaRefused, finish_driving, own_thread, start_turn
 

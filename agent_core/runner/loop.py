@@ -24,11 +24,12 @@ from django.db import DatabaseError, transaction
 from .. import quotas, tracing, transcript
 from ..agents import Agent, get_agent
 from ..cancel import finish_cancel
+from ..choices import RunStatus
 from ..dispatch import Next
 from ..exceptions import AgentCoreError, LeaseLost
 from ..journal import begin_model_step, read_run
 from ..leases import Claim, Lease, acquire
-from ..models import Run, RunStatus
+from ..models import Run
 from ..providers.base import ModelRequest
 from ..runs import complete_run, continue_or_park, fail_run, stop_over_quota
 from ..tools import AbortSignal

@@ -13,13 +13,14 @@ import pydantic
 
 from .. import delegation, ids, jsonsafe, tracing
 from ..agents import Agent
+from ..choices import CallStatus
 from ..conf import agent_settings
 from ..dispatch import Next
 from ..exceptions import Cancelled, ModelError, ModelNoOutput, ToolNotFound
 from ..gate import get_gate
 from ..journal import emit_text
 from ..leases import Lease
-from ..models import CallStatus, Run, ToolCall
+from ..models import Run, ToolCall
 from ..proposals import ProposedCall, record_model_step
 from ..providers.base import ModelRequest, ModelResponse, TextDelta, ToolCallPart
 from ..tools import AbortSignal, AlreadyDone, Confirm, Refuse, to_jsonable

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from ..choices import CALL_PENDING, CallStatus, StepStatus
 from ..conf import agent_settings
 from ..exceptions import AgentCoreError, ReplayDiverged
-from ..models import CALL_PENDING, CallStatus, StepStatus, ToolCall
+from ..models import ToolCall
 
 
 @dataclass(frozen=True)

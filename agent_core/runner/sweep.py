@@ -12,9 +12,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ..cancel import cancel_orphans, settle_abandoned_cancels
+from ..choices import RunStatus
 from ..dispatch import Runner, get_runner
 from ..extensions import sweep_jobs
-from ..models import Run, RunStatus
+from ..models import Run
 
 logger = logging.getLogger(__name__)
 

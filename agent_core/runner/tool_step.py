@@ -12,10 +12,11 @@ from django.db import transaction
 
 from .. import calls, delegation, tracing
 from ..agents import Agent
+from ..choices import CallStatus
 from ..dispatch import Next
 from ..exceptions import Cancelled, ToolNotFound
 from ..leases import Lease
-from ..models import CallStatus, Run, ToolCall
+from ..models import Run, ToolCall
 from ..runs import block_on_doubt
 from ..tools import AbortSignal, AlreadyDone, Refuse, ToolContext, ToolSpec, to_jsonable
 from .context import tool_context

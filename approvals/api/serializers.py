@@ -9,8 +9,9 @@ from rest_framework import serializers
 
 from agent_core import delegation
 from agent_core.agents import get_agent
+from agent_core.choices import SYSTEM_VIAS
 from agent_core.exceptions import AgentCoreError
-from agent_core.models import SYSTEM_VIAS, ToolCall
+from agent_core.models import ToolCall
 
 from .. import quorum
 from ..models import RememberedApproval

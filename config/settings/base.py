@@ -139,8 +139,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Durable human-in-the-loop approval for AI agents.",
     "VERSION": "0.1.0",
     "ENUM_NAME_OVERRIDES": {
-        "RunStatusEnum": "agent_core.models.RunStatus",
-        "CallStatusEnum": "agent_core.models.CallStatus",
+        "RunStatusEnum": "agent_core.choices.RunStatus",
+        "CallStatusEnum": "agent_core.choices.CallStatus",
     },
 }
 

@@ -9,7 +9,8 @@ from django.shortcuts import render
 
 from agent_core.access import visible_calls
 from agent_core.actors import Actor, actor_for_user
-from agent_core.models import CallStatus, ToolCall
+from agent_core.choices import CallStatus
+from agent_core.models import ToolCall
 from approvals.guards import may_see
 from approvals.selectors import pending_count
 

@@ -18,8 +18,9 @@ from django.views.decorators.http import require_POST
 from agent_core.access import check_may_cancel, visible_runs
 from agent_core.actors import Actor
 from agent_core.cancel import request_cancel
+from agent_core.choices import RunStatus
 from agent_core.exceptions import NotAllowed
-from agent_core.models import Run, RunStatus, Step, StreamFrame, ToolCall
+from agent_core.models import Run, Step, StreamFrame, ToolCall
 from approvals.models import DecisionAttempt, Delivery
 
 from ..access import console_view

@@ -10,7 +10,8 @@ import pytest
 from django.conf import settings as django_settings
 from django.test import Client
 
-from agent_core.models import CallStatus, Run, Thread
+from agent_core.choices import CallStatus
+from agent_core.models import Run, Thread
 from approvals.models import DecisionAttempt
 from tests.conftest import REFUND, calls_of
 

@@ -6,7 +6,8 @@ import pytest
 from django.test import override_settings
 
 from agent_core import cancel
-from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, Thread
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import Run, StreamFrame, Thread
 from agent_core.runner.abort import CancelWatch
 from agent_core.runner.sweep import sweep
 from tests.conftest import ALICE, REFUND, calls_of

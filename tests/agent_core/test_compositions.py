@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.models import CallStatus, Run, RunStatus, Step, ToolCall
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import Run, Step, ToolCall
 from approvals import services as port
 from demo.models import Refund
 from tests.agent_core.test_delegation import REFUND_10, ask, child_of

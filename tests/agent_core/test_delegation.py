@@ -9,7 +9,8 @@ import pytest
 from django.utils import timezone
 
 from agent_core import cancel, runs
-from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, ToolCall
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import Run, StreamFrame, ToolCall
 from agent_core.runner.sweep import sweep
 from approvals import services as port
 from demo.models import Refund

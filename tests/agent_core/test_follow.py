@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from agent_core.choices import RunStatus
 from agent_core.cli.follow import RunFollower
-from agent_core.models import Run, RunStatus, ToolCall
+from agent_core.models import Run, ToolCall
 from approvals import services as port
 from tests.conftest import ALICE
 

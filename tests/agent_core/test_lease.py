@@ -6,10 +6,11 @@ import pytest
 from django.db import transaction
 
 from agent_core import calls, leases
+from agent_core.choices import CallStatus, RunStatus
 from agent_core.dispatch import Next
 from agent_core.exceptions import LeaseLost
 from agent_core.leases import Claim
-from agent_core.models import CallStatus, Run, RunStatus, Step
+from agent_core.models import Run, Step
 from agent_core.runner import loop
 from agent_core.runner.plan import RunTool
 from approvals import services as port

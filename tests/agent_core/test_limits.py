@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.models import CallStatus, Message, RunStatus, StreamFrame
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import Message, StreamFrame
 from demo.models import CachePurge
 from tests.conftest import calls_of
 

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from agent_core.choices import CallStatus, RunStatus
 from agent_core.exceptions import RunActive
-from agent_core.models import CallStatus, Message, Run, RunStatus, Step, StreamFrame, Thread
+from agent_core.models import Message, Run, Step, StreamFrame, Thread
 from approvals import services as port
 from demo.models import CachePurge, Refund
 from tests.conftest import ALICE, REFUND, calls_of

@@ -8,8 +8,9 @@ import pytest
 
 from agent_core import quotas, signals, turns, usage
 from agent_core.actors import Actor
+from agent_core.choices import RunStatus
 from agent_core.exceptions import QuotaExceeded
-from agent_core.models import Run, RunStatus
+from agent_core.models import Run
 from tests.conftest import ALICE, BOB, frame_kinds
 
 LOOKUP = '/call lookup_order {"order_id": "A-1001"}'

@@ -9,17 +9,10 @@ from pathlib import Path
 import pytest
 
 from agent_core import calls, sql, state
+from agent_core.choices import CALL_TERMINAL, RUN_TERMINAL, CallStatus, RunStatus
 from agent_core.exceptions import InvalidTransition
 from agent_core.leases import Lease
-from agent_core.models import (
-    CALL_TERMINAL,
-    RUN_TERMINAL,
-    CallStatus,
-    Run,
-    RunStatus,
-    Thread,
-    ToolCall,
-)
+from agent_core.models import Run, Thread, ToolCall
 from tests.conftest import ALICE, REFUND, calls_of
 
 R, C = RunStatus, CallStatus

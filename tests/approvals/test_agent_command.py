@@ -12,15 +12,8 @@ from django.utils import timezone
 
 from agent_core import runs
 from agent_core.actors import actor_for_user
-from agent_core.models import (
-    CallStatus,
-    IdempotencyKey,
-    Run,
-    RunStatus,
-    StreamFrame,
-    Thread,
-    ToolCall,
-)
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import IdempotencyKey, Run, StreamFrame, Thread, ToolCall
 from approvals.models import DecisionAttempt
 from demo.models import CachePurge, Refund
 from tests.conftest import leave_in_doubt

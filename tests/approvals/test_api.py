@@ -17,7 +17,8 @@ from rest_framework.test import APIClient
 
 from agent_core import runs, sql
 from agent_core.actors import Actor, actor_for_user
-from agent_core.models import SYSTEM_VIAS, CallStatus, ToolCall
+from agent_core.choices import SYSTEM_VIAS, CallStatus
+from agent_core.models import ToolCall
 from approvals import services as port
 from approvals import sql as approvals_sql
 from approvals.checks import check_api_not_shadowed, check_requester_is_no_role

@@ -12,9 +12,10 @@ from django.test import override_settings
 from django.urls import reverse
 
 from agent_core.actors import actor_for_user
+from agent_core.choices import CallStatus
 from agent_core.exceptions import NotFound
 from agent_core.extensions import sweep_jobs
-from agent_core.models import CallStatus, StreamFrame, ToolCall
+from agent_core.models import StreamFrame, ToolCall
 from approvals import services as port
 from approvals.models import DecisionAttempt, Escalation
 from approvals.rules import parse_rules

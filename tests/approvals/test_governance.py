@@ -10,9 +10,10 @@ from django.utils import timezone
 
 from agent_core import signals
 from agent_core.actors import Actor
+from agent_core.choices import CallStatus, RunStatus
 from agent_core.decisions import decision
 from agent_core.exceptions import AlreadyDecided, NotFound
-from agent_core.models import CallStatus, Message, RunStatus, StreamFrame, ToolCall
+from agent_core.models import Message, StreamFrame, ToolCall
 from agent_core.runner.sweep import sweep
 from approvals import amendments
 from approvals import services as port

@@ -7,7 +7,8 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from agent_core.actors import actor_for_user
-from agent_core.models import CallStatus, RunStatus, ToolCall
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import ToolCall
 from approvals.models import DecisionAttempt
 from demo.models import CachePurge
 from tests.conftest import leave_in_doubt

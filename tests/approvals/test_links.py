@@ -13,7 +13,8 @@ from django.core.mail import EmailMultiAlternatives
 from django.test import Client, override_settings
 
 from agent_core.actors import actor_for_user
-from agent_core.models import CallStatus, ToolCall
+from agent_core.choices import CallStatus
+from agent_core.models import ToolCall
 from approvals import links
 from approvals import services as port
 from approvals.models import DecisionAttempt, LinkUse

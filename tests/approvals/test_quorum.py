@@ -12,7 +12,8 @@ from rest_framework.test import APIClient
 
 from agent_core import runs
 from agent_core.actors import Actor, actor_for_user
-from agent_core.models import CallStatus, Run, RunStatus, StreamFrame, ToolCall
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import Run, StreamFrame, ToolCall
 from approvals import services as port
 from approvals.exceptions import InvalidDecision, NotApprover
 from approvals.models import Approval, DecisionAttempt

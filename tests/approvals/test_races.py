@@ -12,8 +12,9 @@ from django.db import connection
 from django.utils import timezone
 
 from agent_core import runs
+from agent_core.choices import CallStatus, RunStatus
 from agent_core.dispatch import set_runner
-from agent_core.models import CallStatus, RunStatus, StreamFrame, ToolCall
+from agent_core.models import StreamFrame, ToolCall
 from agent_core.runner.inline import InlineRunner
 from agent_core.runner.sweep import sweep
 from approvals import services as port

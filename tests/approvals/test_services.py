@@ -10,9 +10,10 @@ from django.db import connection
 from django.utils import timezone
 
 from agent_core import runs
+from agent_core.choices import CallStatus, RunStatus
 from agent_core.dispatch import set_runner
 from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, NotFound, RunNotActive
-from agent_core.models import CallStatus, RunStatus, ToolCall
+from agent_core.models import ToolCall
 from agent_core.runner.inline import InlineRunner
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired, InvalidDecision

@@ -7,7 +7,7 @@ import pytest
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from agent_core.models import CallStatus
+from agent_core.choices import CallStatus
 from approvals.models import DecisionAttempt
 from tests.console.conftest import card_html
 

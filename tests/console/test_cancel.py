@@ -6,7 +6,8 @@ import pytest
 from django.urls import reverse
 
 from agent_core import leases
-from agent_core.models import CallStatus, RunStatus, ToolCall
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import ToolCall
 from approvals import services as port
 from tests.console.conftest import REFUND, actor
 

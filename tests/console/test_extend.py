@@ -8,7 +8,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from agent_core.models import CallStatus, ToolCall
+from agent_core.choices import CallStatus
+from agent_core.models import ToolCall
 from approvals.models import DecisionAttempt
 from tests.console.conftest import actor, card_html
 

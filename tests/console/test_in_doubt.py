@@ -6,7 +6,8 @@ import pytest
 from django.urls import reverse
 
 from agent_core import calls, leases, runs
-from agent_core.models import CallStatus, RunStatus, ToolCall
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import ToolCall
 from approvals import services as port
 from approvals.models import DecisionAttempt
 from demo.models import CachePurge

@@ -10,7 +10,8 @@ from django.contrib.auth.models import Group
 from django.urls import reverse
 from django.utils import timezone
 
-from agent_core.models import CallStatus, RunStatus, ToolCall
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import ToolCall
 from approvals.models import DecisionAttempt, RememberedApproval
 from demo.models import Refund
 from tests.console.conftest import REFUND, actor, card_html, listed

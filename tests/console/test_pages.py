@@ -8,7 +8,8 @@ import io
 import pytest
 from django.urls import reverse
 
-from agent_core.models import RunStatus, ToolCall
+from agent_core.choices import RunStatus
+from agent_core.models import ToolCall
 from approvals import services as port
 from console.metrics import percentile
 from tests.console.conftest import REFUND, actor

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from agent_core.models import CallStatus, ToolCall
+from agent_core.choices import CallStatus
+from agent_core.models import ToolCall
 from demo.models import MailerSend
 from tests.console.conftest import actor, card_html
 from tests.factories import make_user

@@ -11,7 +11,8 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils import timezone
 
-from agent_core.models import CallStatus, ToolCall
+from agent_core.choices import CallStatus
+from agent_core.models import ToolCall
 from approvals import services as port
 from approvals.exceptions import InvalidDecision
 from approvals.models import RememberedApproval

@@ -8,7 +8,8 @@ import json
 import pytest
 from django.urls import reverse
 
-from agent_core.models import CallStatus, ToolCall
+from agent_core.choices import CallStatus
+from agent_core.models import ToolCall
 from approvals import services as port
 from approvals.guards import may_see
 from approvals.models import DecisionAttempt

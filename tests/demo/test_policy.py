@@ -15,7 +15,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from agent_core.actors import Actor, actor_for_user
-from agent_core.models import CallStatus, Run, RunStatus, ToolCall
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import Run, ToolCall
 from approvals import services as port
 from approvals.exceptions import NotApprover
 from demo.models import CachePurge, Campaign, Customer, Order, Refund

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.models import CallStatus, Run, Step, StreamFrame, ToolCall
+from agent_core.choices import CallStatus
+from agent_core.models import Run, Step, StreamFrame, ToolCall
 from tests.conftest import settled, wait_for
 
 from .conftest import Cluster, assert_frames_gapless, start

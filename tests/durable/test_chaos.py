@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from agent_core.models import RUN_TERMINAL, CallStatus, Run, RunStatus, ToolCall
+from agent_core.choices import RUN_TERMINAL, CallStatus, RunStatus
+from agent_core.models import Run, ToolCall
 from approvals import services as port
 from demo.models import MailerSend, Refund
 from tests.conftest import ALICE, wait_for

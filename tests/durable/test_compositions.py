@@ -10,7 +10,8 @@ import pytest
 from django.db import connection
 
 from agent_core import cancel
-from agent_core.models import CallStatus, Run, RunStatus, Step, StreamFrame, ToolCall
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import Run, Step, StreamFrame, ToolCall
 from approvals import services as port
 from demo.models import Refund
 from tests.conftest import ALICE, settled, wait_for

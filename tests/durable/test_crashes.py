@@ -14,8 +14,9 @@ import pytest
 from django.utils import timezone
 
 from agent_core import runs
+from agent_core.choices import CallStatus, RunStatus
 from agent_core.exceptions import RunNotActive
-from agent_core.models import CallStatus, Message, Run, RunStatus, Step, StreamFrame, ToolCall
+from agent_core.models import Message, Run, Step, StreamFrame, ToolCall
 from agent_core.transcript import NEVER_COMPLETED
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired

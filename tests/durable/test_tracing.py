@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.models import RunStatus, ToolCall
+from agent_core.choices import RunStatus
+from agent_core.models import ToolCall
 from agent_core.tracing import run_trace_id
 from approvals import services as port
 from tests.conftest import ALICE, REFUND, settled, wait_for

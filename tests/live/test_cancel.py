@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.models import CallStatus, Run, RunStatus, Step, StepStatus, Thread, ToolCall
+from agent_core.choices import CallStatus, RunStatus, StepStatus
+from agent_core.models import Run, Step, Thread, ToolCall
 from tests.conftest import REFUND
 from tests.live.conftest import ALICE, BOB, OTTO, Stream, read_all, start
 

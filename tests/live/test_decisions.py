@@ -9,7 +9,8 @@ import httpx
 import pytest
 from django.utils import timezone
 
-from agent_core.models import CallStatus, ToolCall
+from agent_core.choices import CallStatus
+from agent_core.models import ToolCall
 from tests.conftest import REFUND
 from tests.live.conftest import ALICE, BOB, Stream, read_all, start
 

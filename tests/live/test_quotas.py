@@ -11,7 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_core.models import Run, RunStatus
+from agent_core.choices import RunStatus
+from agent_core.models import Run
 from tests.live.conftest import read_all
 from tests.live.server import start_server
 

@@ -7,7 +7,8 @@ import time
 import httpx
 import pytest
 
-from agent_core.models import CallStatus, QueuedMessage, Run, RunStatus, ToolCall
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import QueuedMessage, Run, ToolCall
 from tests.conftest import REFUND
 from tests.live.conftest import ALICE, BOB, Stream, read_all, start
 

@@ -9,7 +9,8 @@ import copy
 import pytest
 from django.test import Client
 
-from agent_core.models import CallStatus, ChatAlias, Run, RunStatus, ToolCall
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import ChatAlias, Run, ToolCall
 from approvals.models import DecisionAttempt
 from tests.conftest import REFUND
 from tests.live.conftest import ALICE, BOB

@@ -7,8 +7,9 @@ import threading
 
 import pytest
 
+from agent_core.choices import CallStatus, RunStatus
 from agent_core.exceptions import ModelError
-from agent_core.models import CallStatus, Message, RunStatus, Step, StreamFrame
+from agent_core.models import Message, Step, StreamFrame
 from agent_core.providers import get_provider
 from agent_core.providers.base import (
     Finish,

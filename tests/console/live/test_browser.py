@@ -11,7 +11,8 @@ import re
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from agent_core.models import CallStatus, Run, RunStatus, ToolCall
+from agent_core.choices import CallStatus, RunStatus
+from agent_core.models import Run, ToolCall
 from tests.console.conftest import REFUND
 from tests.console.live.browser import (
     CAMPAIGN,

@@ -10,7 +10,8 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
-from agent_core.models import CallStatus, ToolCall
+from agent_core.choices import CallStatus
+from agent_core.models import ToolCall
 from approvals import services as port
 from tests.conftest import wait_for
 from tests.console.conftest import REFUND, actor, copies_of
