@@ -11,7 +11,7 @@ from typing import TypeVar
 import pytest
 from django.db import connection, connections
 
-from agent_core import live
+from agent_core import access, live
 from agent_core.models import StreamFrame
 from tests.conftest import ALICE
 
@@ -102,7 +102,7 @@ def test_a_kept_connection_the_server_closed_does_not_fail_the_next_attach(turn,
     with connection.cursor() as cursor:  # PostgreSQL restarted, or an idle timeout
         cursor.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", [kept])
     try:
-        found = asyncio.run(live.read(live.find_visible_run, ALICE, run.pk))
+        found = asyncio.run(live.read(access.visible_run, ALICE, run.pk))
         assert found is not None and found.pk == run.pk
     finally:
         monkeypatch.setattr(live, "_in_flight", 0)
