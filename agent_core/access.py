@@ -17,6 +17,7 @@ approval port answers 404 for a call outside them that the policy does not let t
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
@@ -24,7 +25,7 @@ from .actors import Actor
 from .choices import REQUESTER
 from .conf import agent_settings
 from .exceptions import NotAllowed
-from .gate import get_gate
+from .gate import cases_of, get_gate
 from .models import Run, Thread, ToolCall
 
 
@@ -32,13 +33,23 @@ def is_operator(actor: Actor) -> bool:
     return actor.has_role(agent_settings().OPERATOR_ROLE)
 
 
+def _roles(actor: Actor) -> list[str]:
+    """The roles whose calls ``actor`` approves (the ``requester`` marker is never a role)."""
+    return sorted(actor.roles - {REQUESTER})
+
+
+def _one_of(roles: list[str]) -> Q:
+    """Calls that any of several roles may approve, one of them in ``roles``: the approver
+    stores them joined by "|" ("legal|marketing")."""
+    alternatives = "|".join(re.escape(role) for role in roles)
+    return Q(approver__contains="|", approver__regex=rf"(^|\|)({alternatives})(\||$)")
+
+
 def _approves(actor: Actor, **on: OuterRef) -> Exists:
-    roles = sorted(actor.roles - {REQUESTER})
+    roles = _roles(actor)
     approver = Q(approver__in=roles)
     if roles:
-        # A call several roles may approve stores them joined by "|" ("legal|marketing").
-        alternatives = "|".join(re.escape(role) for role in roles)
-        approver |= Q(approver__regex=rf"(^|\|)({alternatives})(\||$)")
+        approver |= _one_of(roles)
     return Exists(ToolCall.objects.filter(approver | get_gate().decidable(actor), **on))
 
 
@@ -67,16 +78,30 @@ def visible_calls(actor: Actor) -> QuerySet[ToolCall]:
 
 
 def in_visible_runs(actor: Actor, calls: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
-    """``calls`` narrowed to those of runs the actor may see, tested call by call.
+    """``calls`` narrowed to those of runs the actor may see, for an inbox's few thousand calls.
 
-    The same rule as ``visible_calls``, for a few thousand calls (an inbox's): ``visible_calls``
-    semi-joins every run the actor may see, testing each of them (50,000 runs of 1M calls took
-    seconds); this tests only the runs of ``calls``.
+    The same rule as ``visible_calls``, asked from the other side: the threads the actor owns
+    and the runs it may see as an approver are gathered first, one index walk per reason (its
+    roles as the stored approver, ``call_approver_run`` and ``call_any_of_roles_run``; each case
+    of the gate's ``decidable``), and ``calls`` are tested against those two sets (waiting calls
+    from their covering index ``call_pending_by_run``). Testing each call's run instead read every
+    call of it from the heap (0.7-0.9 s for 7,000 pending calls at 1M calls), and
+    ``visible_calls`` tests every run the actor may see (seconds).
     """
     if is_operator(actor):
         return calls
-    mine = Q(run__thread__owner_ref=actor.ref)
-    return calls.filter(mine | _approves(actor, run=OuterRef("run_id")))
+    owned = Thread.objects.filter(owner_ref=actor.ref).values("pk")
+    return calls.filter(Q(thread_id__in=owned) | Q(run_id__in=_approved_run_ids(actor)))
+
+
+def _approved_run_ids(actor: Actor) -> QuerySet[ToolCall, Any]:
+    """The ids of the runs ``actor`` may see as an approver, as one ``UNION ALL``."""
+    calls = ToolCall.objects.order_by().values("run_id")
+    reasons = [calls.filter(case) for case in cases_of(get_gate().decidable(actor))]
+    if roles := _roles(actor):
+        # A role approves many calls of a run: each run once (the index walk is in run order).
+        reasons += [calls.filter(approver__in=roles).distinct(), calls.filter(_one_of(roles))]
+    return reasons[0].union(*reasons[1:], all=True)
 
 
 def visible_run(actor: Actor, run_id: str) -> Run | None:

@@ -1,10 +1,12 @@
 """Decisions made outside any driver — approve, reject, expire, answer, extend, resolve a call in
 doubt — each under the run's row lock, which ``decision`` takes itself.
 
-``with decision(call_id) as d:`` opens a transaction, locks the call's run (a run before its
-calls: the order every writer takes them) and reads the call under that lock; ``d``'s methods
-are the only way to write a decision, so none is ever made without the lock. The run resumes
-after commit when the decision was the last thing it waited for.
+``with decision(call_id) as d:`` opens a transaction, locks the call's run and then the call (a
+run before its calls: the order every writer takes them) and reads both as the lock found them,
+in one statement (``sql.lock_call``); ``d``'s methods are the only way to write a decision, so
+none is ever made without the lock. A settlement is one more statement, with its frames and
+whatever rides on it (``sql.settle_call``). The run resumes after commit when the decision was
+the last thing it waited for.
 """
 
 from __future__ import annotations
@@ -25,30 +27,35 @@ from .choices import CallStatus
 from .frames import Frames
 from .models import Run, ToolCall
 from .runs import OPEN, resume_if_unblocked
+from .streams import Riding
 from .tools import args_digest
 
 logger = logging.getLogger(__name__)
 
 
 @contextmanager
-def decision(call_id: str) -> Iterator[Decision | None]:
+def decision(call_id: str, statement: str = sql.LOCK_CALL) -> Iterator[Decision | None]:
     """A transaction holding the lock of the call's run, with the call read under it (``None``:
-    there is no such call). Whatever the body writes commits with it, or not at all."""
+    there is no such call). Whatever the body writes commits with it, or not at all.
+
+    ``statement``: ``sql.lock_call`` with more columns (``Decision.joined``)."""
     with transaction.atomic():
-        run = sql.fetch_models(sql.LOCK_RUN_OF_CALL, [call_id], Run)
-        call = None if run is None else sql.fetch_models(sql.READ_CALL, [call_id], ToolCall)
-        if run is None or call is None:
+        found = sql.fetch_models(statement, [call_id], Run, ToolCall)
+        if found is None:
             yield None
         else:
-            yield Decision(cast(Run, run[0][0]), cast(ToolCall, call[0][0]))
+            (run, call), joined = found
+            yield Decision(cast(Run, run), cast(ToolCall, call), joined)
 
 
 @dataclass(frozen=True)
 class Decision:
-    """A call and its run, the run's row locked (only ``decision`` makes one)."""
+    """A call and its run, the run's row locked (only ``decision`` makes one), and the more
+    columns its statement read with them."""
 
     run: Run
     call: ToolCall
+    joined: tuple[Any, ...] = ()
 
     def settle(
         self,
@@ -59,9 +66,11 @@ class Decision:
         reason: str = "",
         remember: bool = False,
         args: dict[str, Any] | None = None,
+        riding: Riding | None = None,
     ) -> bool:
-        """``pending_approval → approved | rejected | expired | cancelled``; resumes the run
-        when it was the last call waiting. ``False``: the call was no longer pending."""
+        """``pending_approval → approved | rejected | expired | cancelled``, announced in the same
+        statement; resumes the run when it was the last call waiting. ``False``: the call was no
+        longer pending. ``riding``: ``sql.settle_call`` with more writes, and their parameters."""
         run, call = self.run, self.call
         (source,) = state.check(ToolCall, CallStatus.PENDING_APPROVAL, status)
         now = timezone.now()
@@ -81,36 +90,36 @@ class Decision:
         finished_at = None if status == CallStatus.APPROVED else now
         if finished_at is not None:
             fields["finished_at"] = finished_at
-        row = sql.fetch_one(
-            sql.SETTLE_CALL,
-            [
-                status,
-                decided_by_ref,
-                decided_via,
-                now,
-                reason,
-                remember,
-                edited,
-                edited,
-                fields.get("args_digest"),
-                finished_at,
-                call.pk,
-                source,
-                OPEN,
-            ],
-        )
-        if row is None:
-            return False
+        settle = [
+            status,
+            decided_by_ref,
+            decided_via,
+            now,
+            reason,
+            remember,
+            edited,
+            edited,
+            fields.get("args_digest"),
+            finished_at,
+            call.pk,
+            source,
+            OPEN,
+        ]
         for key, value in fields.items():
             setattr(call, key, value)
         announce: Frames = [frames.approval_settled(call)]
         if status != CallStatus.APPROVED:
             denied = "approval expired" if status == CallStatus.EXPIRED else reason or status.value
             announce.append(frames.tool_output_denied(call.pk, denied))
-        streams.emit(run.pk, announce)
+        riding = riding or Riding(sql.SETTLE_CALL)
+        riding = Riding(riding.statement, [*settle, *riding.before])
+        found = streams.emit_if(run.pk, announce, riding)
+        if found is None:
+            call.refresh_from_db()  # not what this decision wrote: what is there
+            return False
         transaction.on_commit(lambda: signals.approval_settled.send(ToolCall, call=call))
         # The run's other open calls, and this one if it is still open (approved).
-        resume_if_unblocked(run, {*row[0], *({status} & set(OPEN))})
+        resume_if_unblocked(run, {*found[0], *({status} & set(OPEN))})
         return True
 
     def answer(self, answer: Any, *, decided_by_ref: str, via: str) -> bool:

@@ -74,3 +74,10 @@ def get_gate() -> ApprovalGate:
     """The approval gate in effect."""
     gate: ApprovalGate = import_string(gate_path())()
     return gate
+
+
+def cases_of(branches: Q) -> list[Q]:
+    """The cases of an ``OR`` filter (a policy's ``decidable``), each a filter of its own."""
+    if branches.connector != Q.OR or branches.negated:
+        return [branches]
+    return [case if isinstance(case, Q) else Q(case) for case in branches.children]

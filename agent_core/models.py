@@ -161,8 +161,11 @@ class ToolCall(models.Model):
     class Meta:
         ordering = ["requested_at", "position"]
         indexes = [
+            # The inbox's indexes carry what its counts and its visibility test read (status,
+            # run), so those are answered from the index alone (bench/README.md, issue 18).
             models.Index(
                 fields=["approver", "requested_at"],
+                include=["status", "run", "requester_ref"],
                 name="call_pending_by_approver",
                 condition=models.Q(status__in=["pending_approval", "pending_input"]),
             ),
@@ -177,6 +180,7 @@ class ToolCall(models.Model):
             # The pending inbox of a requester (approvals.selectors): walk in order, stop early.
             models.Index(
                 fields=["requester_ref", "requested_at"],
+                include=["status", "approver", "run"],
                 name="call_pending_by_requester",
                 condition=models.Q(status__in=["pending_approval", "pending_input"]),
             ),
@@ -193,6 +197,27 @@ class ToolCall(models.Model):
                 condition=models.Q(status="pending_approval", expires_at__isnull=False),
             ),
             models.Index(fields=["run", "step_name", "position"], name="call_run_step"),
+            # Who may see a run (agent_core.access): the runs whose calls a role approves (any
+            # call, whatever its status), read from the index alone; the few calls that any of
+            # several roles may approve apart, so the pattern is tested on those only.
+            models.Index(
+                fields=["approver", "run"],
+                name="call_approver_run",
+                condition=~models.Q(approver=""),
+            ),
+            models.Index(
+                fields=["approver", "run"],
+                name="call_any_of_roles_run",
+                condition=models.Q(approver__contains="|"),
+            ),
+            # The calls waiting on a person in the runs a viewer may see (the console's *Waiting
+            # on others*), with what its filter tests, read from the index alone.
+            models.Index(
+                fields=["run"],
+                include=["id", "thread", "status", "approver", "requester_ref", "requested_at"],
+                name="call_pending_by_run",
+                condition=models.Q(status__in=["pending_approval", "pending_input"]),
+            ),
             models.Index(
                 fields=["requested_at"],
                 name="call_in_doubt",

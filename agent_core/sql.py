@@ -219,31 +219,51 @@ TRY_ADVISORY_LOCK = "SELECT pg_try_advisory_xact_lock(hashtext(%s))"
 
 # ---- Decisions (agent_core.decisions, the approval port) and API token authentication ----
 
-# Lock the run of a call, its row whole (decisions.decision): call id. The call itself is read by
-# a second statement, after the lock: a row read with the lock in one statement would be the one
-# the statement's snapshot saw, not what a writer committed while this one waited.
-LOCK_RUN_OF_CALL = (
-    f"SELECT {_columns(Run, 'r')} FROM {_RUN} r"
-    f" WHERE r.id = (SELECT run_id FROM {_CALL} WHERE id = %s) FOR UPDATE"
-)
-# A call's row (decisions.decision, under its run's lock): call id.
-READ_CALL = f"SELECT {_columns(ToolCall, 'c')} FROM {_CALL} c WHERE c.id = %s"
 
-# A decision on a pending call, as one compare-and-set (decisions.Decision.settle): the new
-# status, decided by, via, at, reason, remember, edited args as JSON (NULL: unchanged; the old
-# ones are kept as ``original_args``) twice, their digest, finished at (NULL: unchanged), call id,
-# the status it must still have, the statuses ``runs.open_calls`` asks about. Returns the
-# statuses among those of the run's other calls (every writer of a call holds its run's lock,
-# which the decision holds): no row, the call was no longer pending.
-SETTLE_CALL = (
-    f"UPDATE {_CALL} c SET status = %s, decided_by_ref = %s, decided_via = %s, decided_at = %s,"
-    " reason = %s, remember = %s, args = COALESCE(%s::jsonb, c.args),"
-    " original_args = CASE WHEN %s::jsonb IS NULL THEN c.original_args ELSE c.args END,"
-    " args_digest = COALESCE(%s, c.args_digest), finished_at = COALESCE(%s, c.finished_at)"
-    " WHERE c.id = %s AND c.status = %s"
-    f" RETURNING ARRAY(SELECT DISTINCT o.status FROM {_CALL} o"
-    " WHERE o.run_id = c.run_id AND o.id <> c.id AND o.status = ANY(%s))"
-)
+def lock_call(columns: str = "", joins: str = "") -> str:
+    """Lock a call's run and the call, and read both, whole (decisions.decision): call id.
+
+    ``columns`` and ``joins`` read more with them (the approval port: the call's quorum). The run
+    is locked first, then the call (the order every writer takes them); both rows are locked, so
+    when the statement waited for a writer, PostgreSQL reads them again as that writer committed
+    them (a row read but not locked would be the one the statement's snapshot saw). What the
+    joins read must therefore be rows that never change once the call is visible.
+    """
+    return (
+        f"SELECT {_columns(Run, 'r')}, {_columns(ToolCall, 'c')}{columns} FROM {_CALL} c"
+        f" JOIN {_RUN} r ON r.id = c.run_id{joins} WHERE c.id = %s"
+        " FOR UPDATE OF r FOR NO KEY UPDATE OF c"
+    )
+
+
+LOCK_CALL = lock_call()
+
+
+def settle_call(also: str = "") -> str:
+    """A decision on a pending call, as one compare-and-set with its stream frames
+    (decisions.Decision.settle): the new status, decided by, via, at, reason, remember, edited
+    args as JSON (NULL: unchanged; the old ones are kept as ``original_args``) twice, their
+    digest, finished at (NULL: unchanged), call id, the status it must still have, the statuses
+    ``runs.open_calls`` asks about; then the parameters of ``also``, more common table expressions
+    riding on it (each ending with a comma: the approval port's audit row), then the frames' (as
+    ``with_frames``). Answers, after the frames' columns, the statuses among those of the run's
+    other calls (every writer of a call holds its run's lock, which the decision holds); no row
+    and no frame when the call was no longer pending."""
+    settle = (
+        f"c AS (UPDATE {_CALL} c SET status = %s, decided_by_ref = %s, decided_via = %s,"
+        " decided_at = %s, reason = %s, remember = %s, args = COALESCE(%s::jsonb, c.args),"
+        " original_args = CASE WHEN %s::jsonb IS NULL THEN c.original_args ELSE c.args END,"
+        " args_digest = COALESCE(%s, c.args_digest), finished_at = COALESCE(%s, c.finished_at)"
+        " WHERE c.id = %s AND c.status = %s"
+        f" RETURNING ARRAY(SELECT DISTINCT o.status FROM {_CALL} o"
+        " WHERE o.run_id = c.run_id AND o.id <> c.id AND o.status = ANY(%s)) AS open),"
+    )
+    return with_frames(
+        before=settle + also, only=" AND EXISTS (SELECT FROM c)", extra=", (SELECT open FROM c)"
+    )
+
+
+SETTLE_CALL = settle_call()
 
 # A token's user, whole, and the names of the user's groups (its roles) in one read
 # (api.auth.TokenAuthentication): token key. Formatted once per process with the tables and

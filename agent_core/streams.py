@@ -46,10 +46,19 @@ def emit(run_id: str, frames: Sequence[Frame], riding: Riding | None = None) -> 
     if not frames:
         assert riding is None, "writes ride on frames"
         return ()
+    extra = emit_if(run_id, frames, riding or Riding(sql.EMIT_FRAMES))
+    assert extra is not None, f"no run {run_id}"
+    return extra
+
+
+def emit_if(run_id: str, frames: Sequence[Frame], riding: Riding) -> tuple[Any, ...] | None:
+    """``emit``, with writes that may match nothing (a compare-and-set whose frames are written
+    only when it wins, ``sql.settle_call``): ``None`` when the statement answered no row, and
+    no frame was written."""
     assert connection.in_atomic_block, "frames are written with the state they announce"
-    riding = riding or Riding(sql.EMIT_FRAMES)
     row = _write(riding, run_id, frames)
-    assert row is not None, f"no run {run_id}"
+    if row is None:
+        return None
     parent, extra = row[1:3], row[3:]
     origin = {"run_id": run_id, "parent_tool_call_id": parent[1]}
     while parent[0] is not None and parent[1] is not None:

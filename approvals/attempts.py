@@ -3,7 +3,9 @@
 ``with attempt(call_id, action, actor, via) as current:`` refuses a reserved ``via``, takes the
 core's ``decision`` (a transaction holding the run's lock, the call read under it), answers 404
 for a call the actor may not see, and runs the body. Every attempt leaves a ``DecisionAttempt``
-row; a refusal (an ``AgentCoreError`` from the body) is raised after that row has committed.
+row (a decision that settles the call appends it in its compare-and-set's statement,
+``Attempt.audited_by``); a refusal (an ``AgentCoreError`` from the body) is raised after that row
+has committed.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from django.db import connection
 from django.utils import timezone
@@ -22,6 +25,7 @@ from agent_core.choices import CallStatus
 from agent_core.decisions import Decision, decision
 from agent_core.exceptions import AgentCoreError, AlreadyDecided, NotFound, RunNotActive
 from agent_core.models import Run, ToolCall
+from agent_core.streams import Riding
 
 from . import guards, sql
 from .exceptions import ApprovalExpired
@@ -42,10 +46,15 @@ class Attempt:
     attempt is over, its call is the row as the decision left it."""
 
     decision: Decision
+    action: Action
+    actor: Actor
+    via: str
     outcome: Outcome | None = None
     note: str = ""
     # The call's quorum standing when the attempt counted a vote (None: it did not).
     standing: Standing | None = None
+    # Whether the audit row rode on the settling statement (``audited_by``).
+    audited: bool = False
 
     @property
     def done(self) -> Outcome:
@@ -53,26 +62,38 @@ class Attempt:
         assert self.outcome is not None, "the body of an attempt sets its outcome"
         return self.outcome
 
+    def audited_by(self, outcome: Outcome) -> Riding:
+        """The settling statement with this attempt's audit row riding on it (one round trip):
+        the attempt ends with ``outcome``, and ``attempt`` appends no row of its own."""
+        self.outcome, self.audited = outcome, True
+        call = self.decision.call
+        row = _audit_row(call.pk, call, self.action, self.actor, self.via, outcome, None, self.note)
+        return Riding(sql.SETTLE_AUDITED, row)
+
 
 @contextmanager
 def attempt(tool_call_id: str, action: Action, actor: Actor, via: str) -> Iterator[Attempt]:
     """Hold the call's decision for the body, and audit the attempt whatever came of it."""
     guards.check_via(via)
     refusal: AgentCoreError | None = None
-    with decision(tool_call_id) as found:
+    with decision(tool_call_id, sql.LOCK_CALL_WITH_QUORUM) as found:
         if found is None or not guards.may_see(actor, found.call):
             # Unseen is unknown (SPEC §7): a 403 would confirm that the id exists.
             refusal = NotFound(f"no tool call {tool_call_id}")
             call = found.call if found else None
             audit(tool_call_id, call, action, actor, via, None, refusal, refusal.message)
         else:
-            current = Attempt(found)
+            current = Attempt(found, action, actor, via)
             try:
                 yield current
             except AgentCoreError as exc:
                 refusal = exc
-            note = refusal.message if refusal else current.note
-            audit(tool_call_id, found.call, action, actor, via, current.outcome, refusal, note)
+            call = found.call
+            if current.audited and refusal is None:
+                trace_decision(call.pk, call.run_id, action, via, current.done.value, actor.ref)
+            else:
+                note = refusal.message if refusal else current.note
+                audit(tool_call_id, call, action, actor, via, current.outcome, refusal, note)
     if refusal is not None:
         raise refusal
 
@@ -112,27 +133,39 @@ def audit(
 ) -> None:
     """Append the attempt's ``DecisionAttempt`` row: one named statement and no model built, so
     it is traced here (an attempt saved through the model is traced by ``post_save``)."""
+    row = _audit_row(tool_call_id, call, action, actor, via, outcome, refusal, detail)
+    with connection.cursor() as cursor:
+        cursor.execute(sql.AUDIT_ATTEMPT, row)
+    trace_decision(tool_call_id, row[1], action, via, row[7], actor.ref)
+
+
+def _audit_row(
+    tool_call_id: str,
+    call: ToolCall | None,
+    action: Action,
+    actor: Actor,
+    via: str,
+    outcome: Outcome | None,
+    refusal: AgentCoreError | None,
+    detail: str,
+) -> list[Any]:
+    """The parameters of ``sql.AUDIT_ATTEMPT``."""
     run_id, thread_id, tool_name = (
         (call.run_id, call.thread_id, call.tool_name) if call else ("",) * 3
     )
     code = outcome.value if outcome else refusal.code if refusal else ""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            sql.AUDIT_ATTEMPT,
-            [
-                tool_call_id,
-                run_id,
-                thread_id,
-                tool_name,
-                action,
-                actor.ref,
-                via,
-                code,
-                detail,
-                timezone.now(),
-            ],
-        )
-    trace_decision(tool_call_id, run_id, action, via, code, actor.ref)
+    return [
+        tool_call_id,
+        run_id,
+        thread_id,
+        tool_name,
+        action,
+        actor.ref,
+        via,
+        code,
+        detail,
+        timezone.now(),
+    ]
 
 
 def trace_decision(

@@ -17,8 +17,9 @@ from typing import Any, NamedTuple
 from django.db import connection
 from django.db.models import Q, QuerySet
 
-from agent_core.api.pagination import KeysetPagination, Ordering, Page, cases_of
+from agent_core.api.pagination import KeysetPagination, Ordering, Page
 from agent_core.choices import CallStatus
+from agent_core.gate import cases_of
 from agent_core.models import ToolCall
 
 from . import sql

@@ -17,13 +17,12 @@ from django.db.models import OuterRef, QuerySet, Subquery, prefetch_related_obje
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agent_core import sql, streams
+from agent_core import streams
 from agent_core.actors import Actor
 from agent_core.decisions import Decision
 from agent_core.frames import Frame
 from agent_core.models import ToolCall
 
-from . import sql as statements
 from .exceptions import InvalidDecision, NotApprover
 from .models import Approval, Quorum
 from .requirement import Requirement
@@ -71,10 +70,9 @@ def vote(held: Decision, actor: Actor, via: str, *, remember: bool, args: Any) -
     """Count ``actor``'s yes towards the call's quorum, under the run's lock the decision holds;
     the caller has checked that ``actor`` may decide the call and that it is still pending."""
     call = held.call
-    quorum = sql.fetch_one(statements.QUORUM_OF_CALL, [call.pk])
-    if quorum is None:
+    needed, requester_counts = held.joined  # read with the call (LOCK_CALL_WITH_QUORUM)
+    if needed is None:
         return Tally(Vote.COMPLETE, "", (1, []))
-    needed, requester_counts = quorum
     if remember:
         raise InvalidDecision("a call that needs several approvals cannot be remembered")
     if args is not None and args != call.args:

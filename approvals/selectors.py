@@ -8,8 +8,8 @@ from operator import or_
 from django.db.models import Q, QuerySet
 
 from agent_core.actors import Actor
-from agent_core.api.pagination import cases_of
 from agent_core.conf import agent_settings
+from agent_core.gate import cases_of
 from agent_core.models import ToolCall
 
 from . import pending

@@ -173,6 +173,7 @@ def _settle(
         reason=reason,
         remember=remember,
         args=args,
+        riding=current.audited_by(Outcome.APPLIED),
     )
     if remember:
         _remember(call, actor)

@@ -8,6 +8,7 @@ placeholders, in the order documented above each statement.
 
 from __future__ import annotations
 
+from agent_core import sql
 from agent_core.models import Run, ToolCall
 
 from .models import Approval, DecisionAttempt, Escalation, Quorum
@@ -38,9 +39,12 @@ PENDING_ROWS = (
 )
 
 # The decision path (the approval port).
-# A call's quorum, if it has one (quorum.vote): call id.
-QUORUM_OF_CALL = (
-    f"SELECT needed, requester_counts FROM {Quorum._meta.db_table} WHERE tool_call_id = %s"
+# A call and its run locked and read, with the call's quorum (attempts.attempt, quorum.vote),
+# as ``sql.LOCK_CALL``: call id. The quorum's columns are NULL for a call without one. A quorum is
+# written with its call and never changes, so the row the statement's snapshot saw is current.
+LOCK_CALL_WITH_QUORUM = sql.lock_call(
+    ", q.needed, q.requester_counts",
+    f" LEFT JOIN {Quorum._meta.db_table} q ON q.tool_call_id = c.id",
 )
 
 # Append a decision attempt (attempts.audit): call id, run id, thread id, tool name, action,
@@ -50,3 +54,9 @@ AUDIT_ATTEMPT = (
     " action, actor_ref, via, outcome, detail, created_at)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
+
+# A decision's compare-and-set and frames with the attempt's audit row, in one round trip
+# (services: an approval or rejection that settles the call): as ``sql.SETTLE_CALL``, the audit
+# row's parameters (as AUDIT_ATTEMPT's) where ``also``'s go. The row is appended whatever the
+# compare-and-set found, as ``attempts.attempt`` would.
+SETTLE_AUDITED = sql.settle_call(f"a AS ({AUDIT_ATTEMPT}),")

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
-from agent_core.access import in_visible_runs, is_operator
+from agent_core.access import in_visible_runs
 from agent_core.actors import Actor
 from agent_core.api.pagination import Page
 from agent_core.models import ToolCall
@@ -84,20 +84,28 @@ def listing(actor: Actor, params: Any, *, waiting_on_you: int) -> Listing:
     pagination = PendingPagination()
     with bad_request():
         found = pending.page(calls, params, pagination, branches=branches)
-    waiting = selectors.pending_calls()
-    if is_operator(actor):  # every pending call is in one tab or the other
-        others = waiting.count() - waiting_on_you
-    else:
-        others = in_visible_runs(actor, waiting.exclude(selectors.decidable_by(actor))).count()
-    return Listing(
+    result = Listing(
         scope=scope,
         sort=found.sort,
         filters=filters,
         page=found,
         rows=rows_of(found.rows, scope, field=pagination.orderings[found.sort].field),
-        counts={"yours": waiting_on_you, "others": others},
+        counts={"yours": waiting_on_you},
         descending=pagination.orderings[found.sort].descending,
     )
+    whole = not result.filtered and not params.get("cursor") and found.next_cursor is None
+    if scope == "others" and whole:  # the whole tab is on this page: no need to count it
+        result.counts["others"] = len(found.rows)
+    else:
+        result.counts["others"] = others_count(actor, waiting_on_you)
+    return result
+
+
+def others_count(actor: Actor, waiting_on_you: int) -> int:
+    """How many calls are *Waiting on others* for ``actor``: the waiting calls it may see, less
+    those waiting on it (whoever may decide a call may see its run: ``agent_core.access``)."""
+    waiting = ToolCall.objects.filter(status__in=pending.WAITING)
+    return in_visible_runs(actor, waiting).count() - waiting_on_you
 
 
 def row_of(actor: Actor, call_id: str, params: Any) -> Row | None:

@@ -226,9 +226,10 @@ def test_every_console_form_answers_each_actor(scene, who, path, expected):
 
 
 @pytest.mark.parametrize("who", ACTORS[:-1])
-def test_calls_tested_one_by_one_are_seen_as_their_runs_are(scene, who):
+def test_calls_found_by_their_runs_are_seen_as_their_runs_are(scene, who):
     """``access.in_visible_runs`` (the console's *Waiting on others*) is ``visible_calls``'
-    rule asked per call: the same calls for every actor."""
+    rule asked from the runs' side: the same calls for every actor (every reason a run is seen:
+    tests/test_visible_runs.py)."""
     actor = actor_for_user(scene["people"][who])
     every = ToolCall.objects.all()
     seen = set(access.in_visible_runs(actor, every).values_list("pk", flat=True))

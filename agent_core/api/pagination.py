@@ -23,6 +23,8 @@ from rest_framework.pagination import BasePagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from ..gate import cases_of
+
 M = TypeVar("M", bound=Model)
 R = TypeVar("R")  # a page's row: a model instance, or a row tuple with ``pk`` and the sort key
 
@@ -265,10 +267,3 @@ class KeysetPagination(BasePagination):
             raise ValidationError(
                 {self.cursor_query_param: ["Not a cursor this API gave out."]}
             ) from exc
-
-
-def cases_of(branches: Q) -> list[Q]:
-    """The cases of an ``OR`` filter (a policy's ``decidable``), each a filter of its own."""
-    if branches.connector != Q.OR or branches.negated:
-        return [branches]
-    return [case if isinstance(case, Q) else Q(case) for case in branches.children]

@@ -7,7 +7,7 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from agent_core.access import visible_calls
+from agent_core.access import in_visible_runs
 from agent_core.actors import Actor, actor_for_user
 from agent_core.choices import CallStatus
 from agent_core.models import ToolCall
@@ -31,10 +31,11 @@ def is_fragment(request: HttpRequest) -> bool:
 
 def nav_counts(actor: Actor) -> dict[str, int]:
     """The numbers in the navigation: what waits on this actor, what waits in doubt."""
-    return {
-        "waiting_on_you": pending_count(actor),
-        "in_doubt": visible_calls(actor).filter(status=CallStatus.IN_DOUBT).count(),
-    }
+    in_doubt = ToolCall.objects.filter(status=CallStatus.IN_DOUBT)
+    # Calls in doubt are rare (a crash mid-effect): ask whether there are any before building
+    # the query of those the actor may see.
+    seen = in_visible_runs(actor, in_doubt).count() if in_doubt.exists() else 0
+    return {"waiting_on_you": pending_count(actor), "in_doubt": seen}
 
 
 def page(

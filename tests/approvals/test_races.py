@@ -1,5 +1,6 @@
-"""Races with real threads on committed transactions: a decision against the expiry sweep, and a
-waiting run whose deadline passes while no process is alive."""
+"""Races with real threads on committed transactions: a decision against the expiry sweep, a
+waiting run whose deadline passes while no process is alive, and a decision waiting for the lock
+of a run whose holder decides the call."""
 
 from __future__ import annotations
 
@@ -8,20 +9,21 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from agent_core import runs
 from agent_core.choices import CallStatus, RunStatus
 from agent_core.dispatch import set_runner
-from agent_core.models import StreamFrame, ToolCall
+from agent_core.exceptions import AlreadyDecided
+from agent_core.models import Run, StreamFrame, ToolCall
 from agent_core.runner.inline import InlineRunner
 from agent_core.runner.sweep import sweep
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired
 from approvals.models import Action, DecisionAttempt
 from demo.models import Refund
-from tests.conftest import ALICE, REFUND, calls_of, settled, wait_for
+from tests.conftest import ALICE, REFUND, WAIT_SECONDS, calls_of, settled, wait_for
 
 
 def waiting_call() -> ToolCall:
@@ -116,3 +118,62 @@ def test_a_deadline_that_passes_with_no_process_alive_is_kept_by_the_next_sweep(
             port.approve(call.pk, actor=ALICE)
     finally:
         restarted.shutdown()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_decision_waiting_for_the_runs_lock_reads_the_call_its_holder_committed(
+    shop, threaded_runner
+):
+    """The decision's one locking statement (``sql.lock_call``) takes the run before the call,
+    the order every writer takes them: while it waits for the run, the call is free for the
+    run's holder to write. It then reads the call as that holder committed it, not as its own
+    snapshot saw it, so a call rejected meanwhile is a conflict, not a second decision."""
+    call = waiting_call()
+    holding, release = threading.Event(), threading.Event()
+    outcome: list[str] = []
+
+    def holder() -> None:
+        try:
+            with transaction.atomic():
+                Run.objects.select_for_update().get(pk=call.run_id)
+                holding.set()
+                release.wait(WAIT_SECONDS)
+                ToolCall.objects.filter(pk=call.pk).update(
+                    status=CallStatus.REJECTED,
+                    decided_by_ref="user:bob",
+                    decided_via="web",
+                    decided_at=timezone.now(),
+                )
+        finally:
+            connection.close()
+
+    def decider() -> None:
+        holding.wait(WAIT_SECONDS)
+        try:
+            outcome.append(port.approve(call.pk, actor=ALICE))
+        except AlreadyDecided:
+            outcome.append("conflict")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=holder), threading.Thread(target=decider)]
+    for t in threads:
+        t.start()
+    wait_for("the decision to wait for the run's lock", lambda: _waiting_for_a_lock() == 1)
+    with transaction.atomic():  # the call is not locked: this would fail at once if it were
+        ToolCall.objects.select_for_update(nowait=True).get(pk=call.pk)
+    release.set()
+    for t in threads:
+        t.join()
+    assert outcome == ["conflict"]
+    call.refresh_from_db()
+    assert (call.status, call.decided_by_ref) == (CallStatus.REJECTED, "user:bob")
+
+
+def _waiting_for_a_lock() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return int(cursor.fetchone()[0])

@@ -13,7 +13,8 @@ from agent_core.models import ToolCall
 from approvals import services as port
 from approvals.guards import may_see
 from approvals.models import DecisionAttempt
-from tests.console.conftest import actor, listed
+from tests.console.conftest import REFUND, actor, listed
+from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -118,3 +119,24 @@ def test_the_pending_api_lists_only_calls_the_viewer_may_see(login, people, turn
     ]
     assert listed_ids == [refund.pk]
     assert not may_see(fran, purge)
+
+
+def test_each_tab_counts_the_rows_it_lists_for_every_viewer(login, people, turn, refund):
+    """The *Waiting on others* count is the calls the viewer may see less those waiting on it,
+    and on a tab that fits on its page, its rows: either way the rows the tab lists. sam (staff,
+    no role) sees his own refunds wait on finance."""
+    people["sam"] = make_user("sam", staff=True)
+    for who in ("fran", "sam"):
+        turn(PURGE, actor=actor(people[who]))  # waits on its requester
+        turn(REFUND, actor=actor(people[who]))  # waits on finance
+    turn(REFUND, actor=actor(people["sam"]))
+    expected = {"fran": (5, 0), "felix": (4, 0), "sam": (1, 2), "otto": (0, 6)}
+    for name, (yours_count, others_count) in expected.items():
+        client = login(name)
+        inbox = reverse("console:inbox")
+        yours, others = client.get(inbox), client.get(inbox, {"show": "others"})
+        one_by_one = client.get(inbox, {"show": "others", "limit": 1})  # counted, not listed
+        counts = yours.context["listing"].counts
+        assert counts == others.context["listing"].counts == one_by_one.context["listing"].counts
+        assert (counts["yours"], counts["others"]) == (len(listed(yours)), len(listed(others)))
+        assert (counts["yours"], counts["others"]) == (yours_count, others_count), name
