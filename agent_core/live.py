@@ -42,6 +42,8 @@ _in_flight = 0
 
 P = ParamSpec("P")
 T = TypeVar("T")
+# Writes events to the client now, without waiting; False when it cannot (the write must wait).
+WriteNow = Callable[[list["Event"]], bool]
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ async def read(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     unless more reads are waiting (or the connection broke)."""
 
     def run() -> T:
+        _drop_unusable()
         try:
             return fn(*args, **kwargs)
         finally:
@@ -74,6 +77,19 @@ async def read(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         return await sync_to_async(run, thread_sensitive=False, executor=_readers)()
     finally:
         _in_flight -= 1
+
+
+def _drop_unusable() -> None:
+    """Close a connection this reader kept from an earlier read if it no longer works (PostgreSQL
+    restarted, an idle timeout, ``pg_terminate_backend``), so this read opens a fresh one.
+
+    Django's ``CONN_HEALTH_CHECKS`` check (``is_usable``, once per request, on a connection an
+    earlier request left open), always on here: a reader keeps its connection by its own rule
+    (reads in flight), which neither ``CONN_MAX_AGE`` nor the request signals see.
+    """
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None and not connection.is_usable():
+            connection.close()
 
 
 @dataclass
@@ -162,12 +178,20 @@ async def follow(run: Run, after: int) -> AsyncIterator[Event]:
                 yield event
 
 
-async def batches(run: Run, after: int) -> AsyncGenerator[list[Event], None]:
+async def batches(
+    run: Run, after: int, write_now: WriteNow | None = None
+) -> AsyncGenerator[list[Event], None]:
     """``follow``'s events, in lists of what was ready at once: a follower that lagged sends the
-    frames that queued up for it in one write."""
+    frames that queued up for it in one write.
+
+    ``write_now(events)``: writes events to the client at once if it can (True); given one, a
+    follower that is waiting for live frames, caught up, has the next ones written by the feed
+    (``_Live``), and they are not yielded.
+    """
     async with fanout.subscribe(run.pk, agent_settings().STREAM_KEEPALIVE_SECONDS) as feed:
         yield [Event("meta", {"run_id": run.pk, "thread_id": run.thread_id})]
         last, read_table, batch = after, True, []
+        direct = _Live(write_now) if write_now is not None else None
         while True:
             if read_table:
                 read_table = False
@@ -184,24 +208,65 @@ async def batches(run: Run, after: int) -> AsyncGenerator[list[Event], None]:
             if batch:
                 yield batch
                 batch = []
-            for message in await feed.take():
+            if direct is None:
+                messages = await feed.take()
+            else:
+                direct.last = last
+                messages = await feed.take(direct.direct)
+                last = direct.last
+            for message in messages:
                 if message is fanout.QUIET:
                     batch.append(Event("keepalive"))
                 if message is fanout.QUIET or message is fanout.LOST:
                     read_table = True
                     continue
-                for event, ends in _shared(message):
-                    assert event.seq is not None
-                    if event.seq <= last:
-                        continue  # already sent from the table
-                    if event.seq != last + 1:
-                        read_table = True  # a gap: the table has what the live feed lost
-                        break
-                    last = event.seq
+                fresh, gap = _following(message, last)
+                read_table = read_table or gap  # the table has what the live feed lost
+                for event, ends in fresh:
+                    last = cast(int, event.seq)
                     batch.append(event)
                     if ends:
                         yield [*batch, await _final(run.pk)]
                         return
+
+
+class _Live:
+    """The direct delivery of ``batches``'s follower while it waits (``fanout.Inbox.take``): the
+    frames that follow ``last`` without a gap and do not end the stream, written by
+    ``write_now``; anything else (a gap, the end, a keep-alive, a lost feed) is left to the
+    follower."""
+
+    def __init__(self, write_now: WriteNow) -> None:
+        self.write_now = write_now
+        self.last = 0
+
+    def direct(self, message: dict[str, Any]) -> bool:
+        if message is fanout.QUIET or message is fanout.LOST:
+            return False
+        fresh, gap = _following(message, self.last)
+        if not fresh:
+            return not gap
+        if gap or any(ends for _, ends in fresh):
+            return False
+        if not self.write_now([event for event, _ in fresh]):
+            return False
+        self.last = cast(int, fresh[-1][0].seq)
+        return True
+
+
+def _following(message: dict[str, Any], last: int) -> tuple[list[tuple[Event, bool]], bool]:
+    """The live message's frames that follow frame ``last`` without a gap (each with whether it
+    ends the stream), and whether a gap cut them short."""
+    fresh: list[tuple[Event, bool]] = []
+    for event, ends in _shared(message):
+        seq = cast(int, event.seq)
+        if seq <= last:
+            continue  # already sent from the table
+        if seq != last + 1:
+            return fresh, True
+        last = seq
+        fresh.append((event, ends))
+    return fresh, False
 
 
 def _shared(message: dict[str, Any]) -> list[tuple[Event, bool]]:

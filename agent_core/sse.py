@@ -107,12 +107,12 @@ def attach_as_now(
 
 
 class EventStream(StreamingHttpResponse):
-    """The SSE response of a run: ``batches`` yields the events ready at once, which ``block``
-    encodes as one write."""
+    """The SSE response of a run: ``live.batches(run, after)`` yields the events ready at once,
+    which ``block`` encodes as one write."""
 
     def __init__(self, run: Run, after: int) -> None:
-        self.batches = live.batches(run, after)
-        super().__init__(_blocks(self.batches))
+        self.run, self.after = run, after
+        super().__init__(_blocks(run, after))
         self["Content-Type"] = "text/event-stream"
         self["Cache-Control"] = "no-cache"
         self["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
@@ -139,8 +139,8 @@ def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
     return EventStream(*attached)
 
 
-async def _blocks(batches: AsyncGenerator[list[live.Event], None]) -> AsyncGenerator[bytes, None]:
-    async with aclosing(batches):
+async def _blocks(run: Run, after: int) -> AsyncGenerator[bytes, None]:
+    async with aclosing(live.batches(run, after)) as batches:
         async for batch in batches:
             yield block(batch)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+from collections.abc import Generator
 from contextlib import aclosing
 from typing import Any
 
@@ -58,7 +59,7 @@ async def _serve(response: EventStream, receive: Any, send: Any) -> None:
             "headers": _headers(response),
         }
     )
-    writer = asyncio.ensure_future(_write(response, send))
+    writer = asyncio.ensure_future(_Writer(send).write(response))
     listener = asyncio.ensure_future(_disconnected(receive))
     try:
         done, _ = await asyncio.wait((writer, listener), return_when=asyncio.FIRST_COMPLETED)
@@ -70,11 +71,83 @@ async def _serve(response: EventStream, receive: Any, send: Any) -> None:
         writer.result()  # the stream ended, not the client: raise what made it fail, if anything
 
 
-async def _write(response: EventStream, send: Any) -> None:
-    async with aclosing(response.batches) as batches:
-        async for batch in batches:
-            await send({"type": "http.response.body", "body": block(batch), "more_body": True})
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
+class _Writer:
+    """One stream's writes: the follower's batches, and the live frames the run's feed hands over
+    while the follower waits (``now``), so that a frame to a thousand caught-up streams wakes
+    none of their tasks: each is one ``send`` made from the feed's step.
+
+    ``send`` is a coroutine function; ``now`` runs it to its first suspension. A server's send
+    that suspends (its transport's buffer is full: uvicorn's flow control) is finished by a task
+    of its own, which every later write of the stream waits for, so writes keep their order.
+    """
+
+    def __init__(self, send: Any) -> None:
+        self.send = send
+        self.pending: asyncio.Future[None] | None = None
+        self.failed: BaseException | None = None
+
+    async def write(self, response: EventStream) -> None:
+        batches = live.batches(response.run, response.after, self.now)
+        try:
+            async with aclosing(batches):
+                async for batch in batches:
+                    await self._send(block(batch), True)
+            await self._send(b"", False)
+        finally:  # the client left: a write still waiting for its socket is dropped with it
+            if self.pending is not None:
+                self.pending.cancel()
+
+    def now(self, events: list[live.Event]) -> bool:
+        if self.failed is not None or self.pending is not None:
+            return False  # the follower writes it, after the pending write (or raises)
+        body = {"type": "http.response.body", "body": block(events), "more_body": True}
+        sending = self.send(body)
+        try:
+            waiting = sending.send(None)
+        except StopIteration:
+            return True
+        except Exception as exc:  # raised by the follower's next write, not in the feed
+            self.failed = exc
+            return False
+        self.pending = asyncio.ensure_future(_Rest(sending, waiting))
+        self.pending.add_done_callback(self._written)
+        return True
+
+    def _written(self, pending: asyncio.Future[None]) -> None:
+        # A write that failed stays pending: the follower's next write awaits it and raises.
+        if not pending.cancelled() and pending.exception() is None:
+            self.pending = None
+
+    async def _send(self, body: bytes, more: bool) -> None:
+        if self.failed is not None:
+            raise self.failed
+        if self.pending is not None:
+            await self.pending
+        await self.send({"type": "http.response.body", "body": body, "more_body": more})
+
+
+class _Rest:
+    """The rest of a coroutine that suspended on ``waiting`` (run to there by ``_Writer.now``),
+    awaitable: it hands ``waiting`` to the awaiting task, then drives the coroutine on."""
+
+    def __init__(self, coroutine: Any, waiting: Any) -> None:
+        self.coroutine, self.waiting = coroutine, waiting
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        waiting = self.waiting
+        while True:
+            try:
+                sent = yield waiting
+            except BaseException as exc:  # cancelled: into the coroutine, as an await would
+                try:
+                    waiting = self.coroutine.throw(exc)
+                except StopIteration:
+                    return
+                continue
+            try:
+                waiting = self.coroutine.send(sent)
+            except StopIteration:
+                return
 
 
 async def _disconnected(receive: Any) -> None:

@@ -1,16 +1,23 @@
-"""Replay from the table (superseded text flagged), and the table reads followers share."""
+"""Replay from the table (superseded text flagged), the table reads followers share, and the
+reader threads' kept connections."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
+from django.db import connection, connections
 
-from agent_core import live
+from agent_core import access, live
 from agent_core.models import StreamFrame
+from tests.conftest import ALICE
 
 pytestmark = pytest.mark.django_db
+
+T = TypeVar("T")
 
 
 def test_superseded_text_is_replayed_with_its_id_and_flagged(turn):
@@ -67,3 +74,36 @@ def test_followers_asking_the_same_read_while_it_waits_share_it() -> None:
 
 def test_a_read_that_has_started_is_not_shared_with_later_followers() -> None:
     asyncio.run(_a_started_read_is_not_joined())
+
+
+async def _on_every_reader(fn: Callable[[], T]) -> list[T]:
+    """``fn`` once on each reader thread (a barrier holds each thread until all have one)."""
+    barrier = threading.Barrier(live.READER_THREADS)
+
+    def each() -> T:
+        barrier.wait(10)
+        return fn()
+
+    return await asyncio.gather(*(live.read(each) for _ in range(live.READER_THREADS)))
+
+
+def _backend_pid() -> int:
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_kept_connection_the_server_closed_does_not_fail_the_next_attach(turn, monkeypatch):
+    run = turn("hello there")
+    # Reads in flight all along: every reader thread keeps its connection after its read.
+    monkeypatch.setattr(live, "_in_flight", 100)
+    kept = asyncio.run(_on_every_reader(_backend_pid))
+    with connection.cursor() as cursor:  # PostgreSQL restarted, or an idle timeout
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", [kept])
+    try:
+        found = asyncio.run(live.read(access.visible_run, ALICE, run.pk))
+        assert found is not None and found.pk == run.pk
+    finally:
+        monkeypatch.setattr(live, "_in_flight", 0)
+        asyncio.run(_on_every_reader(connections.close_all))
