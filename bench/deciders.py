@@ -89,10 +89,12 @@ async def _run(
     async def decider(i: int, ids: list[str]) -> None:
         connection = _Connection(port)
         for k, call_id in enumerate(ids):
-            planned = start + (k * deciders + i) / rate if rate else time.perf_counter()
+            # Closed loop: at once, but never before the batch's start, from which the
+            # latencies and the wall time are counted.
+            planned = start + (k * deciders + i) / rate if rate else max(start, time.perf_counter())
             await asyncio.sleep(max(0.0, planned - time.perf_counter()))
             status = await connection.request(_payload(path, token, call_id))
-            samples.append(time.perf_counter() - max(planned, start))
+            samples.append(time.perf_counter() - planned)
             if status != 200:
                 errors.append(status)
         await connection.close()
