@@ -52,3 +52,22 @@ def test_an_approved_call_is_recorded_and_answered_without_reading_the_run_again
     sent = statements(queries)
     assert run_reads(sent) == 1, sent  # the claim's, after the decision resumed the run
     assert len(sent) == 14, sent
+
+
+def test_a_second_approved_call_of_the_step_runs_without_reading_the_run_again(turn: Any) -> None:
+    # An approved call moves only under the driver's lease: what the step was planned from holds.
+    with CaptureQueriesContext(connection) as queries:
+        run = turn(f'{READ}\n/call lookup_order {{"order_id": "A-1002"}}')
+    assert run.status == RunStatus.COMPLETED
+    assert [c.status for c in calls_of(run)] == ["succeeded", "succeeded"]
+    assert run_reads(statements(queries)) == 1
+
+
+def test_a_step_with_a_call_waiting_on_a_person_is_read_again_to_plan(turn: Any) -> None:
+    # The pending refund may have been decided while the first read ran: the run is read again
+    # to plan the second one (after which the step parks, on the statuses its record read).
+    with CaptureQueriesContext(connection) as queries:
+        run = turn(f'{READ}\n/call lookup_order {{"order_id": "A-1002"}}\n{REFUND}')
+    assert run.status == RunStatus.WAITING
+    assert [c.status for c in calls_of(run)] == ["succeeded", "succeeded", "pending_approval"]
+    assert run_reads(statements(queries)) == 2
