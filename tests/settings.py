@@ -83,6 +83,8 @@ if os.environ.get("AIRLOCK_TEST_WEBHOOK_URL"):
             }
         ],
         "NOTIFICATION_BACKOFF": 0.2,
+        "NOTIFICATION_ATTEMPTS": int(os.environ.get("AIRLOCK_TEST_NOTIFICATION_ATTEMPTS", "5")),
+        "NOTIFICATION_LEASE": float(os.environ.get("AIRLOCK_TEST_NOTIFICATION_LEASE", "60")),
     }
 
 # A worker process a tracing test starts exports its spans to that test's file.
