@@ -29,7 +29,7 @@ from agent_core.models import ToolCall
 from agent_core.runner.inline import InlineRunner
 
 from .. import sql as statements
-from ..conf import approvals_settings
+from ..conf import ApprovalsSettings, approvals_settings
 from ..links import decision_links
 from ..models import Delivery, DeliveryStatus
 from ..policy import get_policy
@@ -146,9 +146,11 @@ def attempt(delivery_id: int) -> float | None:
         [delivery_id, settings.NOTIFICATION_ATTEMPTS, settings.NOTIFICATION_LEASE],
     )
     if claimed is None:
-        return _refused(delivery_id, settings.NOTIFICATION_LEASE)
+        return _refused(delivery_id, settings)
     tried = claimed[0]
-    row = Delivery.objects.select_related("tool_call").get(pk=delivery_id)
+    row = Delivery.objects.select_related("tool_call").filter(pk=delivery_id).first()
+    if row is None:
+        return None  # deleted with its call's thread since the claim
     error, final = _send(row)
     final = error is None or final or tried >= settings.NOTIFICATION_ATTEMPTS
     status = DeliveryStatus.SENT if error is None else DeliveryStatus.FAILED
@@ -174,16 +176,16 @@ def attempt(delivery_id: int) -> float | None:
     return settings.NOTIFICATION_BACKOFF * 2 ** (tried - 1)
 
 
-def _refused(delivery_id: int, lease: float) -> float | None:
+def _refused(delivery_id: int, settings: ApprovalsSettings) -> float | None:
     """Why no attempt could be claimed, and what follows: another attempt's lease still runs
     (come back when it is over), another attempt finished since (its own retries follow:
     ``None``), the row is settled (``None``), or every attempt is used up: the row fails, saying
     why — an attempt that died is only known by its lease running out."""
-    found = sql.fetch_one(statements.CLAIM_REFUSED, [lease, delivery_id])
+    found = sql.fetch_one(statements.CLAIM_REFUSED, [settings.NOTIFICATION_LEASE, delivery_id])
     if found is None:
         return None
     attempts, unfinished, lease_left, last_error = found
-    limit = approvals_settings().NOTIFICATION_ATTEMPTS
+    limit = settings.NOTIFICATION_ATTEMPTS
     if lease_left > 0 or (unfinished and attempts < limit):
         return float(lease_left)
     if attempts < limit:
