@@ -4,7 +4,6 @@ that never finish still use up ``NOTIFICATION_ATTEMPTS``, and two at once send o
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -38,13 +37,6 @@ def notifying(receiver: Receiver, *, lease: float = LEASE) -> dict[str, object]:
         "NOTIFICATION_BACKOFF": 0.05,
         "NOTIFICATION_LEASE": lease,
     }
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    found = Receiver()
-    yield found
-    found.close()
 
 
 @pytest.fixture

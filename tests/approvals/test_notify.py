@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 from django.contrib.auth.models import User
@@ -25,7 +24,7 @@ from approvals.checks import check_approvals_settings
 from approvals.models import Delivery, NotificationOptOut
 from approvals.notify import signing
 from approvals.notify.backends import configured_backends
-from tests.approvals.receiver import SECRET, Receiver
+from tests.approvals.receiver import SECRET
 from tests.conftest import ALICE, REFUND, leave_in_doubt
 from tests.factories import make_user
 
@@ -38,13 +37,6 @@ def webhook(url: str, **options: object) -> dict:
         "BACKEND": "approvals.notify.backends.WebhookBackend",
         "OPTIONS": {"URL": url, "SECRET": SECRET, **options},
     }
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    found = Receiver()
-    yield found
-    found.close()
 
 
 @pytest.fixture
