@@ -70,7 +70,8 @@ _CALL_TIMES = [
 @dataclass(frozen=True)
 class Recorded:
     """A step's record, made under the run's lock: what comes next, the run as the record locked
-    it, the journal entry it completed and the calls it wrote, as stored (the statement's
+    it (its frame counter and usage totals as they were before the record: no plan reads them),
+    the journal entry it completed and the calls it wrote, as stored (the statement's
     ``RETURNING``): what ``after_record`` needs to plan the next step without reading the run
     again."""
 

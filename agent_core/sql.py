@@ -134,7 +134,8 @@ MIRROR_FRAMES = with_frames(only=" AND status NOT IN ('completed', 'failed', 'ca
 # (as APPEND_MESSAGE), its tool calls (a JSON array of rows: every column, by name), the
 # journal entry completed with its output and usage (status, JSON output, finished at, input,
 # output and cached tokens, run id, name), the usage added to the run's totals (input, output,
-# cached). Answers, after the frames' columns, the calls as stored (a JSON array, NULL: none).
+# cached). RECORD_MODEL_STEP answers, after the frames' columns, the calls as stored (a JSON
+# array, NULL: none).
 _RECORD = (
     f"m AS ({APPEND_MESSAGE}),"
     f" c AS ({insert_rows(ToolCall)} RETURNING *),"

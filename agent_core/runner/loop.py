@@ -8,9 +8,9 @@ opened step, records it, and says what kind of step comes next; ``take_and_open`
 next step in the record's transaction, for a driver that takes step after step itself (the
 durable runner: only the steps of its task's queue, ``queues.queue_of``), planned from what the
 record wrote on top of what the step was planned from (``journal.after_record``) when that is
-what a read would return. The steps themselves
-are ``model_step.call_model`` (journaled ``llm:<n>``), ``tool_step.execute`` (``tool:<id>``) and
-``tool_step.recover`` (a call an earlier attempt left executing).
+what a read would return. The steps themselves are ``model_step.call_model`` (journaled
+``llm:<n>``), ``tool_step.execute`` (``tool:<id>``) and ``tool_step.recover`` (a call an earlier
+attempt left executing).
 """
 
 from __future__ import annotations
