@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
+from django.utils.safestring import SafeString
 
 from agent_core.access import in_visible_runs
 from agent_core.actors import Actor
@@ -49,6 +50,11 @@ class Listing:
     rows: list[Row]
     counts: dict[str, int]
     descending: bool
+
+    @property
+    def html(self) -> SafeString:
+        """The page's rows as the list shows them."""
+        return rows.html_of(self.rows)
 
     @property
     def filtered(self) -> bool:

@@ -17,7 +17,7 @@ from agent_core.actors import Actor
 from agent_core.models import ToolCall
 from approvals.guards import may_see
 
-from .. import listing
+from .. import listing, rows
 from ..access import console_view
 from ..cards import card_for
 from .common import actor_of, count_header, fragment, is_fragment, nav_counts, page
@@ -74,8 +74,7 @@ def call_row(request: HttpRequest, call_id: str) -> HttpResponse:
     if row is None:
         response = HttpResponse(status=204)
     else:
-        scope = listing.scope_of(request.GET)
-        response = render(request, "console/partials/row.html", {"row": row, "scope": scope})
+        response = HttpResponse(rows.html(row))
     response["X-Console-Counts"] = count_header(actor)
     return response
 
