@@ -110,8 +110,7 @@ def listing(actor: Actor, params: Any, *, waiting_on_you: int) -> Listing:
 def others_count(actor: Actor, waiting_on_you: int) -> int:
     """How many calls are *Waiting on others* for ``actor``: the waiting calls it may see, less
     those waiting on it (whoever may decide a call may see its run: ``agent_core.access``)."""
-    waiting = ToolCall.objects.filter(status__in=pending.WAITING)
-    return in_visible_runs(actor, waiting).count() - waiting_on_you
+    return selectors.seen_waiting_count(actor) - waiting_on_you
 
 
 def row_of(actor: Actor, call_id: str, params: Any) -> Row | None:
