@@ -61,8 +61,9 @@ def inbox(request: HttpRequest) -> HttpResponse:
 def inbox_fragment(request: HttpRequest) -> HttpResponse:
     """The page's rows alone: after a reconnect, or the page's occasional re-check."""
     actor = actor_of(request)
-    context = _context(request, actor, nav_counts(actor))
-    return fragment(request, "console/partials/inbox_rows.html", context)
+    nav = nav_counts(actor)
+    context = _context(request, actor, nav)
+    return fragment(request, "console/partials/inbox_rows.html", context, nav=nav)
 
 
 @console_view
