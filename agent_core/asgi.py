@@ -154,8 +154,13 @@ class _StreamRouter:
         self.streams = streams
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        from .sse import is_lean
-
-        match = _resolve(scope)
-        app = self.streams if match is not None and is_lean(match.func) else self.django_app
+        app = self.streams if _is_lean(scope) else self.django_app
         await app(scope, receive, send)
+
+
+def _is_lean(scope: dict[str, Any]) -> bool:
+    # Apart from __call__: its frame lives as long as the stream, the ResolverMatch need not.
+    from .sse import is_lean
+
+    match = _resolve(scope)
+    return match is not None and is_lean(match.func)
