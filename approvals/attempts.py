@@ -66,9 +66,58 @@ class Attempt:
         """The settling statement with this attempt's audit row riding on it (one round trip):
         the attempt ends with ``outcome``, and ``attempt`` appends no row of its own."""
         self.outcome, self.audited = outcome, True
-        call = self.decision.call
-        row = _audit_row(call.pk, call, self.action, self.actor, self.via, outcome, None, self.note)
-        return Riding(sql.SETTLE_AUDITED, row)
+        return Riding(sql.SETTLE_AUDITED, self.entry(None, self.note).params())
+
+    def entry(self, refusal: AgentCoreError | None, detail: str) -> Entry:
+        """This attempt's audit row as it stands, refused by ``refusal`` if not ``None``."""
+        call, outcome = self.decision.call, self.outcome
+        return Entry(call.pk, call, self.action, self.actor, self.via, outcome, refusal, detail)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What an attempt's ``DecisionAttempt`` row records: the call (``None`` when no call has
+    that id) and who tried what through which channel, with what came of it."""
+
+    tool_call_id: str
+    call: ToolCall | None
+    action: Action
+    actor: Actor
+    via: str
+    outcome: Outcome | None = None
+    refusal: AgentCoreError | None = None
+    detail: str = ""
+
+    @property
+    def run_id(self) -> str:
+        return self.call.run_id if self.call else ""
+
+    @property
+    def code(self) -> str:
+        """The row's ``outcome``: what came of it, or the refusal's error code."""
+        return self.outcome.value if self.outcome else self.refusal.code if self.refusal else ""
+
+    def trace(self) -> None:
+        trace_decision(
+            self.tool_call_id, self.run_id, self.action, self.via, self.code, self.actor.ref
+        )
+
+    def params(self) -> list[Any]:
+        """The parameters of ``sql.AUDIT_ATTEMPT``."""
+        call = self.call
+        thread_id, tool_name = (call.thread_id, call.tool_name) if call else ("", "")
+        return [
+            self.tool_call_id,
+            self.run_id,
+            thread_id,
+            tool_name,
+            self.action,
+            self.actor.ref,
+            self.via,
+            self.code,
+            self.detail,
+            timezone.now(),
+        ]
 
 
 @contextmanager
@@ -81,19 +130,18 @@ def attempt(tool_call_id: str, action: Action, actor: Actor, via: str) -> Iterat
             # Unseen is unknown (SPEC §7): a 403 would confirm that the id exists.
             refusal = NotFound(f"no tool call {tool_call_id}")
             call = found.call if found else None
-            audit(tool_call_id, call, action, actor, via, None, refusal, refusal.message)
+            audit(Entry(tool_call_id, call, action, actor, via, None, refusal, refusal.message))
         else:
             current = Attempt(found, action, actor, via)
             try:
                 yield current
             except AgentCoreError as exc:
                 refusal = exc
-            call = found.call
+            entry = current.entry(refusal, refusal.message if refusal else current.note)
             if current.audited and refusal is None:
-                trace_decision(call.pk, call.run_id, action, via, current.done.value, actor.ref)
+                entry.trace()  # its row rode on the settling statement
             else:
-                note = refusal.message if refusal else current.note
-                audit(tool_call_id, call, action, actor, via, current.outcome, refusal, note)
+                audit(entry)
     if refusal is not None:
         raise refusal
 
@@ -111,61 +159,26 @@ def check_deadline(held: Decision) -> None:
     """Guarantee 9 at decision time: a request past its deadline expires now and answers 410."""
     call = held.call
     if call.expires_at is not None and call.expires_at <= timezone.now():
-        if expire(held):
-            audit(call.pk, call, Action.EXPIRE, SYSTEM, "expiry", Outcome.APPLIED, None)
+        expire(held)
         raise ApprovalExpired()
 
 
 def expire(held: Decision) -> bool:
-    """``pending_approval → expired``, decided by the system (``decided_via="expiry"``)."""
-    return held.settle(CallStatus.EXPIRED, decided_by_ref=SYSTEM.ref, decided_via="expiry")
+    """``pending_approval → expired``, decided by the system (``decided_via="expiry"``) and
+    audited as its attempt; ``False`` when the call was no longer pending."""
+    if not held.settle(CallStatus.EXPIRED, decided_by_ref=SYSTEM.ref, decided_via="expiry"):
+        return False
+    call = held.call
+    audit(Entry(call.pk, call, Action.EXPIRE, SYSTEM, "expiry", Outcome.APPLIED))
+    return True
 
 
-def audit(
-    tool_call_id: str,
-    call: ToolCall | None,
-    action: Action,
-    actor: Actor,
-    via: str,
-    outcome: Outcome | None,
-    refusal: AgentCoreError | None,
-    detail: str = "",
-) -> None:
-    """Append the attempt's ``DecisionAttempt`` row: one named statement and no model built, so
+def audit(entry: Entry) -> None:
+    """Append an attempt's ``DecisionAttempt`` row: one named statement and no model built, so
     it is traced here (an attempt saved through the model is traced by ``post_save``)."""
-    row = _audit_row(tool_call_id, call, action, actor, via, outcome, refusal, detail)
     with connection.cursor() as cursor:
-        cursor.execute(sql.AUDIT_ATTEMPT, row)
-    trace_decision(tool_call_id, row[1], action, via, row[7], actor.ref)
-
-
-def _audit_row(
-    tool_call_id: str,
-    call: ToolCall | None,
-    action: Action,
-    actor: Actor,
-    via: str,
-    outcome: Outcome | None,
-    refusal: AgentCoreError | None,
-    detail: str,
-) -> list[Any]:
-    """The parameters of ``sql.AUDIT_ATTEMPT``."""
-    run_id, thread_id, tool_name = (
-        (call.run_id, call.thread_id, call.tool_name) if call else ("",) * 3
-    )
-    code = outcome.value if outcome else refusal.code if refusal else ""
-    return [
-        tool_call_id,
-        run_id,
-        thread_id,
-        tool_name,
-        action,
-        actor.ref,
-        via,
-        code,
-        detail,
-        timezone.now(),
-    ]
+        cursor.execute(sql.AUDIT_ATTEMPT, entry.params())
+    entry.trace()
 
 
 def trace_decision(

@@ -15,7 +15,7 @@ from typing import Any
 import pydantic
 from django.utils import timezone
 
-from agent_core.actors import SYSTEM, Actor
+from agent_core.actors import Actor
 from agent_core.agents import get_agent
 from agent_core.choices import CallStatus
 from agent_core.conf import agent_settings
@@ -24,7 +24,7 @@ from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, RunNotActive
 from agent_core.models import ToolCall
 
 from . import guards, quorum
-from .attempts import Attempt, Outcome, attempt, audit, check_deadline, conflict, expire
+from .attempts import Attempt, Outcome, attempt, check_deadline, conflict, expire
 from .conf import approvals_settings
 from .exceptions import InvalidDecision, NotApprover
 from .models import Action, RememberedApproval
@@ -253,5 +253,4 @@ def expire_due(limit: int = 500) -> int:
                 and expire(held)
             ):
                 expired += 1
-                audit(call_id, held.call, Action.EXPIRE, SYSTEM, "expiry", Outcome.APPLIED, None)
     return expired
