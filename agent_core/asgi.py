@@ -97,9 +97,10 @@ def settle() -> None:
     The channel layer is made now: importing its Redis client blocked the event loop for ~0.2 s
     under the first of a thousand streams attaching at once (a restart's reconnecting clients).
     Then what start-up loaded (~150,000 objects: modules, classes, the URLconf) is frozen out of
-    CPython's collector: a thousand streams attaching add ~180,000 objects that live as long as
+    CPython's collector: a thousand streams attaching add ~100,000 objects that live as long as
     their stream, which sets off several full collections while they attach, and each of them
-    walked the start-up heap again (35-700 ms an event-loop pause).
+    walked the start-up heap again (pauses of up to ~1 s; bench/README.md, "Attaching 1,000
+    streams").
     """
     from channels.layers import get_channel_layer
 

@@ -53,7 +53,7 @@ class StreamHandler(ASGIHandler):
         start["headers"] = _headers(response)
         run, after = response.run, response.after
         # Not kept while the stream lasts: the request (and the response, which holds it) is
-        # ~50 objects a stream that every full garbage collection would walk again.
+        # objects a stream that every full garbage collection would walk again.
         del request, response
         await send(start)
         await _serve(run, after, receive, send)
