@@ -52,8 +52,8 @@ class StreamHandler(ASGIHandler):
         start = {"type": "http.response.start", "status": response.status_code}
         start["headers"] = _headers(response)
         run, after = response.run, response.after
-        # Not kept while the stream lasts: the request (and the response, which holds it) is
-        # objects a stream that every full garbage collection would walk again.
+        # Not kept while the stream lasts: the request and the response (which holds it) are
+        # dozens of objects a stream that every full garbage collection would walk again.
         del request, response
         await send(start)
         await _serve(run, after, receive, send)
