@@ -29,6 +29,8 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
             settings.max_extension(tool_name)
         for tool_name in settings.REMEMBER_TTL_BY_TOOL:
             settings.remember_ttl_for(tool_name)
+        if settings.NOTIFICATION_ATTEMPTS < 1 or settings.NOTIFICATION_LEASE <= 0:
+            raise ValueError("NOTIFICATION_ATTEMPTS must be 1 or more, NOTIFICATION_LEASE above 0")
     except (TypeError, ValueError) as exc:
         return [
             Error(

@@ -47,6 +47,9 @@ class ApprovalsSettings:
     # Attempts per delivery (the first included) and the base of its exponential backoff (s).
     NOTIFICATION_ATTEMPTS: int = 5
     NOTIFICATION_BACKOFF: float = 2.0
+    # How long one attempt may take (s) before another may start in its place: longer than a send
+    # takes (a webhook's TIMEOUT), as an attempt whose process died is only known by its end.
+    NOTIFICATION_LEASE: float = 60.0
     # Absolute URL of the site, for the links in notifications (e.g. "https://airlock.example").
     BASE_URL: str = ""
     # How long a signed approve / reject link in a notification stays usable (seconds).

@@ -139,6 +139,8 @@ class Delivery(models.Model):
     error = models.TextField(blank=True)  # the last attempt's
     created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(null=True, blank=True)
+    # When the attempt in flight was claimed (its lease starts); None between attempts.
+    claimed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]

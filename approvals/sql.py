@@ -17,6 +17,7 @@ from .models import (
     Approval,
     DecisionAttempt,
     Delivery,
+    DeliveryStatus,
     Escalation,
     NotificationOptOut,
     Quorum,
@@ -87,6 +88,27 @@ RECORD_DELIVERIES = (
     f" WHERE NOT EXISTS (SELECT 1 FROM {NotificationOptOut._meta.db_table} o"
     "  WHERE o.actor_ref = d.recipient_ref AND d.recipient_ref <> '')"
     " RETURNING id, status"
+)
+
+# Claim the next attempt of a pending delivery before sending (notify.delivery.attempt), in its
+# own commit: count it and start its lease, unless the attempts are used up or another attempt's
+# lease still runs (then no row). Delivery id, NOTIFICATION_ATTEMPTS, NOTIFICATION_LEASE (s).
+# Returns the attempt's number. The database's clock times every lease.
+_PENDING = f"'{DeliveryStatus.PENDING.value}'"
+CLAIM_DELIVERY = (
+    f"UPDATE {_DELIVERY} SET attempts = attempts + 1, claimed_at = statement_timestamp()"
+    f" WHERE id = %s AND status = {_PENDING} AND attempts < %s"
+    " AND (claimed_at IS NULL OR claimed_at <= statement_timestamp() - make_interval(secs => %s))"
+    " RETURNING attempts"
+)
+
+# Why a pending delivery could not be claimed (notify.delivery.attempt): its attempts so far,
+# whether one of them is unfinished, the seconds left of its lease (0 when over) and the last
+# error. NOTIFICATION_LEASE (s), delivery id. No row: it is settled.
+CLAIM_REFUSED = (
+    "SELECT attempts, claimed_at IS NOT NULL, GREATEST(0, EXTRACT(EPOCH FROM"
+    "  claimed_at + make_interval(secs => %s) - statement_timestamp()))::float, error"
+    f" FROM {_DELIVERY} WHERE id = %s AND status = {_PENDING}"
 )
 
 # A decision's compare-and-set and frames with the attempt's audit row, in one round trip

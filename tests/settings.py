@@ -83,7 +83,13 @@ if os.environ.get("AIRLOCK_TEST_WEBHOOK_URL"):
             }
         ],
         "NOTIFICATION_BACKOFF": 0.2,
+        "NOTIFICATION_ATTEMPTS": int(os.environ.get("AIRLOCK_TEST_NOTIFICATION_ATTEMPTS", "5")),
+        "NOTIFICATION_LEASE": float(os.environ.get("AIRLOCK_TEST_NOTIFICATION_LEASE", "60")),
     }
+    # ... and may kill each delivery task at a hard time limit (s; prefork workers only).
+    if os.environ.get("AIRLOCK_TEST_NOTIFY_TIME_LIMIT"):
+        _limit = float(os.environ["AIRLOCK_TEST_NOTIFY_TIME_LIMIT"])
+        CELERY_TASK_ANNOTATIONS = {"approvals.deliver_notification": {"time_limit": _limit}}
 
 # A worker process a tracing test starts exports its spans to that test's file.
 if os.environ.get("AIRLOCK_TEST_SPANS_FILE"):

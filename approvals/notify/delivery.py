@@ -6,8 +6,9 @@ row per channel (per person for personal channels) with the state it asks for, s
 and the record of who is told of it commit together. A notification no channel can deliver (a
 person without an address) is recorded ``failed`` at once, with why; the others are handed,
 after commit, to the runner's side — a Celery task with retries and backoff on the durable
-runner, the inline runner's pool (retries on a timer) otherwise. Each attempt is recorded
-(``attempts``, ``error``, ``status``) so the console can show what reached whom.
+runner, the inline runner's pool (retries on a timer) otherwise. Each attempt is counted before
+it sends and its outcome recorded after (``attempts``, ``error``, ``status``), so the console can
+show what reached whom, and a notification whose sends never finish still ends ``failed``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from agent_core.models import ToolCall
 from agent_core.runner.inline import InlineRunner
 
 from .. import sql as statements
-from ..conf import approvals_settings
+from ..conf import ApprovalsSettings, approvals_settings
 from ..links import decision_links
 from ..models import Delivery, DeliveryStatus
 from ..policy import get_policy
@@ -129,32 +130,37 @@ def schedule(delivery_id: int) -> None:
 
 
 def attempt(delivery_id: int) -> float | None:
-    """Try one delivery once and record how it went, in one write; the delay before the next
-    attempt, or ``None`` when there is none to make (sent, failed for good, or already settled).
+    """Try one delivery once and record how it went; the delay before the next attempt, or
+    ``None`` when there is none to make (sent, failed for good, settled, or taken by another).
 
-    The outcome is a compare-and-set on the attempts read: of two attempts of the same row at
-    once (a redelivered task), the second to finish records nothing. An attempt that dies while
-    sending is not counted (its task is redelivered, or the inline runner's process is gone).
+    The attempt is claimed before anything is sent, in a commit of its own (``CLAIM_DELIVERY``):
+    counted, so that an attempt whose process dies while sending (SIGKILL, the OOM killer, a
+    hard time limit) still uses up one of ``NOTIFICATION_ATTEMPTS``, and leased, so that of two
+    attempts of the same row at once (a redelivered task) one sends and the other comes back
+    when the lease is over. The outcome is a compare-and-set on the claimed count: an attempt
+    that outlived its lease, overtaken by the next, records nothing.
     """
-    row = (
-        Delivery.objects.select_related("tool_call")
-        .filter(pk=delivery_id, status=DeliveryStatus.PENDING)
-        .first()
-    )
-    if row is None:
-        return None  # settled
-    error, final = _send(row)
     settings = approvals_settings()
-    tried = row.attempts + 1
+    claimed = sql.fetch_one(
+        statements.CLAIM_DELIVERY,
+        [delivery_id, settings.NOTIFICATION_ATTEMPTS, settings.NOTIFICATION_LEASE],
+    )
+    if claimed is None:
+        return _refused(delivery_id, settings)
+    tried = claimed[0]
+    row = Delivery.objects.select_related("tool_call").filter(pk=delivery_id).first()
+    if row is None:
+        return None  # deleted with its call's thread since the claim
+    error, final = _send(row)
     final = error is None or final or tried >= settings.NOTIFICATION_ATTEMPTS
     status = DeliveryStatus.SENT if error is None else DeliveryStatus.FAILED
     counted = Delivery.objects.filter(
-        pk=row.pk, status=DeliveryStatus.PENDING, attempts=row.attempts
+        pk=row.pk, status=DeliveryStatus.PENDING, attempts=tried
     ).update(
-        attempts=tried,
         status=status if final else DeliveryStatus.PENDING,
         error=error or "",
         sent_at=timezone.now() if error is None else None,
+        claimed_at=None,
     )
     if error is not None:
         logger.warning(
@@ -168,6 +174,35 @@ def attempt(delivery_id: int) -> float | None:
     if not counted or final:
         return None
     return settings.NOTIFICATION_BACKOFF * 2 ** (tried - 1)
+
+
+def _refused(delivery_id: int, settings: ApprovalsSettings) -> float | None:
+    """Why no attempt could be claimed, and what follows: another attempt's lease still runs
+    (come back when it is over), another attempt finished since (its own retries follow:
+    ``None``), the row is settled (``None``), or every attempt is used up: the row fails, saying
+    why — an attempt that died is only known by its lease running out."""
+    found = sql.fetch_one(statements.CLAIM_REFUSED, [settings.NOTIFICATION_LEASE, delivery_id])
+    if found is None:
+        return None
+    attempts, unfinished, lease_left, last_error = found
+    limit = settings.NOTIFICATION_ATTEMPTS
+    if lease_left > 0 or (unfinished and attempts < limit):
+        return float(lease_left)
+    if attempts < limit:
+        return None
+    error = _given_up(attempts, unfinished=unfinished, last_error=last_error)
+    if Delivery.objects.filter(
+        pk=delivery_id, status=DeliveryStatus.PENDING, attempts=attempts
+    ).update(status=DeliveryStatus.FAILED, error=error, claimed_at=None):
+        logger.warning("notification delivery %s: %s", delivery_id, error)
+    return None
+
+
+def _given_up(attempts: int, *, unfinished: bool, last_error: str) -> str:
+    why = f"gave up after {attempts} attempt{'s' if attempts != 1 else ''}"
+    if unfinished:
+        why += "; the last did not finish"
+    return f"{why}; the last to finish: {last_error}" if last_error else why
 
 
 def _send(row: Delivery) -> tuple[str | None, bool]:

@@ -20,11 +20,13 @@ def signed_correctly(body: bytes, header: str, secret: str = SECRET) -> bool:
 
 
 class Receiver:
-    """Accepts POSTs on 127.0.0.1: 500 to the first ``failures`` of them, then ``status``."""
+    """Accepts POSTs on 127.0.0.1: 500 to the first ``failures`` of them, then ``status``; with
+    ``hang``, answers none until ``release()`` (a sender that waits is in the middle of a send)."""
 
-    def __init__(self, status: int = 200, *, failures: int = 0) -> None:
-        self.status, self.failures = status, failures
+    def __init__(self, status: int = 200, *, failures: int = 0, hang: bool = False) -> None:
+        self.status, self.failures, self.hang = status, failures, hang
         self.received: list[dict[str, Any]] = []
+        self.released = threading.Event()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -36,6 +38,8 @@ class Receiver:
                         "verified": signed_correctly(body, self.headers["X-Airlock-Signature"]),
                     }
                 )
+                if receiver.hang:
+                    receiver.released.wait()
                 failing = len(receiver.received) <= receiver.failures
                 self.send_response(500 if failing else receiver.status)
                 self.end_headers()
@@ -48,6 +52,11 @@ class Receiver:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
+    def release(self) -> None:
+        """Answer the requests held so far, and every later one at once."""
+        self.released.set()
+
     def close(self) -> None:
+        self.release()
         self.server.shutdown()
         self.server.server_close()

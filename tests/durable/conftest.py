@@ -74,11 +74,14 @@ class Cluster:
         self.names[proc.pid] = name
         return proc
 
-    def worker(self, queues: str = "agent.llm,agent.tool", **extra: str) -> subprocess.Popen[bytes]:
-        """Start a solo worker (one task at a time) on ``queues`` with extra environment."""
+    def worker(
+        self, queues: str = "agent.llm,agent.tool", *, pool: str = "solo", **extra: str
+    ) -> subprocess.Popen[bytes]:
+        """Start a worker taking one task at a time on ``queues`` with extra environment: solo,
+        or ``pool="prefork"`` with one child process (``pool_child`` names it)."""
         self._count += 1
         name = f"w{self._count}"
-        args = ["worker", "-P", "solo", "-Q", queues, "-n", f"{name}@%h", "-l", "info"]
+        args = ["worker", "-P", pool, "-c", "1", "-Q", queues, "-n", f"{name}@%h", "-l", "info"]
         args += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
         return self._spawn(args, name, self.env(extra))
 
@@ -91,6 +94,15 @@ class Cluster:
         """SIGKILL: no cleanup, no ack, no rollback but the database's own."""
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+
+    @staticmethod
+    def pool_child(proc: subprocess.Popen[bytes]) -> int:
+        """The pid of a prefork worker's one child process, the one that runs its tasks."""
+        # Per thread of the worker: its pool's supervisor thread forks the replacements.
+        threads = Path(f"/proc/{proc.pid}/task").iterdir()
+        children = [pid for t in threads for pid in (t / "children").read_text().split()]
+        assert len(children) == 1, f"children of worker {proc.pid}: {children}"
+        return int(children[0])
 
     def stop_all(self) -> None:
         for proc in self.procs:
