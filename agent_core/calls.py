@@ -20,6 +20,7 @@ from .dispatch import Next
 from .exceptions import InvalidTransition, ToolNotFound
 from .frames import Frames
 from .gate import get_gate
+from .journal import Recorded, stored_call
 from .leases import Lease, lock
 from .models import Run, Step, ToolCall
 from .runs import OPEN, continue_or_park
@@ -57,9 +58,9 @@ def finish_call(
     error: str | None = None,
     expected: CallStatus = CallStatus.EXECUTING,
     held: Run | None = None,
-) -> Next:
+) -> Recorded:
     """``executing → succeeded | failed``, journaled as ``tool:<id>``; parks the run when what
-    remains of the step waits on people. Returns what the run does next.
+    remains of the step waits on people. Returns the record: what the run does next.
 
     A read tool goes straight from ``approved`` (``expected``): running it again is harmless.
     ``held``: the run, when the caller's transaction already holds its lock (``claim_call``).
@@ -88,12 +89,13 @@ def finish_call(
             if error is None
             else frames.tool_output_error(call_id, error)
         )
-        won, statuses = streams.emit(
+        won, statuses, stored = streams.emit(
             run.pk, [announce], Riding(sql.FINISH_CALL, [*call, *step, *still])
         )
         if not won:
             raise InvalidTransition(f"{call_id} is not {expected}")
-        return continue_or_park(run, set(statuses or ()))
+        after = continue_or_park(run, set(statuses or ()))
+        return Recorded(after, run, f"tool:{call_id}", [stored_call(stored)])
 
 
 def refuse_call(lease: Lease, call_id: str, *, reason: str) -> Next:

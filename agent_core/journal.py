@@ -1,12 +1,15 @@
 """The run's journal: one step record per name (``llm:<n>``, ``tool:<call id>``), and what a plan
 reads from it.
 
-A recorded step is never redone (SPEC §5, 6): the loop plans from ``read_run`` alone, never from
-memory, and a replay reads a recorded step's output instead of redoing it.
+A recorded step is never redone (SPEC §5, 6): the loop plans from ``read_run``, or from what the
+transaction that recorded the step before wrote on top of it (``after_record``: under the run's
+lock, what a second read would return), never from what a process remembers across commits; a
+replay reads a recorded step's output instead of redoing it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -15,7 +18,8 @@ from django.utils import timezone
 
 from . import frames, sql, streams, transcript
 from .agents import Agent
-from .choices import Role, StepStatus
+from .choices import CallStatus, Role, StepStatus
+from .dispatch import Next
 from .leases import Lease, lock
 from .models import Run, Step, StreamFrame, ToolCall
 from .providers.base import ModelRequest
@@ -39,17 +43,19 @@ def read_run(
     (run,), (journal, calls) = found
     assert isinstance(run, Run)
     pairs = (entry.rsplit(" ", 1) for entry in journal)
-    return run, {name: status for name, status in pairs}, [_call(row) for row in calls or ()]
+    return run, {name: status for name, status in pairs}, [stored_call(row) for row in calls or ()]
 
 
-def _call(row: dict[str, Any]) -> ToolCall:
-    """A call read as JSON with its run (``sql.READ_RUN``): its timestamps parsed back."""
+def stored_call(row: dict[str, Any]) -> ToolCall:
+    """A call read as JSON (with its run, ``sql.READ_RUN``; or as a record wrote it): its
+    timestamps parsed back; ``delegated`` as read, else ``False`` (a record's call started no
+    child run)."""
     for name in _CALL_TIMES:
         if row[name] is not None:
             row[name] = datetime.fromisoformat(row[name])
     call = ToolCall(**{name: row[name] for name in _CALL_COLUMNS})
     call._state.adding = False  # a stored row, as the ORM would have read it
-    call.delegated = row["delegated"]  # type: ignore[attr-defined]
+    call.delegated = row.get("delegated", False)  # type: ignore[attr-defined]
     return call
 
 
@@ -59,6 +65,39 @@ _CALL_TIMES = [
     for field in ToolCall._meta.concrete_fields
     if isinstance(field, models.DateTimeField)
 ]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A step's record, made under the run's lock: what comes next, the run as the record locked
+    it (its frame counter and usage totals as they were before the record: no plan reads them),
+    the journal entry it completed and the calls it wrote, as stored (the statement's
+    ``RETURNING``): what ``after_record`` needs to plan the next step without reading the run
+    again."""
+
+    next: Next
+    run: Run
+    step: str
+    calls: list[ToolCall]
+
+
+def after_record(
+    journal: dict[str, str], every_call: list[ToolCall], recorded: Recorded
+) -> tuple[dict[str, str], list[ToolCall]] | None:
+    """The journal and calls a read would return in the transaction of ``recorded``: those the
+    step was planned from (read under the run's lock in an earlier transaction) with what the
+    record wrote. ``None`` when that cannot be known without reading: another call was open to
+    other writers meanwhile (a pending one a person decides, a delegation its child settles).
+
+    A call that was settled, or approved, moves only under the driver's lease, which fenced the
+    record; the journal is written under it too (SPEC §5).
+    """
+    written = {call.pk: call for call in recorded.calls}
+    for call in every_call:
+        if call.pk not in written and not (call.is_terminal or call.status == CallStatus.APPROVED):
+            return None
+    merged = [written.pop(call.pk, call) for call in every_call] + list(written.values())
+    return {**journal, recorded.step: StepStatus.COMPLETED.value}, merged
 
 
 def begin_model_step(

@@ -20,6 +20,7 @@ from .choices import CallStatus, Role, RunStatus, StepStatus
 from .dispatch import Next
 from .frames import Frames
 from .gate import Verdict, get_gate
+from .journal import Recorded, stored_call
 from .leases import Lease, lock
 from .models import Run, ToolCall
 from .runs import complete_run, continue_or_park, parks
@@ -61,12 +62,12 @@ def record_model_step(
     usage: dict[str, int],
     finish_reason: str,
     review: Callable[[ToolCall, Run], Verdict],
-) -> Next:
+) -> Next | Recorded:
     """The suspend transaction: the assistant message, its calls with the gate's answers, the
     frames announcing them and, when the step leaves only calls waiting on people, ``waiting``.
 
     A step without calls is the final answer: the run completes in the same transaction.
-    Returns what the run does next.
+    Returns what the run does next: ``STOP``, or the record, when the run goes on.
     """
     # No savepoint when nested (the inline driver opens the next step in it): one transaction.
     with transaction.atomic(savepoint=False):
@@ -96,7 +97,7 @@ def record_model_step(
         # The message, the calls, the journal, the usage, the frames (and parking): one statement.
         statement = sql.RECORD_MODEL_STEP_AND_PARK if parking else sql.RECORD_MODEL_STEP
         recorded = [*message, sql.json_rows(rows), *step, name]
-        streams.emit(run.pk, announce, Riding(statement, recorded, tokens))
+        stored = streams.emit(run.pk, announce, Riding(statement, recorded, tokens))
         asked = [row for row in rows if row.status == CallStatus.PENDING_APPROVAL]
         if asked:
             get_gate().requested(asked)
@@ -104,7 +105,10 @@ def record_model_step(
         if not calls:
             complete_run(run)
             return Next.STOP
-        return Next.STOP if parking else continue_or_park(run, statuses)
+        if parking:
+            return Next.STOP
+        written = [stored_call(row) for row in stored[0]]
+        return Recorded(continue_or_park(run, statuses), run, name, written)
 
 
 def _apply_verdict(row: ToolCall, verdict: Verdict) -> None:

@@ -134,10 +134,11 @@ MIRROR_FRAMES = with_frames(only=" AND status NOT IN ('completed', 'failed', 'ca
 # (as APPEND_MESSAGE), its tool calls (a JSON array of rows: every column, by name), the
 # journal entry completed with its output and usage (status, JSON output, finished at, input,
 # output and cached tokens, run id, name), the usage added to the run's totals (input, output,
-# cached).
+# cached). RECORD_MODEL_STEP answers, after the frames' columns, the calls as stored (a JSON
+# array, NULL: none).
 _RECORD = (
     f"m AS ({APPEND_MESSAGE}),"
-    f" c AS ({insert_rows(ToolCall)}),"
+    f" c AS ({insert_rows(ToolCall)} RETURNING *),"
     f" s AS (UPDATE {_STEP} SET status = %s, output = %s::jsonb, finished_at = %s,"
     " input_tokens = %s, output_tokens = %s, cached_tokens = %s"
     " WHERE run_id = %s AND name = %s),"
@@ -146,7 +147,9 @@ _USAGE = (
     ", input_tokens = input_tokens + %s, output_tokens = output_tokens + %s,"
     " cached_tokens = cached_tokens + %s"
 )
-RECORD_MODEL_STEP = with_frames(before=_RECORD, sets=_USAGE)
+RECORD_MODEL_STEP = with_frames(
+    before=_RECORD, sets=_USAGE, extra=", (SELECT json_agg(c ORDER BY c.position) FROM c)"
+)
 # The same, parking the run: ``running → waiting`` (the pair checked by ``state.check`` first),
 # its lease let go (runs.continue_or_park).
 RECORD_MODEL_STEP_AND_PARK = with_frames(
@@ -162,19 +165,20 @@ RECORD_MODEL_STEP_AND_PARK = with_frames(
 # NULL, call id, run id, expected status; the pair checked by ``state.check`` first), its
 # journal entry ``tool:<id>`` (run id, JSON output, started at, finished at), and the statuses
 # of the run's other calls among the given ones (run id, call id, statuses). Answers, after the
-# frames' columns: whether the call moved (0 or 1), those statuses (NULL: none).
+# frames' columns: whether the call moved (0 or 1), those statuses (NULL: none), the call as
+# stored (JSON; NULL: it did not move).
 FINISH_CALL = with_frames(
     before=(
         f"c AS (UPDATE {_CALL} SET status = %s, result = %s::jsonb, error = %s, finished_at = %s,"
         " attempts = attempts + %s, started_at = COALESCE(%s, started_at),"
-        " fence = COALESCE(%s, fence) WHERE id = %s AND run_id = %s AND status = %s RETURNING id),"
+        " fence = COALESCE(%s, fence) WHERE id = %s AND run_id = %s AND status = %s RETURNING *),"
         f" s AS (INSERT INTO {_STEP} (run_id, name, status, output, attempts, input_tokens,"
         " output_tokens, cached_tokens, started_at, finished_at)"
         " SELECT %s, 'tool:' || c.id, 'completed', %s::jsonb, 1, 0, 0, 0, %s, %s FROM c),"
         f" o AS (SELECT array_agg(DISTINCT status) AS statuses FROM {_CALL}"
         " WHERE run_id = %s AND id <> %s AND status = ANY(%s)),"
     ),
-    extra=", (SELECT count(*) FROM c), (SELECT statuses FROM o)",
+    extra=", (SELECT count(*) FROM c), (SELECT statuses FROM o), (SELECT to_json(c) FROM c)",
 )
 
 # A thread's transcript, in order, as ``(role, JSON content)`` (transcript.build_request):
@@ -277,6 +281,13 @@ TOKEN_USER = (
     "SELECT {columns}, ARRAY(SELECT g.{group_name} FROM {user_groups} ug"
     " JOIN {group} g ON g.{group_pk} = ug.{group_fk} WHERE ug.{user_fk} = u.{user_pk})"
     " FROM {token} t JOIN {user} u ON u.{user_pk} = t.{token_user_fk} WHERE t.{token_key} = %s"
+)
+
+
+# A run as its thread's owner follows it (access.visible_run: a stream attaching): run id, owner.
+OWNED_RUN = (
+    f"SELECT {_columns(Run, 'r')} FROM {_RUN} r JOIN {Thread._meta.db_table} t"
+    " ON t.id = r.thread_id WHERE r.id = %s AND t.owner_ref = %s"
 )
 
 

@@ -6,16 +6,18 @@ journal entry and request; parking and finishing happen right there); ``claim_st
 the run's lease in it, as a runner does for the first step it drives. ``take`` then runs the
 opened step, records it, and says what kind of step comes next; ``take_and_open`` also opens that
 next step in the record's transaction, for a driver that takes step after step itself (the
-durable runner: only the steps of its task's queue, ``queues.queue_of``). The steps themselves
-are ``model_step.call_model`` (journaled ``llm:<n>``), ``tool_step.execute`` (``tool:<id>``) and
-``tool_step.recover`` (a call an earlier attempt left executing).
+durable runner: only the steps of its task's queue, ``queues.queue_of``), planned from what the
+record wrote on top of what the step was planned from (``journal.after_record``) when that is
+what a read would return. The steps themselves are ``model_step.call_model`` (journaled
+``llm:<n>``), ``tool_step.execute`` (``tool:<id>``) and ``tool_step.recover`` (a call an earlier
+attempt left executing).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeAlias
 
@@ -27,9 +29,9 @@ from ..cancel import finish_cancel
 from ..choices import RunStatus
 from ..dispatch import Next
 from ..exceptions import AgentCoreError, LeaseLost
-from ..journal import begin_model_step, read_run
+from ..journal import Recorded, after_record, begin_model_step, read_run
 from ..leases import Claim, Lease, acquire
-from ..models import Run
+from ..models import Run, ToolCall
 from ..providers.base import ModelRequest
 from ..runs import complete_run, continue_or_park, fail_run, stop_over_quota
 from ..tools import AbortSignal
@@ -57,6 +59,9 @@ class Opened:
     step: CallModel | RunTool | Recover
     attempt: int = 0  # model steps: the attempt the opening journaled
     request: ModelRequest | None = None  # model steps: read under the run's lock
+    # What the step was planned from: the run's journal and calls under the run's lock.
+    journal: dict[str, str] = field(default_factory=dict)
+    calls: list[ToolCall] = field(default_factory=list)
 
 
 def open_step(lease: Lease, *, only: str | None = None) -> Opened | Next | Elsewhere:
@@ -98,8 +103,14 @@ def claim_step(
         return lease, _settle_error(lease, exc)
 
 
-def _open(lease: Lease, only: str | None) -> Opened | Next | Elsewhere:
-    found = read_run(lease.run_id, lease=lease)
+def _open(
+    lease: Lease,
+    only: str | None,
+    known: tuple[Run, dict[str, str], list[ToolCall]] | None = None,
+) -> Opened | Next | Elsewhere:
+    """``known``: the run, its journal and calls as a read under its lock would return them
+    (``_open_after``); else they are read."""
+    found = known or read_run(lease.run_id, lease=lease)
     if found is None:  # another driver holds the run now
         return Next.STOP
     run, journal, every_call = found
@@ -126,9 +137,9 @@ def _open(lease: Lease, only: str | None) -> Opened | Next | Elsewhere:
             first = name not in journal  # else a retried attempt
             results = transcript.results(list(previous)) if first else []
             attempt, request = begin_model_step(run, agent, name, results=results, first=first)
-            return Opened(run, agent, step, attempt, request)
+            return Opened(run, agent, step, attempt, request, journal, every_call)
         case RunTool() | Recover():
-            return Opened(run, agent, step)
+            return Opened(run, agent, step, journal=journal, calls=every_call)
         case Park():
             return continue_or_park(run)
         case Finish():
@@ -153,11 +164,24 @@ def take_and_open(
     The record of a tool with an effect outside this database still commits on its own.
     ``only``: as for ``open_step``.
     """
-    return _take(lease, opened, None, partial(_open, lease, only))
+    return _take(lease, opened, None, partial(_open_after, lease, only, opened))
 
 
-# Opens the step after a recorded one, in the record's transaction (``take_and_open``).
-Opener: TypeAlias = Callable[[], Opened | Next | Elsewhere]
+def _open_after(
+    lease: Lease, only: str | None, opened: Opened, recorded: Recorded | None
+) -> Opened | Next | Elsewhere:
+    """Open the step after ``opened``, in the transaction of its record: planned from what
+    ``recorded`` wrote when that says all a read would (``journal.after_record``), else read."""
+    known = None
+    if recorded is not None:
+        merged = after_record(opened.journal, opened.calls, recorded)
+        known = None if merged is None else (recorded.run, *merged)
+    return _open(lease, only, known)
+
+
+# Opens the step after a recorded one, in the record's transaction (``take_and_open``), given
+# the record when it says what it wrote.
+Opener: TypeAlias = Callable[[Recorded | None], Opened | Next | Elsewhere]
 
 
 @tracing.step
@@ -192,7 +216,7 @@ def _take(
 
 
 def _recorded(
-    lease: Lease, go_on: Opener | None, record: Callable[[], Next]
+    lease: Lease, go_on: Opener | None, record: Callable[[], Next | Recorded]
 ) -> Opened | Next | Elsewhere:
     """Run a step's ``record`` transaction; with ``go_on``, open the next step in it too.
 
@@ -203,18 +227,22 @@ def _recorded(
     transaction, and then neither commits (the run fails, as for an error in the record).
     """
     if go_on is None:
-        return record()
+        return _next(record())
     with transaction.atomic():
         after = record()
-        if after == Next.STOP:
-            return after
+        if _next(after) == Next.STOP:
+            return Next.STOP
         try:
-            return go_on()
+            return go_on(after if isinstance(after, Recorded) else None)
         except DatabaseError:
             raise
         except Exception as exc:
             failed = exc
     return _settle_error(lease, failed)
+
+
+def _next(after: Next | Recorded) -> Next:
+    return after.next if isinstance(after, Recorded) else after
 
 
 def _settle_error(lease: Lease, exc: Exception) -> Next:

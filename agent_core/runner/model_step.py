@@ -18,7 +18,7 @@ from ..conf import agent_settings
 from ..dispatch import Next
 from ..exceptions import Cancelled, ModelError, ModelNoOutput, ToolNotFound
 from ..gate import get_gate
-from ..journal import emit_text
+from ..journal import Recorded, emit_text
 from ..leases import Lease
 from ..models import Run, ToolCall
 from ..proposals import ProposedCall, record_model_step
@@ -46,7 +46,7 @@ def call_model(
     attempt: int,
     request: ModelRequest,
     abort: AbortSignal,
-) -> Callable[[], Next]:
+) -> Callable[[], Next | Recorded]:
     """The model step whose ``attempt`` and ``request`` ``loop.open_step`` read under the run's
     lock; returns its record, still to be made."""
     name = f"llm:{index}"

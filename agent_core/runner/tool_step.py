@@ -15,6 +15,7 @@ from ..agents import Agent
 from ..choices import CallStatus
 from ..dispatch import Next
 from ..exceptions import Cancelled, ToolNotFound
+from ..journal import Recorded
 from ..leases import Lease
 from ..models import Run, ToolCall
 from ..runs import block_on_doubt
@@ -26,7 +27,7 @@ logger = logging.getLogger(__name__)
 
 def execute(
     lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: AbortSignal
-) -> Next | Callable[[], Next]:
+) -> Next | Callable[[], Next | Recorded]:
     """Run the call, or find that it must not run. Returns its record, still to be made; or,
     for a tool whose effect lies outside this database, made at once: what comes next."""
     try:
@@ -68,7 +69,7 @@ def execute(
         return partial(_run_atomic, lease, tool, ctx, call)
     calls.claim_call(lease, call.pk)
     result, error = _invoke(tool, ctx, call.args)
-    return calls.finish_call(lease, call.pk, result=result, error=error)
+    return calls.finish_call(lease, call.pk, result=result, error=error).next
 
 
 def _invoke(tool: ToolSpec, ctx: ToolContext, args: dict[str, Any]) -> tuple[Any, str | None]:
@@ -80,7 +81,7 @@ def _invoke(tool: ToolSpec, ctx: ToolContext, args: dict[str, Any]) -> tuple[Any
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def _run_atomic(lease: Lease, tool: ToolSpec, ctx: ToolContext, call: ToolCall) -> Next:
+def _run_atomic(lease: Lease, tool: ToolSpec, ctx: ToolContext, call: ToolCall) -> Recorded:
     # No savepoint when nested (the opening of the next step joins it): one transaction.
     with transaction.atomic(savepoint=False):
         held = calls.claim_call(lease, call.pk)
