@@ -17,10 +17,11 @@ approval port answers 404 for a call outside them that the policy does not let t
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from . import sql
 from .actors import Actor
 from .choices import REQUESTER
 from .conf import agent_settings
@@ -107,12 +108,15 @@ def _approved_run_ids(actor: Actor) -> QuerySet[ToolCall, Any]:
 def visible_run(actor: Actor, run_id: str) -> Run | None:
     """The run if the actor may read and follow it, else ``None``.
 
-    Its owner, who follows a run most often, is found by a plain lookup (the first case of
-    ``visible_runs``): the full rule's approver subquery costs a few milliseconds of Python, the
-    most of a thousand streams attaching at once.
+    Its owner, who follows a run most often, is found by a named statement (the first case of
+    ``visible_runs``): the full rule's approver subquery costs a few milliseconds of Python, and
+    compiling even the plain lookup was most of a reader thread's time while a thousand streams
+    attached at once.
     """
-    owned = Run.objects.filter(pk=run_id, thread__owner_ref=actor.ref).first()
-    return owned or visible_runs(actor).filter(pk=run_id).first()
+    owned = sql.fetch_models(sql.OWNED_RUN, [run_id, actor.ref], Run)
+    if owned is not None:
+        return cast(Run, owned[0][0])
+    return visible_runs(actor).filter(pk=run_id).first()
 
 
 def may_see_run(actor: Actor, run_id: str) -> bool:

@@ -11,6 +11,7 @@ and re-drives runs whose driver died.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -72,7 +73,7 @@ class AirlockApplication:
 
     The inline runner's sweeper starts with the first event the server sends (lifespan startup
     under uvicorn or hypercorn, the first request under daphne), not at import: importing the
-    project's asgi.py (``manage.py check`` does) has no side effects.
+    project's asgi.py (``manage.py check`` does) has no side effects. So does ``settle``.
     """
 
     def __init__(self, router: ASGIApp) -> None:
@@ -83,10 +84,29 @@ class AirlockApplication:
         if not self._started:
             self._started = True
             start_background()  # starts a thread: nothing here blocks the event loop
+            settle()
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
         await self.router(scope, receive, send)
+
+
+def settle() -> None:
+    """Start-up work that would otherwise fall on the first streams to attach.
+
+    The channel layer is made now: importing its Redis client blocked the event loop for ~0.2 s
+    under the first of a thousand streams attaching at once (a restart's reconnecting clients).
+    Then what start-up loaded (~150,000 objects: modules, classes, the URLconf) is frozen out of
+    CPython's collector: a thousand streams attaching add ~100,000 objects that live as long as
+    their stream, which sets off several full collections while they attach, and each of them
+    walked the start-up heap again (pauses of up to ~1 s; bench/README.md, "Attaching 1,000
+    streams").
+    """
+    from channels.layers import get_channel_layer
+
+    get_channel_layer()
+    gc.collect()  # what start-up left as garbage is not frozen with the rest
+    gc.freeze()
 
 
 async def _lifespan(receive: Any, send: Any) -> None:
@@ -135,8 +155,13 @@ class _StreamRouter:
         self.streams = streams
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        from .sse import is_lean
-
-        match = _resolve(scope)
-        app = self.streams if match is not None and is_lean(match.func) else self.django_app
+        app = self.streams if _is_lean(scope) else self.django_app
         await app(scope, receive, send)
+
+
+def _is_lean(scope: dict[str, Any]) -> bool:
+    # Apart from __call__: its frame lives as long as the stream, the ResolverMatch need not.
+    from .sse import is_lean
+
+    match = _resolve(scope)
+    return match is not None and is_lean(match.func)

@@ -310,6 +310,13 @@ TOKEN_USER = (
 )
 
 
+# A run as its thread's owner follows it (access.visible_run: a stream attaching): run id, owner.
+OWNED_RUN = (
+    f"SELECT {_columns(Run, 'r')} FROM {_RUN} r JOIN {Thread._meta.db_table} t"
+    " ON t.id = r.thread_id WHERE r.id = %s AND t.owner_ref = %s"
+)
+
+
 def json_rows(rows: Sequence[Model]) -> str:
     """New model instances as a JSON array of their columns, for ``insert_rows``: stamped first
     as the ORM stamps an insert (``auto_now_add``…), then marked stored, as ``bulk_create``

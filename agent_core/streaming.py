@@ -28,6 +28,7 @@ from django.core.handlers.base import BaseHandler
 from django.http import HttpResponseBase
 
 from . import live
+from .models import Run
 from .sse import EventStream, block
 
 
@@ -45,21 +46,21 @@ class StreamHandler(ASGIHandler):
             await self.send_response(refused, send)
             return
         response = await live.read(self.get_response, request)
-        if isinstance(response, EventStream):
-            await _serve(response, receive, send)
-        else:
+        if not isinstance(response, EventStream):
             await self.send_response(response, send)
+            return
+        start = {"type": "http.response.start", "status": response.status_code}
+        start["headers"] = _headers(response)
+        run, after = response.run, response.after
+        # Not kept while the stream lasts: the request and the response (which holds it) are
+        # dozens of objects a stream that every full garbage collection would walk again.
+        del request, response
+        await send(start)
+        await _serve(run, after, receive, send)
 
 
-async def _serve(response: EventStream, receive: Any, send: Any) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": response.status_code,
-            "headers": _headers(response),
-        }
-    )
-    writer = asyncio.ensure_future(_Writer(send).write(response))
+async def _serve(run: Run, after: int, receive: Any, send: Any) -> None:
+    writer = asyncio.ensure_future(_Writer(send).write(run, after))
     listener = asyncio.ensure_future(_disconnected(receive))
     try:
         done, _ = await asyncio.wait((writer, listener), return_when=asyncio.FIRST_COMPLETED)
@@ -86,8 +87,8 @@ class _Writer:
         self.pending: asyncio.Future[None] | None = None
         self.failed: BaseException | None = None
 
-    async def write(self, response: EventStream) -> None:
-        batches = live.batches(response.run, response.after, self.now)
+    async def write(self, run: Run, after: int) -> None:
+        batches = live.batches(run, after, self.now)
         try:
             async with aclosing(batches):
                 async for batch in batches:

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from functools import reduce
 from operator import or_
 
+from django.db import connection
 from django.db.models import Q, QuerySet
 
+from agent_core.access import in_visible_runs, is_operator
 from agent_core.actors import Actor
 from agent_core.conf import agent_settings
-from agent_core.gate import cases_of
+from agent_core.gate import cases_of, get_gate
 from agent_core.models import ToolCall
 
-from . import pending
+from . import pending, sql
+from .gate import ApprovalGate
 from .models import RememberedApproval
-from .policy import get_policy
+from .policy import ApprovalPolicy, get_policy
+from .requirement import REQUESTER, ROLE_SEPARATOR
 
 
 def pending_for(actor: Actor) -> QuerySet[ToolCall]:
@@ -28,8 +33,39 @@ def pending_for(actor: Actor) -> QuerySet[ToolCall]:
 
 
 def pending_count(actor: Actor) -> int:
-    """``pending_for(actor).count()``, counted as a ``UNION`` of one index walk per case."""
+    """``pending_for(actor).count()``: with the default policy and gate, one named statement
+    (``sql.DECIDABLE_COUNT``); else compiled from the policy, a ``UNION`` of one index walk per
+    case."""
+    if _default_rule():
+        return _count(sql.DECIDABLE_COUNT, actor)
     return pending.count(all_calls(), pending_branches(actor))
+
+
+def seen_waiting_count(actor: Actor) -> int:
+    """How many calls wait on a person in the runs ``actor`` may see (``agent_core.access``):
+    with the default policy and gate, one named statement (``sql.SEEN_WAITING_COUNT``)."""
+    if is_operator(actor):
+        return _count(sql.WAITING_COUNT, actor)
+    if _default_rule():
+        return _count(sql.SEEN_WAITING_COUNT, actor)
+    return in_visible_runs(actor, ToolCall.objects.filter(status__in=pending.WAITING)).count()
+
+
+def _default_rule() -> bool:
+    """Whether who may decide (and so see) what is ``ApprovalPolicy.decidable`` and
+    ``ApprovalGate.decidable``, which the named counts say in SQL."""
+    policy = type(get_policy()).decidable is ApprovalPolicy.decidable
+    return policy and type(get_gate()).decidable is ApprovalGate.decidable
+
+
+def _count(statement: str, actor: Actor) -> int:
+    roles = sorted(actor.roles - {REQUESTER})
+    alternatives = "|".join(re.escape(role) for role in roles)
+    sep = re.escape(ROLE_SEPARATOR)
+    pattern = f"(^|{sep})({alternatives})({sep}|$)" if roles else None
+    with connection.cursor() as cursor:
+        cursor.execute(statement, {"ref": actor.ref, "roles": roles, "pattern": pattern})
+        return int(cursor.fetchone()[0])
 
 
 def pending_calls() -> QuerySet[ToolCall]:

@@ -10,7 +10,8 @@ placeholders, in the order documented above each statement.
 from __future__ import annotations
 
 from agent_core import sql
-from agent_core.models import Run, ToolCall
+from agent_core.choices import REQUESTER, CallStatus
+from agent_core.models import Run, Thread, ToolCall
 
 from .models import (
     Approval,
@@ -90,13 +91,15 @@ RECORD_DELIVERIES = (
 )
 
 # Claim the next attempt of a pending delivery before sending (notify.delivery.attempt), in its
-# own commit: count it and start its lease, unless the attempts are used up or another attempt's
-# lease still runs (then no row). Delivery id, NOTIFICATION_ATTEMPTS, NOTIFICATION_LEASE (s).
-# Returns the attempt's number. The database's clock times every lease.
+# own commit: count it and start its lease (the next attempt is due when it is over), unless the
+# attempts are used up or another attempt's lease still runs (then no row). NOTIFICATION_LEASE
+# (s), delivery id, NOTIFICATION_ATTEMPTS, NOTIFICATION_LEASE (s). Returns the attempt's number.
+# The database's clock times every lease.
 _PENDING = f"'{DeliveryStatus.PENDING.value}'"
+_LEASE_ON = "statement_timestamp() + make_interval(secs => %s)"
 CLAIM_DELIVERY = (
-    f"UPDATE {_DELIVERY} SET attempts = attempts + 1, claimed_at = statement_timestamp()"
-    f" WHERE id = %s AND status = {_PENDING} AND attempts < %s"
+    f"UPDATE {_DELIVERY} SET attempts = attempts + 1, claimed_at = statement_timestamp(),"
+    f" due_at = {_LEASE_ON} WHERE id = %s AND status = {_PENDING} AND attempts < %s"
     " AND (claimed_at IS NULL OR claimed_at <= statement_timestamp() - make_interval(secs => %s))"
     " RETURNING attempts"
 )
@@ -110,8 +113,78 @@ CLAIM_REFUSED = (
     f" FROM {_DELIVERY} WHERE id = %s AND status = {_PENDING}"
 )
 
+# Pending deliveries nobody is working on (notify.delivery.resume_lost, the sweep): their next
+# attempt a whole lease overdue, the most overdue first, at most ``limit`` (the partial index on
+# pending rows' ``due_at``); each is due again a lease from now, so that the next sweeps (of this
+# or another process) leave it to the attempt this one schedules. NOTIFICATION_LEASE (s),
+# NOTIFICATION_LEASE (s), limit. Returns their ids.
+RESUME_LOST = (
+    f"UPDATE {_DELIVERY} SET due_at = {_LEASE_ON} WHERE id IN (SELECT id FROM {_DELIVERY}"
+    f"  WHERE status = {_PENDING} AND due_at <= statement_timestamp() - make_interval(secs => %s)"
+    "  ORDER BY due_at LIMIT %s FOR UPDATE SKIP LOCKED)"
+    " RETURNING id"
+)
+
 # A decision's compare-and-set and frames with the attempt's audit row, in one round trip
 # (services: an approval or rejection that settles the call): as ``sql.SETTLE_CALL``, the audit
 # row's parameters (as AUDIT_ATTEMPT's) where ``also``'s go. The row is appended whatever the
 # compare-and-set found, as ``attempts.attempt`` would.
 SETTLE_AUDITED = sql.settle_call(f"a AS ({AUDIT_ATTEMPT}),")
+
+# The inbox's counts for the default policy and gate (``selectors.pending_count``,
+# ``selectors.seen_waiting_count``): the ORM compiled these from the policy's ``decidable`` and
+# ``agent_core.access`` on every console page, several milliseconds of Python for a
+# millisecond of SQL. Each takes the actor's ref, its roles (an array, without the requester
+# marker) and a pattern (the roles as the alternatives of a regular expression, NULL
+# for none), named ``%(ref)s``, ``%(roles)s``, ``%(pattern)s``.
+_ESCALATION = Escalation._meta.db_table
+_APPROVAL = f"'{CallStatus.PENDING_APPROVAL.value}'"
+_INPUT = f"'{CallStatus.PENDING_INPUT.value}'"
+_WAITING = f"{_APPROVAL}, {_INPUT}"
+_REQUESTER = f"'{REQUESTER}'"
+_ESCALATED_TO_ROLES = (
+    f"SELECT e.tool_call_id FROM {_ESCALATION} e"
+    " WHERE e.escalated_at IS NOT NULL AND e.may_decide AND e.role = ANY(%(roles)s)"
+)
+_ANY_OF_ROLES = "approver LIKE '%%|%%' AND approver ~ %(pattern)s"
+
+# How many waiting calls the actor may decide (``ApprovalPolicy.decidable``): one index walk per
+# case, each without the calls of the cases before it (only an escalated call can be another).
+DECIDABLE_COUNT = (
+    f"SELECT (SELECT count(*) FROM {_CALL} WHERE status = {_APPROVAL}"
+    f"   AND approver = {_REQUESTER} AND requester_ref = %(ref)s)"
+    f" + (SELECT count(*) FROM {_CALL} WHERE status = {_APPROVAL}"
+    "   AND approver = ANY(%(roles)s))"
+    f" + (SELECT count(*) FROM {_CALL} WHERE status = {_INPUT} AND requester_ref = %(ref)s)"
+    f" + (SELECT count(*) FROM {_CALL} WHERE status = {_APPROVAL} AND {_ANY_OF_ROLES}"
+    "   AND NOT approver = ANY(%(roles)s))"
+    f" + (SELECT count(*) FROM {_CALL} WHERE status = {_APPROVAL}"
+    f"   AND id IN ({_ESCALATED_TO_ROLES})"
+    f"   AND NOT (approver = {_REQUESTER} AND requester_ref = %(ref)s)"
+    f"   AND NOT approver = ANY(%(roles)s) AND NOT ({_ANY_OF_ROLES}))"
+)
+
+# How many waiting calls the actor may see (``agent_core.access.in_visible_runs`` with
+# ``ApprovalGate.decidable``): those of the threads it owns and of the runs holding a call it
+# approves (any status: its roles as the stored approver, or escalated to one of them), may
+# decide as the requester, or must answer. The gate's cases for its roles are within the roles'.
+# A role's runs are one DISTINCT walk of ``call_approver_run`` per role, in run order (``approver
+# <> ''`` names the index's predicate): with ``approver = ANY(roles)`` PostgreSQL hashed all of a
+# role's calls instead (30,000 for 1,500 runs at 1M calls: twice the time).
+SEEN_WAITING_COUNT = (
+    f"SELECT count(*) FROM {_CALL} c WHERE c.status IN ({_WAITING})"
+    f" AND (c.thread_id IN (SELECT t.id FROM {Thread._meta.db_table} t"
+    "  WHERE t.owner_ref = %(ref)s)"
+    "  OR c.run_id IN ("
+    f"   (SELECT run_id FROM {_CALL} WHERE status = {_APPROVAL}"
+    f"     AND approver = {_REQUESTER} AND requester_ref = %(ref)s)"
+    f"   UNION ALL (SELECT run_id FROM {_CALL} WHERE status = {_INPUT}"
+    "     AND requester_ref = %(ref)s)"
+    "   UNION ALL (SELECT d.run_id FROM unnest(%(roles)s::text[]) AS r (role), LATERAL"
+    f"     (SELECT DISTINCT run_id FROM {_CALL} WHERE approver = r.role AND approver <> '') AS d)"
+    f"   UNION ALL (SELECT run_id FROM {_CALL} WHERE {_ANY_OF_ROLES})"
+    f"   UNION ALL (SELECT run_id FROM {_CALL} WHERE id IN ({_ESCALATED_TO_ROLES}))))"
+)
+
+# How many waiting calls there are (what an operator sees).
+WAITING_COUNT = f"SELECT count(*) FROM {_CALL} WHERE status IN ({_WAITING})"

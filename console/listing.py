@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
+from django.utils.safestring import SafeString
 
 from agent_core.access import in_visible_runs
 from agent_core.actors import Actor
@@ -49,6 +50,11 @@ class Listing:
     rows: list[Row]
     counts: dict[str, int]
     descending: bool
+
+    @property
+    def html(self) -> SafeString:
+        """The page's rows as the list shows them."""
+        return rows.html_of(self.rows)
 
     @property
     def filtered(self) -> bool:
@@ -104,8 +110,7 @@ def listing(actor: Actor, params: Any, *, waiting_on_you: int) -> Listing:
 def others_count(actor: Actor, waiting_on_you: int) -> int:
     """How many calls are *Waiting on others* for ``actor``: the waiting calls it may see, less
     those waiting on it (whoever may decide a call may see its run: ``agent_core.access``)."""
-    waiting = ToolCall.objects.filter(status__in=pending.WAITING)
-    return in_visible_runs(actor, waiting).count() - waiting_on_you
+    return selectors.seen_waiting_count(actor) - waiting_on_you
 
 
 def row_of(actor: Actor, call_id: str, params: Any) -> Row | None:

@@ -50,16 +50,23 @@ def page(
     return render(request, template, context, status=status)
 
 
-def fragment(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
-    """Render a fragment for the page's script, with the navigation's counts in a header."""
+def fragment(
+    request: HttpRequest,
+    template: str,
+    context: dict[str, Any],
+    *,
+    nav: dict[str, int] | None = None,
+) -> HttpResponse:
+    """Render a fragment for the page's script, with the navigation's counts in a header
+    (``nav`` when the view has them already)."""
     response = render(request, template, context)
-    response["X-Console-Counts"] = count_header(actor_of(request))
+    response["X-Console-Counts"] = count_header(actor_of(request), nav)
     return response
 
 
-def count_header(actor: Actor) -> str:
+def count_header(actor: Actor, nav: dict[str, int] | None = None) -> str:
     """The navigation's counts as the ``X-Console-Counts`` header the page's script reads."""
-    return ";".join(f"{k}={v}" for k, v in nav_counts(actor).items())
+    return ";".join(f"{k}={v}" for k, v in (nav or nav_counts(actor)).items())
 
 
 def tool_call_or_404(request: HttpRequest, call_id: str) -> ToolCall:

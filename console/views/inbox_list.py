@@ -17,7 +17,7 @@ from agent_core.actors import Actor
 from agent_core.models import ToolCall
 from approvals.guards import may_see
 
-from .. import listing
+from .. import listing, rows
 from ..access import console_view
 from ..cards import card_for
 from .common import actor_of, count_header, fragment, is_fragment, nav_counts, page
@@ -61,8 +61,9 @@ def inbox(request: HttpRequest) -> HttpResponse:
 def inbox_fragment(request: HttpRequest) -> HttpResponse:
     """The page's rows alone: after a reconnect, or the page's occasional re-check."""
     actor = actor_of(request)
-    context = _context(request, actor, nav_counts(actor))
-    return fragment(request, "console/partials/inbox_rows.html", context)
+    nav = nav_counts(actor)
+    context = _context(request, actor, nav)
+    return fragment(request, "console/partials/inbox_rows.html", context, nav=nav)
 
 
 @console_view
@@ -74,8 +75,7 @@ def call_row(request: HttpRequest, call_id: str) -> HttpResponse:
     if row is None:
         response = HttpResponse(status=204)
     else:
-        scope = listing.scope_of(request.GET)
-        response = render(request, "console/partials/row.html", {"row": row, "scope": scope})
+        response = HttpResponse(rows.html(row))
     response["X-Console-Counts"] = count_header(actor)
     return response
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import psycopg
 import pytest
 from django.db import connection, connections
 
@@ -100,10 +101,43 @@ def test_a_kept_connection_the_server_closed_does_not_fail_the_next_attach(turn,
     monkeypatch.setattr(live, "_in_flight", 100)
     kept = asyncio.run(_on_every_reader(_backend_pid))
     with connection.cursor() as cursor:  # PostgreSQL restarted, or an idle timeout
-        cursor.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", [kept])
+        # ... and has closed them by the next attach: the call waits for the backends to exit.
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid, 10000) FROM unnest(%s::int[]) AS pid", [kept]
+        )
     try:
         found = asyncio.run(live.read(access.visible_run, ALICE, run.pk))
         assert found is not None and found.pk == run.pk
+    finally:
+        monkeypatch.setattr(live, "_in_flight", 0)
+        asyncio.run(_on_every_reader(connections.close_all))
+
+
+def _statements_on_readers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements the reader threads send from now on, as psycopg sends them (Django's
+    health check goes to psycopg directly, under any of Django's own wrappers)."""
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(cursor: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread().name.startswith("airlock-stream-read"):
+            sent.append(str(query))
+        return execute(cursor, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    return sent
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_attach_on_a_kept_connection_sends_its_one_statement(turn, monkeypatch):
+    run = turn("hello there")
+    monkeypatch.setattr(live, "_in_flight", 100)  # every reader keeps its connection
+    try:
+        asyncio.run(_on_every_reader(lambda: access.visible_run(ALICE, run.pk)))
+        sent = _statements_on_readers(monkeypatch)
+        found = asyncio.run(live.read(access.visible_run, ALICE, run.pk))
+        assert found is not None and found.pk == run.pk
+        assert len(sent) == 1, sent  # no health check's round trip before it
     finally:
         monkeypatch.setattr(live, "_in_flight", 0)
         asyncio.run(_on_every_reader(connections.close_all))

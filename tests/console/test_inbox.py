@@ -7,11 +7,14 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
 from agent_core.choices import CallStatus, RunStatus
 from agent_core.models import ToolCall
+from approvals import sql
 from approvals.models import DecisionAttempt, RememberedApproval
 from demo.models import Refund
 from tests.console.conftest import REFUND, actor, card_html, listed
@@ -203,6 +206,14 @@ def test_the_fragment_carries_the_rows_and_the_counts(login, refund):
         reverse("console:inbox_fragment"), HTTP_IF_NONE_MATCH=response["ETag"], **FRAGMENT
     )
     assert again.status_code == 304  # the page's re-check: unchanged, nothing sent
+
+
+def test_the_fragment_counts_what_waits_on_the_viewer_once(login, refund):
+    client = login("fran")
+    with CaptureQueriesContext(connection) as queries:
+        client.get(reverse("console:inbox_fragment"), **FRAGMENT)
+    decidable = sql.DECIDABLE_COUNT.split("%")[0]
+    assert sum(q["sql"].startswith(decidable) for q in queries.captured_queries) == 1
 
 
 def test_an_empty_inbox_says_what_happens_next(login, db):
