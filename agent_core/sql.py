@@ -213,7 +213,9 @@ START_RUN = f"WITH t AS ({insert_rows(Thread)}), r AS ({insert_rows(Run)}) {APPE
 # A run's end (runs.end_run), as one compare-and-set that also lets its thread go if the run held
 # it, and says whether the run moved, whether the thread was released and whether a queued
 # message waits to start next: status, error code, error message, finished at, run id, the
-# statuses it may leave, run id, thread id.
+# statuses it may leave, run id, thread id. The queue is read with the statement's snapshot, not
+# again after waiting for the thread's lock: a message is queued under the run's lock, which the
+# ending transaction holds (turns._start_once), so none commits while this statement runs.
 END_RUN = (
     f"WITH e AS (UPDATE {_RUN} SET status = %s, error_code = %s, error_message = %s,"
     " finished_at = %s, lease_owner = '', lease_expires_at = NULL"

@@ -3,7 +3,9 @@
 A queued message waits in its thread's server-side queue. The transaction that ends the thread's
 active run (completed, failed or cancelled) starts the next queued message's run
 (``runs.end_run``), so a crash can neither lose it nor start it twice; the ending run's stream
-announces it with a ``next-turn`` frame. ``interrupt`` queues the message ahead of the others
+announces it with a ``next-turn`` frame. A message is queued under its thread's run's lock,
+which that end holds from its transaction's start, so the end sees it or it sees the thread idle
+and starts at once. ``interrupt`` queues the message ahead of the others
 and cancels the active run: at its next safe point, or at once when no driver holds it (a parked
 run).
 """
@@ -25,7 +27,7 @@ from .leases import lock_run
 from .models import QueuedMessage, Run, Thread
 from .runs import start_run
 
-_ATTEMPTS = 3  # an interrupt whose target run ended meanwhile looks again
+_ATTEMPTS = 3  # a message whose thread's run changed meanwhile looks again
 
 
 class Mode(StrEnum):
@@ -72,16 +74,18 @@ def _start_once(
     if not found:
         raise NotFound(f"no thread {thread_id}")
     target = found[0]
-    if mode == Mode.INTERRUPT and target is not None:
-        lock_run(target)  # a run before its thread, the order a run's end takes them
+    if mode != Mode.REJECT and target is not None:
+        # A run before its thread, the order a run's end takes them: the end (whose statement
+        # checks the queue with its own snapshot) then runs wholly before or after this message.
+        lock_run(target)
     thread = Thread.objects.select_for_update().get(pk=thread_id)
     if thread.active_run_id is None:
         quotas.check_start(actor, agent, starts_now=True)
         return start_run(agent=agent, message=message, actor=actor, thread_id=thread_id)
     if mode == Mode.REJECT:
         raise RunActive()
-    if mode == Mode.INTERRUPT and thread.active_run_id != target:
-        return None  # the run we locked ended and another took the thread: look again
+    if thread.active_run_id != target:
+        return None  # the thread's run is not the one locked (it changed meanwhile): look again
     quotas.check_start(actor, agent, starts_now=False)
     queued = QueuedMessage.objects.create(
         thread=thread,
