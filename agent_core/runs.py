@@ -23,6 +23,7 @@ from .exceptions import AgentNotFound, NotFound, RunActive
 from .frames import Frames
 from .leases import Lease, deadline, lock, lock_run
 from .models import QueuedMessage, Run, Thread, ToolCall
+from .streams import Riding
 
 logger = logging.getLogger(__name__)
 
@@ -88,18 +89,22 @@ def end_run(
     """Settle the run as ``status`` (from a status the table allows) and release its thread;
     ``ended`` go out before ``finish``. ``False``: the run had already left those statuses."""
     sources = state.check(Run, state.sources_of(Run, status), status)
-    row = sql.fetch_one(
-        sql.END_RUN,
-        [status, code, message, timezone.now(), run.pk, sources, run.pk, run.thread_id],
-    )
-    assert row is not None
-    won, released, queued = row
-    if not won:
-        return False
+    now, finish = timezone.now(), frames.finish(status.value, code)
+    # The common end, with nothing queued on the thread: the run, its thread and its frames in
+    # one statement.
+    riding = Riding(sql.END_RUN_AND_FINISH, [sources, run.thread_id], [status, code, message, now])
+    if streams.emit_if(run.pk, [*(ended or []), finish], riding) is None:
+        row = sql.fetch_one(
+            sql.END_RUN, [status, code, message, now, run.pk, sources, run.pk, run.thread_id]
+        )
+        assert row is not None
+        won, released, queued = row
+        if not won:
+            return False
+        # The thread's next queued turn starts in this transaction: exactly once, even on a crash.
+        next_turn = _start_next_turn(run) if released and queued else []
+        streams.emit(run.pk, [*(ended or []), *next_turn, finish])
     run.status, run.error_code, run.error_message = status, code, message
-    # The thread's next queued turn starts in this transaction: exactly once, even on a crash.
-    next_turn = _start_next_turn(run) if released and queued else []
-    streams.emit(run.pk, [*(ended or []), *next_turn, frames.finish(status.value, code)])
     if run.parent_tool_call_id is not None:
         _answer_parent(run)
     return True

@@ -104,24 +104,28 @@ APPEND_MESSAGE = (
 )
 
 
-def with_frames(*, before: str = "", sets: str = "", only: str = "", extra: str = "") -> str:
+def with_frames(
+    *, before: str = "", sets: str = "", only: str = "", after: str = "", extra: str = ""
+) -> str:
     """A statement that reserves frame numbers on the run row and inserts the frames that take
     them (streams.emit), and says whose child the run is, if it waits on it (its frames go to
     that stream too).
 
     Writes the frames announce may ride on it: ``before``, common table expressions (each ending
     with a comma); ``sets``, more assignments of the run's row (each starting with a comma);
-    ``extra``, more columns of the one row it answers (each starting with a comma). Parameters:
-    those of ``before``, count, those of ``sets``, run id, run id, count, created at, kinds,
-    JSON payloads.
+    ``only``, more conditions on it; ``after``, common table expressions without parameters that
+    read the run's row as written (``r``: its ``id`` and ``thread_id``; each starting with a
+    comma); ``extra``, more columns of the one row it answers (each starting with a comma).
+    Parameters: those of ``before``, count, those of ``sets``, run id, run id, count, created at,
+    kinds, JSON payloads.
     """
     return (
         f"WITH {before}r AS (UPDATE {_RUN} SET last_seq = last_seq + %s{sets} WHERE id = %s{only}"
-        " RETURNING last_seq, parent_run_id, parent_tool_call_id),"
+        " RETURNING id, thread_id, last_seq, parent_run_id, parent_tool_call_id),"
         f" f AS (INSERT INTO {_FRAME} (run_id, seq, kind, data, superseded, created_at)"
         " SELECT %s, r.last_seq - %s + f.n, f.kind, f.data::jsonb, false, %s"
         " FROM r, unnest(%s::varchar[], %s::text[]) WITH ORDINALITY AS f(kind, data, n)"
-        " RETURNING seq)"
+        f" RETURNING seq){after}"
         f" SELECT f.seq, r.parent_run_id, r.parent_tool_call_id{extra} FROM f, r"
     )
 
@@ -219,6 +223,28 @@ END_RUN = (
     " SELECT EXISTS (SELECT 1 FROM e), EXISTS (SELECT 1 FROM t),"
     f" EXISTS (SELECT 1 FROM {QueuedMessage._meta.db_table} WHERE thread_id = %s"
     f" AND status = '{QueuedStatus.QUEUED.value}')"
+)
+
+# The same with the run's last frames, when no message waits on its thread (runs.end_run): the
+# statuses it may leave and the thread id (before); status, error code, error message, finished
+# at (sets). No row, and nothing written, when the run had left those statuses or a message
+# waits (its turn starts between the run's end and its ``finish`` frame: END_RUN).
+_ENDING = (
+    "e AS (SELECT %s::varchar[] AS sources, EXISTS"
+    f" (SELECT FROM {QueuedMessage._meta.db_table} WHERE thread_id = %s"
+    f" AND status = '{QueuedStatus.QUEUED.value}') AS queued),"
+)
+END_RUN_AND_FINISH = with_frames(
+    before=_ENDING,
+    sets=(
+        ", status = %s, error_code = %s, error_message = %s, finished_at = %s,"
+        " lease_owner = '', lease_expires_at = NULL"
+    ),
+    only=" AND status = ANY((SELECT sources FROM e)::varchar[]) AND NOT (SELECT queued FROM e)",
+    after=(
+        f", t AS (UPDATE {Thread._meta.db_table} SET active_run_id = NULL"
+        " WHERE id = (SELECT thread_id FROM r) AND active_run_id = (SELECT id FROM r))"
+    ),
 )
 
 # A lock held to commit, by name (quotas: an actor's starts; idempotency: one key): the name.

@@ -92,6 +92,7 @@ SQL_TRANSITIONS = frozenset(
     {
         "ACQUIRE_LEASE",
         "END_RUN",
+        "END_RUN_AND_FINISH",
         "FINISH_CALL",
         "RECORD_MODEL_STEP_AND_PARK",
         "SETTLE_CALL",

@@ -141,10 +141,22 @@ class Delivery(models.Model):
     sent_at = models.DateTimeField(null=True, blank=True)
     # When the attempt in flight was claimed (its lease starts); None between attempts.
     claimed_at = models.DateTimeField(null=True, blank=True)
+    # When the next attempt is due if nobody is working on it: on record, at once; once claimed,
+    # when the lease is over; after a failure, when the backoff is. The sweep (``resume_lost``)
+    # re-schedules a pending row that is a whole lease past it: the attempts that would have
+    # come were lost with their process or message.
+    due_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["created_at", "id"]
         verbose_name_plural = "deliveries"
+        indexes = [
+            models.Index(
+                fields=["due_at"],
+                name="approvals_delivery_due",
+                condition=Q(status=DeliveryStatus.PENDING),
+            )
+        ]
 
     def __str__(self) -> str:
         to = f" to {self.recipient_ref}" if self.recipient_ref else ""

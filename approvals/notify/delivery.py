@@ -8,7 +8,9 @@ person without an address) is recorded ``failed`` at once, with why; the others 
 after commit, to the runner's side — a Celery task with retries and backoff on the durable
 runner, the inline runner's pool (retries on a timer) otherwise. Each attempt is counted before
 it sends and its outcome recorded after (``attempts``, ``error``, ``status``), so the console can
-show what reached whom, and a notification whose sends never finish still ends ``failed``.
+show what reached whom, and a notification whose sends never finish still ends ``failed``. One
+whose next attempt was lost with its process or message is scheduled again by the sweep
+(``resume_lost``).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 
 from celery import current_app
 from django.db import DatabaseError, transaction
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from agent_core import sql
@@ -141,9 +145,9 @@ def attempt(delivery_id: int) -> float | None:
     that outlived its lease, overtaken by the next, records nothing.
     """
     settings = approvals_settings()
+    lease = settings.NOTIFICATION_LEASE
     claimed = sql.fetch_one(
-        statements.CLAIM_DELIVERY,
-        [delivery_id, settings.NOTIFICATION_ATTEMPTS, settings.NOTIFICATION_LEASE],
+        statements.CLAIM_DELIVERY, [lease, delivery_id, settings.NOTIFICATION_ATTEMPTS, lease]
     )
     if claimed is None:
         return _refused(delivery_id, settings)
@@ -154,6 +158,7 @@ def attempt(delivery_id: int) -> float | None:
     error, final = _send(row)
     final = error is None or final or tried >= settings.NOTIFICATION_ATTEMPTS
     status = DeliveryStatus.SENT if error is None else DeliveryStatus.FAILED
+    backoff = settings.NOTIFICATION_BACKOFF * 2 ** (tried - 1)
     counted = Delivery.objects.filter(
         pk=row.pk, status=DeliveryStatus.PENDING, attempts=tried
     ).update(
@@ -161,6 +166,7 @@ def attempt(delivery_id: int) -> float | None:
         error=error or "",
         sent_at=timezone.now() if error is None else None,
         claimed_at=None,
+        due_at=Now() + timedelta(seconds=backoff),
     )
     if error is not None:
         logger.warning(
@@ -171,9 +177,25 @@ def attempt(delivery_id: int) -> float | None:
             tried,
             error,
         )
-    if not counted or final:
-        return None
-    return settings.NOTIFICATION_BACKOFF * 2 ** (tried - 1)
+    return None if not counted or final else backoff
+
+
+def resume_lost(limit: int = 100) -> int:
+    """Schedule again the pending deliveries whose attempts were lost (a sweep job); how many.
+
+    The next attempt of a delivery waits in one process's timer (the inline runner) or one task
+    message (the durable runner): when that process dies or the message is lost (a flushed
+    broker, a failure to queue after commit), nothing else would try the row again. One whose
+    next attempt (``due_at``) is a whole lease overdue has lost it — the lease bounds how late an
+    attempt may start or finish — and is scheduled again, at most ``limit`` per sweep. Its claim
+    still keeps two attempts from sending at once, and one whose attempts are used up fails,
+    saying why.
+    """
+    lease = approvals_settings().NOTIFICATION_LEASE
+    lost = [pk for (pk,) in sql.fetch_all(statements.RESUME_LOST, [lease, lease, limit])]
+    if lost:
+        transaction.on_commit(functools.partial(_schedule_all, lost))
+    return len(lost)
 
 
 def _refused(delivery_id: int, settings: ApprovalsSettings) -> float | None:

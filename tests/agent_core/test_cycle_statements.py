@@ -1,5 +1,6 @@
 """The statements the loop sends for a cycle (issue 18): a step opened in its predecessor's record
-is planned from what that record wrote, without reading the run again."""
+is planned from what that record wrote, without reading the run again; a run's end, its thread's
+release and its last frames are one statement."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def test_a_read_tool_turn_reads_its_run_once(turn: Any) -> None:
     assert run.status == RunStatus.COMPLETED
     sent = statements(queries)
     assert run_reads(sent) == 1, sent
-    assert len(sent) == 15, sent  # the last one is the fixture's ``refresh_from_db``
+    assert len(sent) == 14, sent  # the last one is the fixture's ``refresh_from_db``
 
 
 def test_an_approved_call_is_recorded_and_answered_without_reading_the_run_again(
@@ -51,7 +52,7 @@ def test_an_approved_call_is_recorded_and_answered_without_reading_the_run_again
     assert run.status == RunStatus.COMPLETED
     sent = statements(queries)
     assert run_reads(sent) == 1, sent  # the claim's, after the decision resumed the run
-    assert len(sent) == 14, sent
+    assert len(sent) == 13, sent
 
 
 def test_a_second_approved_call_of_the_step_runs_without_reading_the_run_again(turn: Any) -> None:

@@ -11,16 +11,13 @@ from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
-from agent_core import runs
 from agent_core.dispatch import set_runner
-from agent_core.models import ToolCall
 from agent_core.runner.inline import InlineRunner
 from approvals.checks import check_approvals_settings
 from approvals.models import Delivery
 from approvals.notify import delivery
-from approvals.notify.notice import REQUESTED
 from tests.approvals.receiver import SECRET, Receiver
-from tests.conftest import ALICE, REFUND, wait_for
+from tests.conftest import wait_for
 
 LEASE = 30.0
 DIED = "gave up after 3 attempts; the last did not finish"
@@ -39,19 +36,13 @@ def notifying(receiver: Receiver, *, lease: float = LEASE) -> dict[str, object]:
     }
 
 
-@pytest.fixture
-def pending(shop: None, sync_runner: InlineRunner) -> Delivery:
-    """A webhook notification of a waiting call, recorded and not yet attempted."""
-    run = runs.start_run(agent="support", message=REFUND, actor=ALICE)  # no channels: no rows
-    return Delivery.objects.create(
-        tool_call=ToolCall.objects.get(run=run), event=REQUESTED, channel="webhook"
-    )
-
-
-def claimed(row: Delivery, *, attempts: int, ago: float, error: str = "") -> Delivery:
+def claimed(
+    row: Delivery, *, attempts: int, ago: float, error: str = "", lease: float = LEASE
+) -> Delivery:
     """``row`` as attempts left it: the last one claimed ``ago`` seconds ago and not finished."""
     row.attempts, row.error = attempts, error
     row.claimed_at = timezone.now() - timedelta(seconds=ago)
+    row.due_at = row.claimed_at + timedelta(seconds=lease)
     row.save()
     return row
 
@@ -126,7 +117,7 @@ def test_the_inline_runner_comes_back_when_a_dead_attempts_lease_is_over(
     set_runner(runner)
     try:
         with override_settings(APPROVALS=notifying(receiver, lease=0.5)):
-            claimed(pending, attempts=attempts, ago=0)
+            claimed(pending, attempts=attempts, ago=0, lease=0.5)
             delivery.schedule(pending.pk)
             wait_for("the delivery to fail", lambda: Delivery.objects.filter(status="failed"))
     finally:

@@ -17,7 +17,7 @@ from tests.approvals.receiver import Receiver
 from tests.conftest import REFUND, wait_for
 from tests.factories import make_user
 
-from .conftest import Cluster, start
+from .conftest import Cluster, _flush_broker, start
 
 pytestmark = pytest.mark.slow
 
@@ -107,3 +107,30 @@ def test_a_notification_whose_sends_hit_the_hard_time_limit_fails_after_its_atte
         AIRLOCK_TEST_NOTIFY_TIME_LIMIT="2",
     )
     assert given_up(cluster, hanging_receiver, start(REFUND)).error == DIED
+
+
+def test_a_notification_whose_task_message_was_lost_is_sent_by_the_sweep(
+    cluster: Cluster, hanging_receiver: Receiver
+) -> None:
+    # Its worker dies in the middle of the first send and the broker is flushed, the task's
+    # message with it: only the sweep (on beat) knows that the delivery is still to be made.
+    make_user("fran", "finance", email="fran@example.com")
+    knobs = {
+        "AIRLOCK_TEST_WEBHOOK_URL": hanging_receiver.url,
+        "AIRLOCK_TEST_NOTIFICATION_LEASE": "1",
+    }
+    worker = cluster.worker(**knobs)
+    run = start(REFUND)
+    wait_for("the first send", functools.partial(sends, hanging_receiver, 1), cluster)
+    cluster.kill(worker)
+    _flush_broker()
+    hanging_receiver.release()
+    cluster.worker(**knobs)
+    cluster.beat()
+    delivery = wait_for(
+        "the sweep to send it",
+        lambda: Delivery.objects.filter(tool_call__run=run, status="sent").first(),
+        cluster,
+    )
+    assert delivery.attempts == 2
+    assert len(hanging_receiver.received) == 2

@@ -1,0 +1,86 @@
+"""The sweep's side of a notification: a pending delivery whose attempts were lost with their
+process or message (a web process that held its retry timer, a flushed queue) is re-scheduled
+once its next attempt is a whole lease overdue, and never while that attempt may still come."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.test import override_settings
+from django.utils import timezone
+
+from agent_core.dispatch import set_runner
+from agent_core.runner.inline import InlineRunner
+from agent_core.runner.sweep import sweep
+from approvals.models import Delivery
+from approvals.notify import delivery
+from tests.approvals.test_delivery_attempts import DIED, LEASE, claimed, notifying
+from tests.conftest import wait_for
+
+
+def lost(row: Delivery, *, ago: float) -> None:
+    """``row`` as recorded ``ago`` seconds ago, its after-commit schedule never run."""
+    Delivery.objects.filter(pk=row.pk).update(due_at=timezone.now() - timedelta(seconds=ago))
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("attempts", [0, 1], ids=["never-scheduled", "its-attempt-died"])
+def test_the_sweep_sends_a_delivery_whose_attempts_were_lost(pending, receiver, attempts):
+    with override_settings(APPROVALS=notifying(receiver)):
+        if attempts:
+            claimed(pending, attempts=attempts, ago=2 * LEASE + 1)
+        else:
+            lost(pending, ago=LEASE + 1)
+        assert delivery.resume_lost() == 1
+        assert delivery.resume_lost() == 0
+    pending.refresh_from_db()
+    assert (pending.status, pending.attempts, pending.claimed_at) == ("sent", attempts + 1, None)
+    assert len(receiver.received) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sweep_leaves_a_delivery_whose_next_attempt_may_still_come(pending, receiver):
+    receiver.failures = 1
+    with override_settings(APPROVALS=notifying(receiver)):
+        assert delivery.resume_lost() == 0  # just recorded: its schedule runs after the commit
+        assert delivery.attempt(pending.pk) is not None  # failed: the next after the backoff
+        assert delivery.resume_lost() == 0
+        claimed(pending, attempts=2, ago=LEASE - 1)  # in the middle of its send
+        assert delivery.resume_lost() == 0
+        claimed(pending, attempts=2, ago=LEASE + 1)  # died: a redelivered task may come back
+        assert delivery.resume_lost() == 0
+    pending.refresh_from_db()
+    assert (pending.status, pending.attempts) == ("pending", 2)
+    assert len(receiver.received) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_swept_delivery_is_not_swept_again_while_its_attempt_waits(pending, receiver):
+    runner, busy = InlineRunner(workers=1), threading.Event()
+    set_runner(runner)
+    try:
+        with override_settings(APPROVALS=notifying(receiver)):
+            runner.submit(busy.wait)  # the only worker is busy: the swept attempt waits its turn
+            lost(pending, ago=LEASE + 1)
+            assert delivery.resume_lost() == 1
+            assert delivery.resume_lost() == 0
+            busy.set()
+            wait_for("the delivery", lambda: Delivery.objects.filter(status="sent"))
+    finally:
+        busy.set()
+        runner.shutdown()
+        set_runner(None)
+    assert len(receiver.received) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sweeper_fails_a_delivery_whose_attempts_are_used_up(pending, receiver):
+    with override_settings(APPROVALS=notifying(receiver)):
+        claimed(pending, attempts=3, ago=2 * LEASE + 1, error="DeliveryFailed: HTTP 500: ")
+        sweep()  # the sweeper's jobs, this one among them
+    pending.refresh_from_db()
+    assert (pending.status, pending.attempts, pending.claimed_at) == ("failed", 3, None)
+    assert pending.error == f"{DIED}; the last to finish: DeliveryFailed: HTTP 500: "
+    assert receiver.received == []
