@@ -74,8 +74,26 @@ def page(
 
 def rows(keys: QuerySet[ToolCall, dict[str, Any]], ordering: Ordering) -> list[PendingRow]:
     """The rows of the calls ``keys`` selects (their ``id`` and sort key), in ``ordering``."""
+    return read(*statement(keys, ordering))
+
+
+def decidable_rows(
+    ordering: Ordering, n: int, *, ref: str, roles: list[str], pattern: str | None
+) -> list[PendingRow]:
+    """The first ``n`` rows of what the default policy lets the actor decide (``ref``, its
+    ``roles`` and their ``pattern``, as ``sql.DECIDABLE_COUNT`` takes them), in ``ordering``:
+    ``sql.DECIDABLE_KEYS`` read by ``sql.PENDING_ROWS``, in one statement."""
+    keys = sql.DECIDABLE_KEYS.format(
+        columns=f"id, {ordering.field}", order=order_of(ordering, ordering.field, "id")
+    )
+    found = sql.PENDING_ROWS.format(keys=keys, order=order_of(ordering, "c." + ordering.field))
+    return read(found, {"ref": ref, "roles": roles, "pattern": pattern, "n": n})
+
+
+def read(statement: str, params: Any) -> list[PendingRow]:
+    """The rows ``statement`` (``sql.PENDING_ROWS`` for some keys) reads with ``params``."""
     with connection.cursor() as cursor:
-        cursor.execute(*statement(keys, ordering))
+        cursor.execute(statement, params)
         found = cursor.fetchall()
     # Django reads jsonb as text (its JSONField decodes it); so does this raw read.
     return [PendingRow._make((*row[:4], json.loads(row[4]), *row[5:])) for row in found]
@@ -84,9 +102,15 @@ def rows(keys: QuerySet[ToolCall, dict[str, Any]], ordering: Ordering) -> list[P
 def statement(keys: QuerySet[ToolCall, dict[str, Any]], ordering: Ordering) -> tuple[str, Any]:
     """``sql.PENDING_ROWS`` for ``keys`` in ``ordering``, and its parameters."""
     keys_sql, params = keys.query.sql_with_params()
+    return sql.PENDING_ROWS.format(
+        keys=keys_sql, order=order_of(ordering, "c." + ordering.field)
+    ), params
+
+
+def order_of(ordering: Ordering, field: str, pk: str = "c.id") -> str:
+    """``ordering`` as SQL on the columns ``field`` and ``pk`` (nulls last, then the id)."""
     direction = "DESC" if ordering.descending else "ASC"
-    order = f"c.{ordering.field} {direction} NULLS LAST, c.id {direction}"
-    return sql.PENDING_ROWS.format(keys=keys_sql, order=order), params
+    return f"{field} {direction} NULLS LAST, {pk} {direction}"
 
 
 def waiting(case: Q) -> Q:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 from functools import reduce
 from operator import or_
+from typing import Any
 
 from django.db import connection
 from django.db.models import Q, QuerySet
 
 from agent_core.access import in_visible_runs, is_operator
 from agent_core.actors import Actor
+from agent_core.api.pagination import KeysetPagination, Page
 from agent_core.conf import agent_settings
 from agent_core.gate import cases_of, get_gate
 from agent_core.models import ToolCall
@@ -18,6 +20,7 @@ from agent_core.models import ToolCall
 from . import pending, sql
 from .gate import ApprovalGate
 from .models import RememberedApproval
+from .pending import PendingRow
 from .policy import ApprovalPolicy, get_policy
 from .requirement import REQUESTER, ROLE_SEPARATOR
 
@@ -58,14 +61,30 @@ def _default_rule() -> bool:
     return policy and type(get_gate()).decidable is ApprovalGate.decidable
 
 
+def first_page(actor: Actor, params: Any, pagination: KeysetPagination) -> Page[PendingRow] | None:
+    """The first page of ``pending_for(actor)`` ``params`` ask for (``sort``, ``limit``; no
+    cursor, no filter), as ``pending.page`` reads it: with the default policy and gate, its keys
+    are one named statement (``sql.DECIDABLE_KEYS``); else ``None`` (the page is compiled)."""
+    if params.get(pagination.cursor_query_param) or not _default_rule():
+        return None
+    sort, limit = pagination.sort_of(params), pagination.limit_of(params)
+    found = pending.decidable_rows(pagination.orderings[sort], limit + 1, **_parameters(actor))
+    return pagination.page_of(found, sort, limit)
+
+
 def _count(statement: str, actor: Actor) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(statement, _parameters(actor))
+        return int(cursor.fetchone()[0])
+
+
+def _parameters(actor: Actor) -> dict[str, Any]:
+    """The actor as the named statements take it: its ref, roles and roles pattern."""
     roles = sorted(actor.roles - {REQUESTER})
     alternatives = "|".join(re.escape(role) for role in roles)
     sep = re.escape(ROLE_SEPARATOR)
     pattern = f"(^|{sep})({alternatives})({sep}|$)" if roles else None
-    with connection.cursor() as cursor:
-        cursor.execute(statement, {"ref": actor.ref, "roles": roles, "pattern": pattern})
-        return int(cursor.fetchone()[0])
+    return {"ref": actor.ref, "roles": roles, "pattern": pattern}
 
 
 def pending_calls() -> QuerySet[ToolCall]:

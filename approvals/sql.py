@@ -188,3 +188,23 @@ SEEN_WAITING_COUNT = (
 
 # How many waiting calls there are (what an operator sees).
 WAITING_COUNT = f"SELECT count(*) FROM {_CALL} WHERE status IN ({_WAITING})"
+
+# The first page of what the actor may decide, unfiltered (``selectors.first_page``): the keys
+# ``pending.page`` would compile from ``ApprovalPolicy.decidable``, one ordered, limited branch
+# per case (one index walk each), as ``{keys}`` of ``PENDING_ROWS``. ``{columns}`` is the page's
+# ``id, <sort key>``, ``{order}`` its order; parameters as the counts' and the rows to read
+# (``%(n)s``: the page and one more). Compiling the ORM's took ~2 ms a page at 1M calls.
+_DECIDABLE_CASES = (
+    f"status = {_APPROVAL} AND approver = {_REQUESTER} AND requester_ref = %(ref)s",
+    f"status = {_APPROVAL} AND approver = ANY(%(roles)s)",
+    f"status = {_INPUT} AND requester_ref = %(ref)s",
+    f"status = {_APPROVAL} AND {_ANY_OF_ROLES}",
+    f"status = {_APPROVAL} AND id IN ({_ESCALATED_TO_ROLES})",
+)
+DECIDABLE_KEYS = (
+    " UNION ".join(
+        f"(SELECT {{columns}} FROM {_CALL} WHERE {case} ORDER BY {{order}} LIMIT %(n)s)"
+        for case in _DECIDABLE_CASES
+    )
+    + " ORDER BY {order} LIMIT %(n)s"
+)

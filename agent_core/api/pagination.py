@@ -107,7 +107,10 @@ class KeysetPagination(BasePagination):
         if queryset.query.is_empty():  # ``none()``: say so without asking the database
             return Page([], None, sort)
         keys = self.keys_queryset(queryset, params, branches=branches)
-        rows = fetch(keys, self.orderings[sort])
+        return self.page_of(fetch(keys, self.orderings[sort]), sort, limit)
+
+    def page_of(self, rows: list[R], sort: str, limit: int) -> Page[R]:
+        """The page of ``rows`` (``limit`` of them and one more if a next page exists)."""
         if len(rows) <= limit:
             return Page(rows, None, sort)
         return Page(rows[:limit], self.cursor_after(sort, rows[limit - 1]), sort)

@@ -1,21 +1,25 @@
-"""The inbox's counts as named statements (``approvals.sql.DECIDABLE_COUNT``,
-``SEEN_WAITING_COUNT``) count what the policy's ``decidable`` and ``agent_core.access`` compile
-to, for every reason a call waits on someone and a run is seen; a policy with a ``decidable`` of
-its own is counted by its own query."""
+"""The inbox's counts and first page as named statements (``approvals.sql.DECIDABLE_COUNT``,
+``SEEN_WAITING_COUNT``, ``DECIDABLE_KEYS``) count and read what the policy's ``decidable`` and
+``agent_core.access`` compile to, for every reason a call waits on someone and a run is seen, in
+every order; a policy with a ``decidable`` of its own is counted and read by its own query."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db.models import Q
-from django.test import override_settings
 from django.utils import timezone
 
 from agent_core.access import in_visible_runs
 from agent_core.actors import Actor
+from agent_core.api.pagination import Page
 from agent_core.models import ToolCall
 from approvals import pending, selectors
 from approvals import services as port
+from approvals.api.filters import PendingPagination
 from approvals.models import Escalation
+from approvals.pending import PendingRow
 from approvals.policy import DefaultPolicy
 from tests.approvals.test_pending import LEA
 from tests.conftest import ALICE, REFUND, calls_of
@@ -34,8 +38,10 @@ def reference(actor: Actor) -> tuple[int, int]:
     return decidable, in_visible_runs(actor, waiting).count()
 
 
-@override_settings(APPROVALS=RULES)
-def test_the_named_counts_are_the_compiled_ones_for_every_reason(turn, decide):
+@pytest.fixture
+def every_reason(turn, decide, settings):
+    """A call waiting for every reason there is, and one decided."""
+    settings.APPROVALS = RULES
     decided = calls_of(turn(REFUND))[0]
     decide(port.approve, decided.pk, actor=LEA)
     decide(port.approve, decided.pk, actor=FRAN)  # the quorum of two: no longer pending
@@ -50,7 +56,13 @@ def test_the_named_counts_are_the_compiled_ones_for_every_reason(turn, decide):
     calls_of(turn('/call ask_user {"question": "Which order?"}'))
     calls_of(turn('/call purge_cache {"path": "/p"}'))  # marketing's alone
     calls_of(turn('/call issue_refund {"order_id": "A-1", "amount": 50}'))  # the requester's
+    # Deadlines for the deadline order: some soon, some later, some tied, the rest none.
+    for i, call in enumerate(ToolCall.objects.filter(status__in=pending.WAITING).order_by("pk")):
+        if i % 3:
+            ToolCall.objects.filter(pk=call.pk).update(expires_at=now + timedelta(hours=i % 2))
 
+
+def test_the_named_counts_are_the_compiled_ones_for_every_reason(every_reason):
     for actor in (ALICE, LEA, FRAN, OPS, MARK, BOB, OTTO, BOTH):
         named = selectors.pending_count(actor), selectors.seen_waiting_count(actor)
         assert named == reference(actor), actor
@@ -66,6 +78,7 @@ class AuditorsDecideRefunds(DefaultPolicy):
 
 def test_a_policy_of_its_own_is_counted_by_its_own_query(turn, settings):
     calls_of(turn(REFUND))
+    unfiltered = {"sort": "oldest"}
     settings.AGENT = {
         **settings.AGENT,
         "APPROVAL_POLICY": "tests.approvals.test_named_counts.AuditorsDecideRefunds",
@@ -74,3 +87,20 @@ def test_a_policy_of_its_own_is_counted_by_its_own_query(turn, settings):
     assert selectors.pending_count(auditor) == 1
     assert selectors.seen_waiting_count(auditor) == 1
     assert (selectors.pending_count(ALICE), selectors.seen_waiting_count(ALICE)) == (1, 1)
+    assert selectors.first_page(auditor, unfiltered, PendingPagination()) is None  # compiled
+
+
+def compiled_page(actor: Actor, params: dict[str, str]) -> Page[PendingRow]:
+    """The page of what ``actor`` may decide as the ORM compiles it from the policy."""
+    branches = selectors.pending_branches(actor)
+    return pending.page(selectors.all_calls(), params, PendingPagination(), branches=branches)
+
+
+def test_the_named_first_page_is_the_compiled_one_for_every_reason_and_order(every_reason):
+    assert len(compiled_page(FRAN, {}).rows) == 3 and len(compiled_page(ALICE, {}).rows) == 2
+    for actor in (ALICE, LEA, FRAN, OPS, MARK, BOB, OTTO, BOTH):
+        for sort in PendingPagination.orderings:
+            for limit in ("1", "2", "50"):
+                params = {"sort": sort, "limit": limit}
+                named = selectors.first_page(actor, params, PendingPagination())
+                assert named == compiled_page(actor, params), (actor, params)
