@@ -143,9 +143,7 @@ SETTLE_AUDITED = sql.settle_call(f"a AS ({AUDIT_ATTEMPT}),")
 _ESCALATION = Escalation._meta.db_table
 _APPROVAL = CallStatus.PENDING_APPROVAL.value
 _INPUT = CallStatus.PENDING_INPUT.value
-
-
-IN_ROLES = "= ANY(%(roles)s)"  # the named statements': one plan for any number of roles
+_IN_ROLES = "= ANY(%(roles)s)"  # the named statements': one plan for any number of roles
 
 
 class Case(NamedTuple):
@@ -156,11 +154,11 @@ class Case(NamedTuple):
     condition: str
     of_roles: bool = False
 
-    def on(self, call: str, in_roles: str = IN_ROLES) -> str:
+    def on(self, call: str, in_roles: str = _IN_ROLES) -> str:
         """The case on the call ``call`` (an alias of the calls' table)."""
         return f"{call}.status = '{self.status}' AND {self.where(call, in_roles)}"
 
-    def where(self, call: str, in_roles: str = IN_ROLES) -> str:
+    def where(self, call: str, in_roles: str = _IN_ROLES) -> str:
         """The case's condition alone (any status) on the call ``call``."""
         return self.condition.format(c=call, in_roles=in_roles)
 
@@ -186,8 +184,9 @@ ESCALATED = Case(
 DECIDABLE = (BY_REQUESTER, BY_ROLE, ASKED, BY_ONE_OF_ROLES, ESCALATED)
 
 # How many waiting calls the actor may decide (``selectors.pending_count``): one index walk per
-# case, each without the calls of the cases of its status before it (what the indexes carry:
-# ``call_pending_by_approver`` holds ``requester_ref``), no de-duplication.
+# case, each without the calls of the earlier cases of its status, no de-duplication (what those
+# test is in the index walked, ``call_pending_by_approver`` holds ``requester_ref``, or read with
+# the row anyway).
 DECIDABLE_COUNT = "SELECT " + " + ".join(
     f"(SELECT count(*) FROM {_CALL} c WHERE {case.on('c')}"
     + "".join(
