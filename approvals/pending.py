@@ -98,10 +98,10 @@ def statement(keys: str, ordering: Ordering) -> str:
     return sql.PENDING_ROWS.format(keys=keys, order=order_of(ordering, "c." + ordering.field))
 
 
-def read(statement: str, params: Any) -> list[PendingRow]:
-    """The rows ``statement`` (``statement`` of some keys) reads with ``params``."""
+def read(query: str, params: Any) -> list[PendingRow]:
+    """The rows ``query`` (``statement`` of some keys) reads with ``params``."""
     with connection.cursor() as cursor:
-        cursor.execute(statement, params)
+        cursor.execute(query, params)
         found = cursor.fetchall()
     # Django reads jsonb as text (its JSONField decodes it); so does this raw read.
     return [PendingRow._make((*row[:4], json.loads(row[4]), *row[5:])) for row in found]
