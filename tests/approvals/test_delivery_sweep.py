@@ -1,6 +1,7 @@
 """The sweep's side of a notification: a pending delivery whose attempts were lost with their
 process or message (a web process that held its retry timer, a flushed queue) is re-scheduled
-once its next attempt is a whole lease overdue, and never while that attempt may still come."""
+once its next attempt is a whole lease overdue, never while an attempt's lease runs or its task is
+less than a lease late; and when the task it stood for was merely late, one chain goes on."""
 
 from __future__ import annotations
 
