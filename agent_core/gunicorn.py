@@ -21,10 +21,11 @@ def settle() -> None:
 
     The URLconf is loaded now (it imports every view), not by the first request. Then what
     start-up loaded (~160,000 objects: modules, classes, the URLconf) is frozen out of CPython's
-    collector: left in its oldest generation, every full collection walks them all again, a pause
-    of 40-160 ms in the request that set it off, about once every thousand console pages at 1M
-    calls (bench/README.md, "the console's inbox at 1M calls, the process"). Frozen, a full
-    collection walks only what requests left behind since. The streams processes do the same
+    collector: left in its oldest generation, every full collection walks them all again, about
+    once every thousand console pages, a pause of 90-500 ms on this 2-core machine in the request
+    that sets it off (bench/README.md, "the console's inbox at 1M calls: the process"). Frozen,
+    a full collection walks only what requests left behind since (the benchmark's longest
+    collection of any generation then: 3-29 ms). The streams processes do the same
     (``agent_core.asgi.settle``).
     """
     from django.urls import get_resolver
