@@ -91,16 +91,20 @@ RECORD_DELIVERIES = (
 )
 
 # Claim the next attempt of a pending delivery before sending (notify.delivery.attempt), in its
-# own commit: count it and start its lease (the next attempt is due when it is over), unless the
-# attempts are used up or another attempt's lease still runs (then no row). NOTIFICATION_LEASE
-# (s), delivery id, NOTIFICATION_ATTEMPTS, NOTIFICATION_LEASE (s). Returns the attempt's number.
-# The database's clock times every lease.
+# own commit: count it and start its lease (the next attempt is due when it is over). Claimed by
+# the one chain of attempts whose turn it is — no attempt in flight and the row's attempts still
+# those its task was scheduled with (its ticket) — or, once an attempt in flight outlived its
+# lease (it died), by whichever task comes first; never once the attempts are used up. Any other
+# task (a copy the sweep queued for a late one, a redelivered one) gets no row.
+# NOTIFICATION_LEASE (s), delivery id, NOTIFICATION_ATTEMPTS, ticket, NOTIFICATION_LEASE (s).
+# Returns the attempt's number. The database's clock times every lease.
 _PENDING = f"'{DeliveryStatus.PENDING.value}'"
 _LEASE_ON = "statement_timestamp() + make_interval(secs => %s)"
 CLAIM_DELIVERY = (
     f"UPDATE {_DELIVERY} SET attempts = attempts + 1, claimed_at = statement_timestamp(),"
     f" due_at = {_LEASE_ON} WHERE id = %s AND status = {_PENDING} AND attempts < %s"
-    " AND (claimed_at IS NULL OR claimed_at <= statement_timestamp() - make_interval(secs => %s))"
+    " AND (claimed_at IS NULL AND attempts = %s"
+    "  OR claimed_at <= statement_timestamp() - make_interval(secs => %s))"
     " RETURNING attempts"
 )
 
@@ -114,15 +118,16 @@ CLAIM_REFUSED = (
 )
 
 # Pending deliveries nobody is working on (notify.delivery.resume_lost, the sweep): their next
-# attempt a whole lease overdue, the most overdue first, at most ``limit`` (the partial index on
-# pending rows' ``due_at``); each is due again a lease from now, so that the next sweeps (of this
-# or another process) leave it to the attempt this one schedules. NOTIFICATION_LEASE (s),
-# NOTIFICATION_LEASE (s), limit. Returns their ids.
+# attempt a whole lease overdue, the most overdue first, at most NOTIFICATION_SWEEP_LIMIT (the
+# partial index on pending rows' ``due_at``); each is due again a lease from now, so that the
+# next sweeps (of this or another process) leave it to the attempt this one schedules.
+# NOTIFICATION_LEASE (s), NOTIFICATION_LEASE (s), limit. Returns their ids and attempts (the
+# ticket of the attempt scheduled: if the one it stands for was merely late, only one claims).
 RESUME_LOST = (
     f"UPDATE {_DELIVERY} SET due_at = {_LEASE_ON} WHERE id IN (SELECT id FROM {_DELIVERY}"
     f"  WHERE status = {_PENDING} AND due_at <= statement_timestamp() - make_interval(secs => %s)"
     "  ORDER BY due_at LIMIT %s FOR UPDATE SKIP LOCKED)"
-    " RETURNING id"
+    " RETURNING id, attempts"
 )
 
 # A decision's compare-and-set and frames with the attempt's audit row, in one round trip
