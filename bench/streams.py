@@ -1,9 +1,10 @@
 """Stream benchmark: SSE throughput, commit-to-client latency across processes, subscribers.
 
     DATABASE_URL=... REDIS_URL=... .venv/bin/python bench/streams.py [--quick] [--floor]
-        [--subscribers 1,10,100,1000] [--server uvicorn|daphne] [--per-client 500]
+        [--subscribers 1,10,100,1000] [--server uvicorn|daphne] [--per-client 500] [--access-log]
 
-Starts two real streams processes (uvicorn by default, the README's streams server;
+Starts two real streams processes (uvicorn by default, the README's streams server, started as
+the README starts it: ``--no-access-log`` unless ``--access-log``;
 ``tests.live.settings``: inline runner, header actors) on the database of ``DATABASE_URL``
 (migrated first) and measures:
 
@@ -262,12 +263,22 @@ TARGETS = {10: 25.0, 1000: 100.0}
 
 
 async def main(
-    quick: bool, subscribers: list[int], server: str, per_client: int, floor: bool
+    quick: bool,
+    subscribers: list[int],
+    server: str,
+    per_client: int,
+    floor: bool,
+    access_log: bool,
 ) -> None:
     logs = Path(tempfile.mkdtemp(prefix="airlock-bench-"))
-    a = start_server(logs / "a.log", server=server, AIRLOCK_FLUSH_BYTES="1")
-    b = start_server(logs / "b.log", server=server)
-    bare = start_server(logs / "floor.log", server=server, app="bench.sse_floor:app")
+    # uvicorn as the README's streams command starts it, without an access log (``--access-log``:
+    # with uvicorn's default one); daphne writes none unless told.
+    options = ["--no-access-log"] if server == "uvicorn" and not access_log else []
+    a = start_server(logs / "a.log", server=server, options=options, AIRLOCK_FLUSH_BYTES="1")
+    b = start_server(logs / "b.log", server=server, options=options)
+    bare = start_server(
+        logs / "floor.log", server=server, options=options, app="bench.sse_floor:app"
+    )
     try:
         words = 300 if quick else 1500
         live_rate, replay_rate, count = await throughput(a, words)
@@ -338,7 +349,10 @@ if __name__ == "__main__":
     parser.add_argument(
         "--floor", action="store_true", help="also measure bench.sse_floor (a bare ASGI app)"
     )
+    parser.add_argument(
+        "--access-log", action="store_true", help="uvicorn with its access log (its default)"
+    )
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     counts = [int(n) for n in args.subscribers.split(",")]
-    asyncio.run(main(args.quick, counts, args.server, args.per_client, args.floor))
+    asyncio.run(main(args.quick, counts, args.server, args.per_client, args.floor, args.access_log))
