@@ -144,28 +144,32 @@ async def _read_shared(fn: Callable[..., T], *args: Any) -> T:
     return cast(T, await asyncio.shield(shared.task))
 
 
-Row = tuple[int, str, dict[str, Any]]
-
-
-def _catch_up(run_id: str, after: int) -> tuple[Event | None, list[Row]]:
-    """The closing event if the run has ended, and its frames after ``after``.
+def _catch_up(run_id: str, after: int) -> tuple[Event | None, list[tuple[Event, bool]]]:
+    """The closing event if the run has ended, and its frames after ``after`` as Events, each
+    with whether it ends the stream.
 
     One statement (``sql.CATCH_UP``), so one snapshot: a run read as ended comes with every frame
     (its ``finish`` frame commits with its end). Read as two, the end had to be read first, and a
-    finish frame among the frames then needed a third read for the end.
+    finish frame among the frames then needed a third read for the end. The Events are shared by
+    the followers that share the read (``_read_shared``), and so is their encoding, as a live
+    frame's is (``_shared``).
     """
     rows = sql.fetch_all(sql.CATCH_UP, [after, run_id])
     if not rows:  # its thread was deleted while we followed it
         return Event("error", {"code": "not_found", "message": "The run was deleted."}), []
     status, code, message = rows[0][:3]
     ending = _closing(status, code, message) if status in RUN_TERMINAL else None
-    # Text of a model attempt a crash cut short is replayed as it was streamed live, so ids stay
-    # the same on every attach, flagged ``superseded`` (a field added, never a kind changed).
     found = []
-    for *_, seq, kind, text, old in rows:
+    for *_, seq, kind, text, superseded in rows:
         if seq is not None:  # None: the run's row alone, no frame follows
             data = json.loads(text)  # Django reads jsonb as text (``JSONField`` decodes it)
-            found.append((seq, kind, {**data, "superseded": True} if old else data))
+            if superseded:
+                # Text of a model attempt a crash cut short is replayed as it was streamed live,
+                # so ids stay the same on every attach, flagged (a field added, never a kind
+                # changed).
+                data["superseded"] = True
+            event = Event("frame", {"kind": kind, **data}, seq)
+            found.append((event, frames.ends_stream(kind, data)))
     return ending, found
 
 
@@ -201,11 +205,11 @@ async def batches(
         while True:
             if read_table:
                 read_table = False
-                ending, rows = await _read_shared(_catch_up, run.pk, last)
-                for seq, kind, data in rows:
-                    last = seq
-                    batch.append(Event("frame", {"kind": kind, **data}, seq))
-                    if frames.ends_stream(kind, data):
+                ending, caught_up = await _read_shared(_catch_up, run.pk, last)
+                for event, ends in caught_up:
+                    last = cast(int, event.seq)
+                    batch.append(event)
+                    if ends:
                         assert ending is not None, "a finish frame commits with the run's end"
                         yield [*batch, ending]
                         return

@@ -30,8 +30,8 @@ def test_superseded_text_is_replayed_with_its_id_and_flagged(turn):
     StreamFrame.objects.filter(pk=text.pk).update(superseded=True)
     ending, frames = live._catch_up(run.pk, 0)
     assert ending == live.Event("done", {"status": "completed"})
-    assert [seq for seq, _, _ in frames] == list(range(1, len(frames) + 1))
-    flagged = {seq: data.get("superseded", False) for seq, _, data in frames}
+    assert [event.seq for event, _ in frames] == list(range(1, len(frames) + 1))
+    flagged = {event.seq: event.data.get("superseded", False) for event, _ in frames}
     assert flagged[text.seq] is True
     assert sum(flagged.values()) == 1
 
@@ -178,3 +178,34 @@ def test_a_stream_catching_up_reads_the_run_and_its_frames_in_one_statement(
     finally:
         monkeypatch.setattr(live, "_in_flight", 0)
         asyncio.run(_on_every_reader(connections.close_all))
+
+
+async def _caught_up_together(run: Run) -> tuple[list[live.Event], list[live.Event]]:
+    gate = threading.Event()
+    busy = [asyncio.ensure_future(live.read(gate.wait, 10)) for _ in range(live.READER_THREADS)]
+    followers = [live.batches(run, 0) for _ in range(2)]
+    try:
+        for follower in followers:
+            assert [event.kind for event in await anext(follower)] == ["meta"]
+        # Both ask for the run's frames while every reader thread is busy: one shared read (each
+        # runs to its read without suspending before it).
+        asked = [asyncio.ensure_future(anext(follower)) for follower in followers]
+        await asyncio.sleep(0)
+        gate.set()
+        first, second = await asyncio.gather(*asked)
+    finally:
+        gate.set()
+        for follower in followers:
+            await follower.aclose()
+        await asyncio.gather(*busy)
+    return first, second
+
+
+@pytest.mark.django_db(transaction=True)
+def test_followers_attaching_together_share_the_events_they_catch_up_on(turn):
+    run = turn("hello there")
+    first, second = asyncio.run(_caught_up_together(run))
+    assert [event.kind for event in first][-1] == "done"
+    assert len(first) == StreamFrame.objects.filter(run=run).count() + 1
+    # The same objects: a frame replayed to a thousand followers is encoded once (``Event.encoded``)
+    assert all(a is b for a, b in zip(first, second, strict=True))
