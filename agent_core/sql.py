@@ -319,6 +319,17 @@ OWNED_RUN = (
 )
 
 
+# A run's end and its frames after a seq, in one statement and so one snapshot (live._catch_up:
+# a stream attaching, catching up, or ending): seq, run id. A row per frame, in seq order, each
+# with the run's status, error code and message; one row of the run's alone when no frame
+# follows; none when the run is gone.
+CATCH_UP = (
+    f"SELECT r.status, r.error_code, r.error_message, f.seq, f.kind, f.data, f.superseded"
+    f" FROM {_RUN} r LEFT JOIN {_FRAME} f ON f.run_id = r.id AND f.seq > %s"
+    " WHERE r.id = %s ORDER BY f.seq"
+)
+
+
 def json_rows(rows: Sequence[Model]) -> str:
     """New model instances as a JSON array of their columns, for ``insert_rows``: stamped first
     as the ORM stamps an insert (``auto_now_add``…), then marked stored, as ``bulk_create``
