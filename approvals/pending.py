@@ -78,19 +78,18 @@ def rows(keys: QuerySet[ToolCall, dict[str, Any]], ordering: Ordering) -> list[P
     return read(statement(keys_sql, ordering), params)
 
 
-def decidable_rows(ordering: Ordering, n: int, values: dict[str, Any]) -> list[PendingRow]:
-    """The first ``n`` rows of what the default policy lets the actor decide (``values``: its
-    ``cases.parameters``), in ``ordering``, in one statement (``decidable_statement``)."""
-    return read(decidable_statement(ordering), {**values, "n": n})
+def first_rows(keys: str, ordering: Ordering, n: int, values: dict[str, Any]) -> list[PendingRow]:
+    """The first ``n`` rows a named statement of keys selects (``keys``: ``sql.DECIDABLE_KEYS``
+    or another with its ``{columns}``, ``{order}`` and parameters) for the actor (``values``: its
+    ``cases.parameters``), in ``ordering``, in one statement (``first_statement``)."""
+    return read(first_statement(keys, ordering), {**values, "n": n})
 
 
-def decidable_statement(ordering: Ordering) -> str:
-    """``sql.DECIDABLE_KEYS`` in ``ordering`` read by ``sql.PENDING_ROWS``: parameters as the
-    cases' and ``n``, the rows to read."""
-    keys = sql.DECIDABLE_KEYS.format(
-        columns=f"id, {ordering.field}", order=order_of(ordering, ordering.field, "id")
-    )
-    return statement(keys, ordering)
+def first_statement(keys: str, ordering: Ordering) -> str:
+    """The named statement of keys ``keys`` in ``ordering`` read by ``sql.PENDING_ROWS``:
+    parameters as the cases' and ``n``, the rows to read."""
+    columns, order = f"id, {ordering.field}", order_of(ordering, ordering.field, "id")
+    return statement(keys.format(columns=columns, order=order), ordering)
 
 
 def statement(keys: str, ordering: Ordering) -> str:

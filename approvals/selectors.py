@@ -63,10 +63,28 @@ def first_page(actor: Actor, params: Any, pagination: KeysetPagination) -> Page[
     """The first page of ``pending_for(actor)`` ``params`` ask for (``sort``, ``limit``; no
     cursor, no filter), as ``pending.page`` reads it: with the default policy and gate, its keys
     are one named statement (``sql.DECIDABLE_KEYS``); else ``None`` (the page is compiled)."""
+    return _named_page(sql.DECIDABLE_KEYS, actor, params, pagination)
+
+
+def seen_first_page(
+    actor: Actor, params: Any, pagination: KeysetPagination
+) -> Page[PendingRow] | None:
+    """The first page (as ``first_page``) of the waiting calls ``actor`` may see
+    (``agent_core.access.in_visible_runs``) but not decide (``decidable_by``): the console's
+    *Waiting on others*. With the default policy and gate, its keys are one named statement
+    (``sql.SEEN_UNDECIDABLE_KEYS``, an operator's ``EVERY_UNDECIDABLE_KEYS``); else ``None``."""
+    keys = sql.EVERY_UNDECIDABLE_KEYS if is_operator(actor) else sql.SEEN_UNDECIDABLE_KEYS
+    return _named_page(keys, actor, params, pagination)
+
+
+def _named_page(
+    keys: str, actor: Actor, params: Any, pagination: KeysetPagination
+) -> Page[PendingRow] | None:
     if params.get(pagination.cursor_query_param) or not _default_rule():
         return None
     sort, limit = pagination.sort_of(params), pagination.limit_of(params)
-    found = pending.decidable_rows(pagination.orderings[sort], limit + 1, cases.parameters(actor))
+    ordering = pagination.orderings[sort]
+    found = pending.first_rows(keys, ordering, limit + 1, cases.parameters(actor))
     return pagination.page_of(found, sort, limit)
 
 

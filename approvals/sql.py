@@ -203,19 +203,15 @@ DECIDABLE_COUNT = "SELECT " + " + ".join(
     for i, case in enumerate(DECIDABLE)
 )
 
-# How many waiting calls the actor may see (``selectors.seen_waiting_count``,
-# ``agent_core.access.in_visible_runs`` with ``ApprovalGate.decidable``): those of the threads it
-# owns and of the runs holding a call it approves (any status: its roles as the stored approver,
-# or escalated to one of them), may decide as the requester, or must answer. The cases of
-# ``DECIDABLE`` for its roles are within the roles'.
+# Whether the actor may see the call ``c`` (``agent_core.access.in_visible_runs`` with
+# ``ApprovalGate.decidable``): it is in a thread the actor owns or in a run holding a call it
+# approves (any status: its roles as the stored approver, or escalated to one of them), may decide
+# as the requester, or must answer. The cases of ``DECIDABLE`` for its roles are within the roles'.
 # A role's runs are one DISTINCT walk of ``call_approver_run`` per role, in run order (``approver
 # <> ''`` names the index's predicate): with ``approver = ANY(roles)`` PostgreSQL hashed all of a
 # role's calls instead (30,000 for 1,500 runs at 1M calls: twice the time).
-_WAITING = f"'{_APPROVAL}', '{_INPUT}'"
-SEEN_WAITING_COUNT = (
-    f"SELECT count(*) FROM {_CALL} c WHERE c.status IN ({_WAITING})"
-    f" AND (c.thread_id IN (SELECT t.id FROM {Thread._meta.db_table} t"
-    "  WHERE t.owner_ref = %(ref)s)"
+_SEEN = (
+    f"(c.thread_id IN (SELECT t.id FROM {Thread._meta.db_table} t WHERE t.owner_ref = %(ref)s)"
     "  OR c.run_id IN ("
     f"   (SELECT w.run_id FROM {_CALL} w WHERE {BY_REQUESTER.on('w')})"
     f"   UNION ALL (SELECT w.run_id FROM {_CALL} w WHERE {ASKED.on('w')})"
@@ -224,9 +220,13 @@ SEEN_WAITING_COUNT = (
     f"   UNION ALL (SELECT w.run_id FROM {_CALL} w WHERE {BY_ONE_OF_ROLES.where('w')})"
     f"   UNION ALL (SELECT w.run_id FROM {_CALL} w WHERE {ESCALATED.where('w')})))"
 )
+_WAITING = f"c.status IN ('{_APPROVAL}', '{_INPUT}')"
+
+# How many waiting calls the actor may see (``selectors.seen_waiting_count``).
+SEEN_WAITING_COUNT = f"SELECT count(*) FROM {_CALL} c WHERE {_WAITING} AND {_SEEN}"
 
 # How many waiting calls there are (what an operator sees).
-WAITING_COUNT = f"SELECT count(*) FROM {_CALL} WHERE status IN ({_WAITING})"
+WAITING_COUNT = f"SELECT count(*) FROM {_CALL} c WHERE {_WAITING}"
 
 # The first page of what the actor may decide, unfiltered (``selectors.first_page``): the keys
 # ``pending.page`` would compile from ``ApprovalPolicy.decidable``, one ordered, limited branch
@@ -240,3 +240,17 @@ DECIDABLE_KEYS = (
     )
     + " ORDER BY {order} LIMIT %(n)s"
 )
+
+# Whether the actor may not decide the waiting call ``c``: none of the ``DECIDABLE`` cases holds
+# (``IS NOT TRUE``: for an actor without roles the pattern is NULL, and so is its case).
+_UNDECIDABLE = "(" + " OR ".join(f"({case.on('c')})" for case in DECIDABLE) + ") IS NOT TRUE"
+
+# The first page of the waiting calls the actor may see but not decide, unfiltered (the console's
+# *Waiting on others*, ``selectors.seen_first_page``): the keys ``pending.page`` would compile from
+# ``agent_core.access.in_visible_runs`` and ``NOT ApprovalPolicy.decidable``, as ``{keys}`` of
+# ``PENDING_ROWS``; ``{columns}``, ``{order}`` and the parameters as ``DECIDABLE_KEYS``'.
+# ``EVERY_UNDECIDABLE_KEYS`` is an operator's (who sees every run). Building the ORM's query cost
+# 14-19 ms of Python a page at 1M calls (bench/README.md).
+_UNDECIDABLE_KEYS = f"SELECT {{columns}} FROM {_CALL} c WHERE {_WAITING} AND {_UNDECIDABLE}"
+SEEN_UNDECIDABLE_KEYS = _UNDECIDABLE_KEYS + f" AND {_SEEN} ORDER BY {{order}} LIMIT %(n)s"
+EVERY_UNDECIDABLE_KEYS = _UNDECIDABLE_KEYS + " ORDER BY {order} LIMIT %(n)s"

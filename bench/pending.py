@@ -94,16 +94,17 @@ def time_requests(client: Any, url: str, params: dict[str, Any], n: int) -> tupl
 def sql_time(actor: Any, cursor: str | None) -> tuple[float, bool]:
     """The page's one statement's execution time in PostgreSQL, and whether it used a partial
     index (every branch of the page's keys should): the first page's is named
-    (``pending.decidable_statement``), a later page's keys compiled."""
+    (``pending.first_statement`` of ``sql.DECIDABLE_KEYS``), a later page's keys compiled."""
     from django.db import connection
 
     from approvals import cases, pending
     from approvals.api.filters import PendingPagination
+    from approvals.sql import DECIDABLE_KEYS
 
     pagination = PendingPagination()
     oldest = pagination.orderings["oldest"]
     if cursor is None:
-        sql = pending.decidable_statement(oldest)
+        sql = pending.first_statement(DECIDABLE_KEYS, oldest)
         sql_params: Any = {**cases.parameters(actor), "n": pagination.page_size + 1}
     else:
         keys, sql_params = page_keys(actor, cursor).query.sql_with_params()

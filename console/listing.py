@@ -71,33 +71,42 @@ def scope_of(params: Any) -> Scope:
     return "others" if params.get("show") == "others" else "yours"
 
 
+def filters_of(scope: Scope, params: Any) -> InboxFilter:
+    """The filters in ``params`` on the scope's calls (each branch of *Waiting on you* names the
+    waiting status itself: ``pending.waiting``)."""
+    calls = selectors.all_calls() if scope == "yours" else selectors.pending_calls()
+    return InboxFilter(params, queryset=calls)
+
+
 def calls_in(
-    actor: Actor, scope: Scope, params: Any
-) -> tuple[QuerySet[ToolCall], Q | None, InboxFilter]:
-    """The scope's calls narrowed by the filters in ``params``, and the ``UNION`` branches."""
-    if scope == "yours":  # each branch names the waiting status itself (pending.waiting)
-        calls, filters = filtered(selectors.all_calls(), params)
-        return calls, selectors.pending_branches(actor), filters
-    calls, filters = filtered(selectors.pending_calls(), params)
-    return in_visible_runs(actor, calls.exclude(selectors.decidable_by(actor))), None, filters
+    actor: Actor, scope: Scope, filters: InboxFilter
+) -> tuple[QuerySet[ToolCall], Q | None]:
+    """The scope's calls narrowed by ``filters`` (none of them if they are not valid), and the
+    ``UNION`` branches, as the ORM compiles them."""
+    calls = filters.qs if filters.is_valid() else filters.queryset.none()
+    if scope == "yours":
+        return calls, selectors.pending_branches(actor)
+    return in_visible_runs(actor, calls.exclude(selectors.decidable_by(actor))), None
 
 
-def filtered(calls: QuerySet[ToolCall], params: Any) -> tuple[QuerySet[ToolCall], InboxFilter]:
-    """``calls`` narrowed by the filters in ``params`` (none of them if they are not valid)."""
-    filters = InboxFilter(params, queryset=calls)
-    return (filters.qs if filters.is_valid() else calls.none()), filters
+def first_page(
+    actor: Actor, scope: Scope, params: Any, pagination: PendingPagination
+) -> Page[PendingRow] | None:
+    """The scope's first unfiltered page as a named statement (``None``: compile it)."""
+    named = selectors.first_page if scope == "yours" else selectors.seen_first_page
+    return named(actor, params, pagination)
 
 
 def listing(actor: Actor, params: Any, *, waiting_on_you: int) -> Listing:
     """The page of the inbox ``params`` asks for (``show``, the filters, ``sort``, ``cursor``)."""
     scope = scope_of(params)
-    calls, branches, filters = calls_in(actor, scope, params)
+    filters = filters_of(scope, params)
     pagination = PendingPagination()
     with bad_request():
-        found = None
-        if scope == "yours" and not narrows(filters):  # the default policy's: a named statement
-            found = selectors.first_page(actor, params, pagination)
+        # Unfiltered, the default policy's first page is a named statement: nothing compiled.
+        found = None if narrows(filters) else first_page(actor, scope, params, pagination)
         if found is None:
+            calls, branches = calls_in(actor, scope, filters)
             found = pending.page(calls, params, pagination, branches=branches)
     result = Listing(
         scope=scope,
@@ -126,7 +135,7 @@ def row_of(actor: Actor, call_id: str, params: Any) -> Row | None:
     """The row of one call as the page ``params`` describes would show it; ``None`` when the
     call is no longer pending or does not belong to that page's scope and filters."""
     scope = scope_of(params)
-    calls, branches, _ = calls_in(actor, scope, params)
+    calls, branches = calls_in(actor, scope, filters_of(scope, params))
     if branches is not None:
         calls = calls.filter(branches)
     ordering = PendingPagination.orderings[sort_of(PendingPagination(), params)]

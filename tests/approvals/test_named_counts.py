@@ -1,9 +1,9 @@
-"""The inbox's counts and first page as named statements (``approvals.sql.DECIDABLE_COUNT``,
-``SEEN_WAITING_COUNT``, ``DECIDABLE_KEYS``) count and read what the policy's ``decidable`` and
-``agent_core.access`` compile to, for every reason a call waits on someone and a run is seen, in
-every order, and what the policy's ``can_decide`` / ``can_answer`` say call by call; the REST
-inbox's first page is the named one; a policy with a ``decidable`` of its own is counted and read
-by its own query."""
+"""The inbox's counts and first pages as named statements (``approvals.sql.DECIDABLE_COUNT``,
+``SEEN_WAITING_COUNT``, ``DECIDABLE_KEYS``, ``SEEN_UNDECIDABLE_KEYS``) count and read what the
+policy's ``decidable`` and ``agent_core.access`` compile to, for every reason a call waits on
+someone and a run is seen, in every order, and what the policy's ``can_decide`` / ``can_answer``
+say call by call; the REST inbox's first page and the console's *Waiting on others* one are the
+named ones; a policy with a ``decidable`` of its own is counted and read by its own query."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from django.db import connection
 from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -177,3 +178,56 @@ def test_the_rest_first_page_is_read_by_the_named_statement(every_reason, header
     assert named_reads({"limit": "1", "cursor": cursor}) == 0  # a cursor: compiled
     assert named_reads({"tool": "issue_refund"}) == 0  # a filter: compiled
     assert named_reads({"q": "refund"}) == 0
+
+
+def compiled_seen_page(actor: Actor, params: dict[str, str]) -> Page[PendingRow]:
+    """The page of what ``actor`` may see but not decide as the ORM compiles it from the policy
+    and the visibility rule (the console's *Waiting on others*)."""
+    calls = in_visible_runs(actor, selectors.pending_calls().exclude(selectors.decidable_by(actor)))
+    return pending.page(calls, params, PendingPagination())
+
+
+def test_the_named_seen_first_page_is_the_compiled_one_for_every_reason_and_order(every_reason):
+    # alice owns every thread: what she may not decide is all but her question and her refund.
+    assert len(compiled_seen_page(ALICE, {}).rows) == 4
+    assert len(compiled_seen_page(OTTO, {}).rows) == 6
+    for actor in VIEWERS:
+        for sort in PendingPagination.orderings:
+            for limit in ("1", "2", "50"):
+                params = {"sort": sort, "limit": limit}
+                named = selectors.seen_first_page(actor, params, PendingPagination())
+                assert named == compiled_seen_page(actor, params), (actor, params)
+
+
+def test_a_policy_of_its_own_gets_a_compiled_seen_page(turn, settings):
+    settings.AGENT = {
+        **settings.AGENT,
+        "APPROVAL_POLICY": "tests.approvals.test_named_counts.AuditorsDecideRefunds",
+    }
+    assert selectors.seen_first_page(ALICE, {}, PendingPagination()) is None
+
+
+def named_seen_reads(client, params: dict[str, str]) -> int:
+    """How many statements the console's *Waiting on others* with ``params`` ran that read rows
+    (``PENDING_ROWS``) of keys selected by the named statement (``SEEN_UNDECIDABLE_KEYS`` or an
+    operator's ``EVERY_UNDECIDABLE_KEYS``), not compiled by the ORM."""
+    rows = sql.PENDING_ROWS.split("{keys}")[0]
+    named = sql.SEEN_UNDECIDABLE_KEYS.split("{columns}")[1].split("%")[0]
+    assert named in sql.EVERY_UNDECIDABLE_KEYS
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(reverse("console:inbox"), {"show": "others", **params})
+    assert response.status_code == 200
+    return sum(q["sql"].startswith(rows) and named in q["sql"] for q in queries.captured_queries)
+
+
+def test_the_console_others_first_page_is_read_by_the_named_statement(every_reason, client, people):
+    client.force_login(people["fran"])
+    assert named_seen_reads(client, {}) == 1
+    client.force_login(people["otto"])  # an operator sees every run
+    assert named_seen_reads(client, {}) == 1
+    assert named_seen_reads(client, {"sort": "deadline", "limit": "2"}) == 1
+    cursor = compiled_seen_page(OTTO, {"limit": "1"}).next_cursor
+    assert cursor is not None
+    assert named_seen_reads(client, {"limit": "1", "cursor": cursor}) == 0  # a cursor: compiled
+    assert named_seen_reads(client, {"tool": "issue_refund"}) == 0  # a filter: compiled
+    assert named_seen_reads(client, {"q": "refund"}) == 0
