@@ -3,7 +3,9 @@ by the REST API's own ``PendingFilter`` and ``PendingPagination``.
 
 *Waiting on you* is the policy's ``decidable(actor)`` (the pending API's query, a ``UNION`` of one
 ordered, limited branch per case); *Waiting on others* is every other pending call the viewer may
-see (``agent_core.access``: an unseen call is never shown, SPEC §7), read-only.
+see (``agent_core.access``: an unseen call is never shown, SPEC §7), read-only. Unfiltered, each
+tab's first page is a named statement (``approvals.selectors.first_page``, ``seen_first_page``);
+the ORM compiles the query of any other page.
 A row opens into the full card (``console.cards``), fetched when it is opened.
 """
 

@@ -21,7 +21,7 @@ from agent_core.access import in_visible_runs
 from agent_core.actors import Actor
 from agent_core.api.pagination import Page
 from agent_core.choices import CallStatus
-from agent_core.models import ToolCall
+from agent_core.models import Thread, ToolCall
 from approvals import pending, selectors, sql
 from approvals import services as port
 from approvals.api.filters import PendingPagination
@@ -187,10 +187,35 @@ def compiled_seen_page(actor: Actor, params: dict[str, str]) -> Page[PendingRow]
     return pending.page(calls, params, PendingPagination())
 
 
-def test_the_named_seen_first_page_is_the_compiled_one_for_every_reason_and_order(every_reason):
-    # alice owns every thread: what she may not decide is all but her question and her refund.
-    assert len(compiled_seen_page(ALICE, {}).rows) == 4
-    assert len(compiled_seen_page(OTTO, {}).rows) == 6
+@pytest.fixture
+def shared_runs(every_reason, turn):
+    """Runs holding a call marketing approves and one other, in a thread nobody here owns: each
+    reason to see the run alone shows the other call to someone who may not decide it."""
+    now = timezone.now()
+    purge = '\n/call purge_cache {"path": "/shared"}'
+    for first in (
+        '/call issue_refund {"order_id": "A-2", "amount": 50}',  # the requester's
+        '/call ask_user {"question": "Which one?"}',  # the requester's to answer
+        REFUND,  # finance or legal
+        REFUND + "#escalated",
+    ):
+        run = turn(first.removesuffix("#escalated") + purge)
+        assert len(calls_of(run)) == 2, first
+        Thread.objects.filter(pk=run.thread_id).update(owner_ref="user:nobody")
+        if first.endswith("#escalated"):
+            Escalation.objects.create(
+                tool_call=calls_of(run)[0],
+                role="ops",
+                may_decide=True,
+                due_at=now,
+                escalated_at=now,
+            )
+
+
+def test_the_named_seen_first_page_is_the_compiled_one_for_every_reason_and_order(shared_runs):
+    # alice owns the other threads: what she may not decide is all but her questions and refunds.
+    assert len(compiled_seen_page(ALICE, {}).rows) == 6
+    assert len(compiled_seen_page(OTTO, {}).rows) == 14
     for actor in VIEWERS:
         for sort in PendingPagination.orderings:
             for limit in ("1", "2", "50"):
