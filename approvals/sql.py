@@ -250,7 +250,7 @@ _UNDECIDABLE = "(" + " OR ".join(f"({case.on('c')})" for case in DECIDABLE) + ")
 # ``agent_core.access.in_visible_runs`` and ``NOT ApprovalPolicy.decidable``, as ``{keys}`` of
 # ``PENDING_ROWS``; ``{columns}``, ``{order}`` and the parameters as ``DECIDABLE_KEYS``'.
 # ``EVERY_UNDECIDABLE_KEYS`` is an operator's (who sees every run). Building the ORM's query cost
-# 14-19 ms of Python a page at 1M calls (bench/README.md).
+# ~4.5 ms of Python a page at 1M calls, its plan the same (bench/README.md).
 _UNDECIDABLE_KEYS = f"SELECT {{columns}} FROM {_CALL} c WHERE {_WAITING} AND {_UNDECIDABLE}"
 SEEN_UNDECIDABLE_KEYS = _UNDECIDABLE_KEYS + f" AND {_SEEN} ORDER BY {{order}} LIMIT %(n)s"
 EVERY_UNDECIDABLE_KEYS = _UNDECIDABLE_KEYS + " ORDER BY {order} LIMIT %(n)s"
