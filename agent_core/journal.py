@@ -53,8 +53,8 @@ def stored_call(row: dict[str, Any]) -> ToolCall:
     for name in _CALL_TIMES:
         if row[name] is not None:
             row[name] = datetime.fromisoformat(row[name])
-    call = ToolCall(**{name: row[name] for name in _CALL_COLUMNS})
-    call._state.adding = False  # a stored row, as the ORM would have read it
+    call = sql.made(ToolCall, [row[name] for name in _CALL_COLUMNS])
+    assert isinstance(call, ToolCall)
     call.delegated = row.get("delegated", False)  # type: ignore[attr-defined]
     return call
 

@@ -15,9 +15,10 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Model
+from django.db.models import Model, signals
+from django.db.models.base import ModelState
 
-from .choices import QueuedStatus, RunStatus
+from .choices import CALL_TERMINAL, CallStatus, QueuedStatus, RunStatus
 from .models import Message, QueuedMessage, Run, Step, StreamFrame, Thread, ToolCall
 
 _RUN = Run._meta.db_table
@@ -49,17 +50,39 @@ FENCED = "AND lease_token = %s AND lease_owner = %s"
 
 
 # A model's columns in its field order (``fetch_models`` reads them as the ORM would), under an
-# alias.
-def _columns(model: type[Model], alias: str) -> str:
-    return ", ".join(f"{alias}.{field.column}" for field in model._meta.concrete_fields)
+# alias (``prefix``: named with it, where another model's columns share their names).
+def _columns(model: type[Model], alias: str, prefix: str = "") -> str:
+    return ", ".join(
+        f"{alias}.{field.column}{f' AS {prefix}{field.column}' if prefix else ''}"
+        for field in model._meta.concrete_fields
+    )
 
 
 # A run's row, locked, while a lease holds it, and its thread's (leases.lock): run id, token,
 # owner.
 LOCK_RUN = (
-    f"SELECT {_columns(Run, 'r')}, {_columns(Thread, 't')} FROM {_RUN} r"
+    f"SELECT {_columns(Run, 'r')}, {_columns(Thread, 't', 'thread_')} FROM {_RUN} r"
     f" JOIN {Thread._meta.db_table} t ON t.id = r.thread_id"
     f" WHERE r.id = %s {FENCED} FOR UPDATE OF r"
+)
+# The same as the first common table expression ``k`` of a statement that writes the run's calls
+# (each write names ``(SELECT id FROM k)``, so the run's row is locked before the call's, the
+# order every writer takes them). The row is the one the lock found, even when the statement
+# waited for it (a locking read follows the row to its newest version); a plain read in the
+# statement would see the row as the statement's snapshot did, before the wait.
+_LOCKED = f"k AS MATERIALIZED ({LOCK_RUN}),"
+
+# A call's claim under its run's lock, in one statement (calls.claim_call): ``approved →
+# executing`` (the pair checked by ``state.check`` first) when the run is running: run id,
+# token, owner (the lock), fence, started at, call id. Answers the run's and thread's columns
+# (as LOCK_RUN) and whether the call moved (0 or 1); no row when the lease no longer holds the
+# run.
+CLAIM_CALL = (
+    f"WITH {_LOCKED} c AS (UPDATE {_CALL} SET status = '{CallStatus.EXECUTING.value}',"
+    " fence = %s, attempts = attempts + 1, started_at = %s"
+    f" WHERE id = %s AND status = '{CallStatus.APPROVED.value}' AND run_id = (SELECT id FROM k)"
+    f" AND (SELECT status FROM k) = '{RunStatus.RUNNING.value}' RETURNING id)"
+    " SELECT k.*, (SELECT count(*) FROM c) FROM k"
 )
 
 # Every call of a run in the order its steps proposed them, each with ``delegated``: whether it
@@ -105,7 +128,13 @@ APPEND_MESSAGE = (
 
 
 def with_frames(
-    *, before: str = "", sets: str = "", only: str = "", after: str = "", extra: str = ""
+    *,
+    before: str = "",
+    sets: str = "",
+    only: str = "",
+    after: str = "",
+    extra: str = "",
+    joined: str = "",
 ) -> str:
     """A statement that reserves frame numbers on the run row and inserts the frames that take
     them (streams.emit), and says whose child the run is, if it waits on it (its frames go to
@@ -115,7 +144,8 @@ def with_frames(
     with a comma); ``sets``, more assignments of the run's row (each starting with a comma);
     ``only``, more conditions on it; ``after``, common table expressions without parameters that
     read the run's row as written (``r``: its ``id`` and ``thread_id``; each starting with a
-    comma); ``extra``, more columns of the one row it answers (each starting with a comma).
+    comma); ``extra``, more columns of the one row it answers (each starting with a comma), which
+    may read the common table expressions named in ``joined`` (each starting with a comma).
     Parameters: those of ``before``, count, those of ``sets``, run id, run id, count, created at,
     kinds, JSON payloads.
     """
@@ -126,7 +156,7 @@ def with_frames(
         " SELECT %s, r.last_seq - %s + f.n, f.kind, f.data::jsonb, false, %s"
         " FROM r, unnest(%s::varchar[], %s::text[]) WITH ORDINALITY AS f(kind, data, n)"
         f" RETURNING seq){after}"
-        f" SELECT f.seq, r.parent_run_id, r.parent_tool_call_id{extra} FROM f, r"
+        f" SELECT f.seq, r.parent_run_id, r.parent_tool_call_id{extra} FROM f, r{joined}"
     )
 
 
@@ -164,6 +194,19 @@ RECORD_MODEL_STEP_AND_PARK = with_frames(
     only=f" AND status = '{RunStatus.RUNNING.value}'",
 )
 
+
+def _finish(run: str) -> str:
+    """The call's compare-and-set and its journal entry, the call's run id given as ``run``."""
+    return (
+        f"c AS (UPDATE {_CALL} SET status = %s, result = %s::jsonb, error = %s, finished_at = %s,"
+        " attempts = attempts + %s, started_at = COALESCE(%s, started_at),"
+        f" fence = COALESCE(%s, fence) WHERE id = %s AND run_id = {run} AND status = %s"
+        f" RETURNING *), s AS (INSERT INTO {_STEP} (run_id, name, status, output, attempts,"
+        " input_tokens, output_tokens, cached_tokens, started_at, finished_at)"
+        " SELECT %s, 'tool:' || c.id, 'completed', %s::jsonb, 1, 0, 0, 0, %s, %s FROM c),"
+    )
+
+
 # A tool step's record, with its frames (calls.finish_call): the call's compare-and-set to its
 # outcome (status, JSON result, error, finished at, attempts added, started at and fence unless
 # NULL, call id, run id, expected status; the pair checked by ``state.check`` first), its
@@ -171,18 +214,35 @@ RECORD_MODEL_STEP_AND_PARK = with_frames(
 # of the run's other calls among the given ones (run id, call id, statuses). Answers, after the
 # frames' columns: whether the call moved (0 or 1), those statuses (NULL: none), the call as
 # stored (JSON; NULL: it did not move).
+_TERMINAL = ", ".join(f"'{status.value}'" for status in sorted(CALL_TERMINAL))
+_FINISHED = ", (SELECT count(*) FROM c), (SELECT statuses FROM o), (SELECT to_json(c) FROM c)"
 FINISH_CALL = with_frames(
     before=(
-        f"c AS (UPDATE {_CALL} SET status = %s, result = %s::jsonb, error = %s, finished_at = %s,"
-        " attempts = attempts + %s, started_at = COALESCE(%s, started_at),"
-        " fence = COALESCE(%s, fence) WHERE id = %s AND run_id = %s AND status = %s RETURNING *),"
-        f" s AS (INSERT INTO {_STEP} (run_id, name, status, output, attempts, input_tokens,"
-        " output_tokens, cached_tokens, started_at, finished_at)"
-        " SELECT %s, 'tool:' || c.id, 'completed', %s::jsonb, 1, 0, 0, 0, %s, %s FROM c),"
-        f" o AS (SELECT array_agg(DISTINCT status) AS statuses FROM {_CALL}"
-        " WHERE run_id = %s AND id <> %s AND status = ANY(%s)),"
+        f"{_finish('%s')} o AS (SELECT array_agg(DISTINCT status) AS statuses"
+        f" FROM {_CALL} WHERE run_id = %s AND id <> %s AND status = ANY(%s)),"
     ),
-    extra=", (SELECT count(*) FROM c), (SELECT statuses FROM o), (SELECT to_json(c) FROM c)",
+    extra=_FINISHED,
+)
+# The same taking the run's lock first (``_LOCKED``: run id, token, owner, before the call's
+# parameters), for a record whose transaction does not hold it yet: the call's run is the locked
+# run (no run id after the call id), and the statuses of the other calls take the statuses, then
+# the call id. Those are read locking: every writer of a call holds its run's lock, so what one
+# committed while this statement waited for that lock is read as committed (a locking read
+# follows an updated row to its newest version), not as the statement's snapshot saw it.
+# ``FOR SHARE``, because ``FOR KEY SHARE`` does not conflict with a status update and so keeps
+# the old version; only the calls not yet settled are locked (a settled call never moves).
+# Answers, after the frames' columns, the run's and thread's (as LOCK_RUN), then FINISH_CALL's;
+# no row when the lease no longer holds the run.
+FINISH_CALL_LOCKING = with_frames(
+    before=(
+        f"{_LOCKED} {_finish('(SELECT id FROM k)')}"
+        " o AS (SELECT array_agg(DISTINCT status) FILTER (WHERE status = ANY(%s)) AS statuses"
+        f" FROM (SELECT status FROM {_CALL} WHERE run_id = (SELECT id FROM k) AND id <> %s"
+        f" AND status NOT IN ({_TERMINAL}) FOR SHARE) x),"
+    ),
+    only=" AND EXISTS (SELECT FROM k)",
+    extra=f", k.*{_FINISHED}",
+    joined=", k",
 )
 
 # A thread's transcript, in order, as ``(role, JSON content)`` (transcript.build_request):
@@ -350,18 +410,45 @@ def fetch_models(
     the other columns (``None``: no row). Cheaper than ``Model.objects.raw``, which resolves the
     columns of every row it reads by name."""
     row = fetch_one(statement, params)
-    if row is None:
-        return None
-    made: list[Model] = []
+    return None if row is None else models_of(row, *models)
+
+
+def models_of(row: Sequence[Any], *models: type[Model]) -> tuple[list[Model], tuple[Any, ...]]:
+    """``fetch_models`` of a row already read."""
+    found: list[Model] = []
     start = 0
     for model in models:
-        fields = model._meta.concrete_fields
-        values = list(row[start : start + len(fields)])
+        width = len(model._meta.concrete_fields)
+        values = list(row[start : start + width])
         for index, convert in _converters(model):
             values[index] = convert(values[index], None, connection)
-        made.append(model.from_db(connection.alias, [f.attname for f in fields], values))
-        start += len(fields)
-    return made, row[start:]
+        found.append(made(model, values))
+        start += width
+    return found, tuple(row[start:])
+
+
+def made(model: type[Model], values: Sequence[Any]) -> Model:
+    """A stored row of ``model`` from its columns' values in field order, converted, as
+    ``Model.from_db`` makes it, at a fraction of its cost: the values go straight into the
+    instance's ``__dict__`` (where the ORM's field descriptors read them), without ``__init__``'s
+    per-field ``setattr`` and its ``pre_init`` / ``post_init`` signals — made the ORM's way when
+    a receiver listens to them."""
+    if _listened(model):
+        return model.from_db(connection.alias, _attnames(model), list(values))
+    instance = model.__new__(model)
+    instance.__dict__.update(zip(_attnames(model), values, strict=True))
+    instance._state = ModelState()
+    instance._state.adding, instance._state.db = False, connection.alias
+    return instance
+
+
+def _listened(model: type[Model]) -> bool:
+    return signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model)
+
+
+@functools.cache
+def _attnames(model: type[Model]) -> list[str]:
+    return [field.attname for field in model._meta.concrete_fields]
 
 
 @functools.cache

@@ -1,6 +1,7 @@
 """The statements the loop sends for a cycle (issue 18): a step opened in its predecessor's record
 is planned from what that record wrote, without reading the run again; a run's end, its thread's
-release and its last frames are one statement."""
+release and its last frames are one statement; a tool's record and its claim take the run's lock
+in the statement that writes the call."""
 
 from __future__ import annotations
 
@@ -38,7 +39,9 @@ def test_a_read_tool_turn_reads_its_run_once(turn: Any) -> None:
     assert run.status == RunStatus.COMPLETED
     sent = statements(queries)
     assert run_reads(sent) == 1, sent
-    assert len(sent) == 14, sent  # the last one is the fixture's ``refresh_from_db``
+    # The last one is the fixture's ``refresh_from_db``. 13, not 14: the read's record locks the
+    # run itself (``sql.FINISH_CALL_LOCKING``).
+    assert len(sent) == 13, sent
 
 
 def test_an_approved_call_is_recorded_and_answered_without_reading_the_run_again(
@@ -52,7 +55,8 @@ def test_an_approved_call_is_recorded_and_answered_without_reading_the_run_again
     assert run.status == RunStatus.COMPLETED
     sent = statements(queries)
     assert run_reads(sent) == 1, sent  # the claim's, after the decision resumed the run
-    assert len(sent) == 13, sent
+    # 12, not 13: the refund's claim locks the run itself (``sql.CLAIM_CALL``).
+    assert len(sent) == 12, sent
 
 
 def test_a_second_approved_call_of_the_step_runs_without_reading_the_run_again(turn: Any) -> None:
