@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import Model, signals
 from django.db.models.base import ModelState
 
@@ -92,10 +92,12 @@ _RUN_CALLS = (
     f" WHERE k.parent_tool_call_id = c.id) AS delegated FROM {_CALL} c WHERE c.run_id = r.id) c)"
 )
 
-# A run, its journal (``name status`` pairs) and its calls in one read (journal.read_run): run id.
+# A run and its thread (as LOCK_RUN), its journal (``name status`` pairs) and its calls in one
+# read (journal.read_run): run id.
 READ_RUN = (
-    f"SELECT {_columns(Run, 'r')}, ARRAY(SELECT s.name || ' ' || s.status FROM {_STEP} s"
-    f" WHERE s.run_id = r.id), {_RUN_CALLS} FROM {_RUN} r WHERE r.id = %s"
+    f"SELECT {_columns(Run, 'r')}, {_columns(Thread, 't', 'thread_')},"
+    f" ARRAY(SELECT s.name || ' ' || s.status FROM {_STEP} s WHERE s.run_id = r.id), {_RUN_CALLS}"
+    f" FROM {_RUN} r JOIN {Thread._meta.db_table} t ON t.id = r.thread_id WHERE r.id = %s"
 )
 # The same, locked, while a lease holds it: run id, token, owner.
 READ_RUN_LOCKED = f"{READ_RUN} {FENCED} FOR UPDATE OF r"
@@ -164,25 +166,45 @@ EMIT_FRAMES = with_frames()
 # The same into an ancestor's stream, unless it has ended (its ``finish`` is its last frame).
 MIRROR_FRAMES = with_frames(only=" AND status NOT IN ('completed', 'failed', 'cancelled')")
 
+
 # A model step's record, with its frames (proposals.record_model_step): the assistant message
 # (as APPEND_MESSAGE), its tool calls (a JSON array of rows: every column, by name), the
 # journal entry completed with its output and usage (status, JSON output, finished at, input,
 # output and cached tokens, run id, name), the usage added to the run's totals (input, output,
 # cached). RECORD_MODEL_STEP answers, after the frames' columns, the calls as stored (a JSON
 # array, NULL: none).
-_RECORD = (
-    f"m AS ({APPEND_MESSAGE}),"
-    f" c AS ({insert_rows(ToolCall)} RETURNING *),"
-    f" s AS (UPDATE {_STEP} SET status = %s, output = %s::jsonb, finished_at = %s,"
-    " input_tokens = %s, output_tokens = %s, cached_tokens = %s"
-    " WHERE run_id = %s AND name = %s),"
-)
+def _record(held: str = "") -> str:
+    """The record's writes; each only ``held`` (a condition), when given."""
+    message = APPEND_MESSAGE.replace(" RETURNING", f" HAVING {held} RETURNING") if held else ""
+    return (
+        f"m AS ({message or APPEND_MESSAGE}),"
+        f" c AS ({insert_rows(ToolCall)}{f' WHERE {held}' if held else ''} RETURNING *),"
+        f" s AS (UPDATE {_STEP} SET status = %s, output = %s::jsonb, finished_at = %s,"
+        " input_tokens = %s, output_tokens = %s, cached_tokens = %s"
+        f" WHERE run_id = %s AND name = %s{f' AND {held}' if held else ''}),"
+    )
+
+
+_RECORD = _record()
 _USAGE = (
     ", input_tokens = input_tokens + %s, output_tokens = output_tokens + %s,"
     " cached_tokens = cached_tokens + %s"
 )
-RECORD_MODEL_STEP = with_frames(
-    before=_RECORD, sets=_USAGE, extra=", (SELECT json_agg(c ORDER BY c.position) FROM c)"
+_STORED = ", (SELECT json_agg(c ORDER BY c.position) FROM c)"
+RECORD_MODEL_STEP = with_frames(before=_RECORD, sets=_USAGE, extra=_STORED)
+# The same taking the run's lock first (``_LOCKED``: run id, token, owner, before the record's
+# parameters), for a step none of whose calls the gate reviews (the gate reads the run under its
+# lock before the record: ``leases.lock``) and that does not park: every write names ``k`` and
+# writes only when the lease holds the run and it is running (else no row and nothing written).
+# Answers, after the frames' columns, the run's and thread's (as LOCK_RUN), then the calls as
+# stored.
+_RUNNING = f"(SELECT status FROM k) = '{RunStatus.RUNNING.value}'"
+RECORD_MODEL_STEP_LOCKING = with_frames(
+    before=f"{_LOCKED} {_record(_RUNNING)}",
+    sets=_USAGE,
+    only=f" AND {_RUNNING}",
+    extra=f", k.*{_STORED}",
+    joined=", k",
 )
 # The same, parking the run: ``running → waiting`` (the pair checked by ``state.check`` first),
 # its lease let go (runs.continue_or_park).
@@ -390,7 +412,7 @@ def json_rows(rows: Sequence[Model]) -> str:
             value = field.pre_save(row, add=True)
             values[field.column] = value.isoformat() if isinstance(value, datetime) else value
         found.append(values)
-        row._state.adding, row._state.db = False, connection.alias
+        row._state.adding, row._state.db = False, DEFAULT_DB_ALIAS
     return json.dumps(found)
 
 
@@ -434,16 +456,19 @@ def made(model: type[Model], values: Sequence[Any]) -> Model:
     per-field ``setattr`` and its ``pre_init`` / ``post_init`` signals — made the ORM's way when
     a receiver listens to them."""
     if _listened(model):
-        return model.from_db(connection.alias, _attnames(model), list(values))
+        return model.from_db(DEFAULT_DB_ALIAS, _attnames(model), list(values))
     instance = model.__new__(model)
     instance.__dict__.update(zip(_attnames(model), values, strict=True))
-    instance._state = ModelState()
-    instance._state.adding, instance._state.db = False, connection.alias
+    instance._state = stored = ModelState()
+    # The default database: the one ``connection`` (every statement here) is.
+    stored.adding, stored.db = False, DEFAULT_DB_ALIAS
     return instance
 
 
 def _listened(model: type[Model]) -> bool:
-    return signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model)
+    """Whether an ``pre_init`` or ``post_init`` receiver is connected, for any sender: asked of
+    the receivers' list, which ``has_listeners`` would take longer to ask than ``made`` saves."""
+    return bool(signals.pre_init.receivers or signals.post_init.receivers)
 
 
 @functools.cache
