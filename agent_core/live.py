@@ -16,6 +16,7 @@ another) and closes it when it was the last.
 from __future__ import annotations
 
 import asyncio
+import json
 import select
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -27,10 +28,10 @@ from typing import Any, Literal, ParamSpec, TypeVar, cast
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from . import fanout, frames
-from .choices import RunStatus
+from . import fanout, frames, sql
+from .choices import RUN_TERMINAL, RunStatus
 from .conf import agent_settings
-from .models import Run, StreamFrame
+from .models import Run
 
 GENERIC_FAILURE = "The run failed."
 
@@ -143,36 +144,33 @@ async def _read_shared(fn: Callable[..., T], *args: Any) -> T:
     return cast(T, await asyncio.shield(shared.task))
 
 
-def _frames_after(run_id: str, after: int) -> list[tuple[int, str, dict[str, Any]]]:
-    # Text of a model attempt a crash cut short is replayed as it was streamed live, so ids stay
-    # the same on every attach, flagged ``superseded`` (a field added, never a kind changed).
-    rows = (
-        StreamFrame.objects.filter(run_id=run_id, seq__gt=after)
-        .order_by("seq")
-        .values_list("seq", "kind", "data", "superseded")
-    )
-    return [
-        (seq, kind, {**data, "superseded": True} if old else data) for seq, kind, data, old in rows
-    ]
+def _catch_up(run_id: str, after: int) -> tuple[Event | None, list[tuple[Event, bool]]]:
+    """The closing event if the run has ended, and its frames after ``after`` as Events, each
+    with whether it ends the stream.
 
-
-def _catch_up(
-    run_id: str, after: int
-) -> tuple[Event | None, list[tuple[int, str, dict[str, Any]]]]:
-    # The run's end first: once it has ended, the table holds every frame (the finish frame
-    # commits with it). Read after the frames, a run ending in between would close the stream
-    # without its last frames.
-    return _ending(run_id), _frames_after(run_id, after)
-
-
-def _ending(run_id: str) -> Event | None:
-    """The closing event if the run has ended (its ``finish`` frame was committed)."""
-    run = Run.objects.filter(pk=run_id).only("status", "error_code", "error_message").first()
-    if run is None:  # its thread was deleted while we followed it
-        return Event("error", {"code": "not_found", "message": "The run was deleted."})
-    if not run.is_terminal:
-        return None
-    return _closing(run.status, run.error_code, run.error_message)
+    One statement (``sql.CATCH_UP``), so one snapshot: a run read as ended comes with every frame
+    (its ``finish`` frame commits with its end). Read as two, the end had to be read first, and a
+    finish frame among the frames then needed a third read for the end. The Events are shared by
+    the followers that share the read (``_read_shared``), and so is their encoding, as a live
+    frame's is (``_shared``).
+    """
+    rows = sql.fetch_all(sql.CATCH_UP, [after, run_id])
+    if not rows:  # its thread was deleted while we followed it
+        return Event("error", {"code": "not_found", "message": "The run was deleted."}), []
+    status, code, message = rows[0][:3]
+    ending = _closing(status, code, message) if status in RUN_TERMINAL else None
+    found = []
+    for *_, seq, kind, text, superseded in rows:
+        if seq is not None:  # None: the run's row alone, no frame follows
+            data = json.loads(text)  # Django reads jsonb as text (``JSONField`` decodes it)
+            if superseded:
+                # Text of a model attempt a crash cut short is replayed as it was streamed live,
+                # so ids stay the same on every attach, flagged (a field added, never a kind
+                # changed).
+                data["superseded"] = True
+            event = Event("frame", {"kind": kind, **data}, seq)
+            found.append((event, frames.ends_stream(kind, data)))
+    return ending, found
 
 
 def _closing(status: str, code: str, message: str) -> Event:
@@ -207,12 +205,13 @@ async def batches(
         while True:
             if read_table:
                 read_table = False
-                ending, rows = await _read_shared(_catch_up, run.pk, last)
-                for seq, kind, data in rows:
-                    last = seq
-                    batch.append(Event("frame", {"kind": kind, **data}, seq))
-                    if frames.ends_stream(kind, data):
-                        yield [*batch, await _final(run.pk)]
+                ending, caught_up = await _read_shared(_catch_up, run.pk, last)
+                for event, ends in caught_up:
+                    last = cast(int, event.seq)
+                    batch.append(event)
+                    if ends:
+                        assert ending is not None, "a finish frame commits with the run's end"
+                        yield [*batch, ending]
                         return
                 if ending is not None:  # the client resumed after the finish frame
                     yield [*batch, ending]
@@ -238,7 +237,7 @@ async def batches(
                     last = cast(int, event.seq)
                     batch.append(event)
                     if ends:
-                        yield [*batch, await _final(run.pk)]
+                        yield [*batch, await _final(run.pk, last)]
                         return
 
 
@@ -298,7 +297,8 @@ def _shared(message: dict[str, Any]) -> list[tuple[Event, bool]]:
     return cast(list[tuple[Event, bool]], shared)
 
 
-async def _final(run_id: str) -> Event:
-    ending = await _read_shared(_ending, run_id)
+async def _final(run_id: str, last: int) -> Event:
+    """The run's end, once a live frame ended its stream (``last``: that frame's seq)."""
+    ending, _ = await _read_shared(_catch_up, run_id, last)
     assert ending is not None, "a finish frame commits with the run's end"
     return ending

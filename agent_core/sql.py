@@ -60,18 +60,15 @@ LOCK_RUN = (
     f" JOIN {Thread._meta.db_table} t ON t.id = r.thread_id"
     f" WHERE r.id = %s {FENCED} FOR UPDATE OF r"
 )
-# The same as the first common table expression ``k`` of a statement that writes the run's calls
-# (each write names ``(SELECT id FROM k)``, so the run's row is locked before the call's, the
-# order every writer takes them). The row is the one the lock found, even when the statement
-# waited for it (a locking read follows the row to its newest version); a plain read in the
-# statement would see the row as the statement's snapshot did, before the wait.
+# The same as a statement's first common table expression ``k``: its writes name it, so the run's
+# row is locked before a call's (every writer's order). A locking read answers the row's newest
+# version even when the statement waited for the lock (a plain read: its snapshot's, before).
 _LOCKED = f"k AS MATERIALIZED ({LOCK_RUN}),"
 
-# A call's claim under its run's lock, in one statement (calls.claim_call): ``approved →
-# executing`` (the pair checked by ``state.check`` first) when the run is running: run id,
-# token, owner (the lock), fence, started at, call id. Answers the run's and thread's columns
-# (as LOCK_RUN) and whether the call moved (0 or 1); no row when the lease no longer holds the
-# run.
+# A call's claim under its run's lock (calls.claim_call): ``approved → executing`` (checked by
+# ``state.check`` first) if the run is running: run id, token, owner, fence, started at, call id.
+# Answers the run's and thread's columns (as LOCK_RUN) and whether the call moved (0 or 1); no
+# row when the lease no longer holds the run.
 CLAIM_CALL = (
     f"WITH {_LOCKED} c AS (UPDATE {_CALL} SET status = '{CallStatus.EXECUTING.value}',"
     " fence = %s, attempts = attempts + 1, started_at = %s"
@@ -187,12 +184,10 @@ _USAGE = (
 )
 _STORED = ", (SELECT json_agg(c ORDER BY c.position) FROM c)"
 RECORD_MODEL_STEP = with_frames(before=_RECORD, sets=_USAGE, extra=_STORED)
-# The same taking the run's lock first (``_LOCKED``: run id, token, owner, before the record's
-# parameters), for a step none of whose calls the gate reviews (the gate reads the run under its
-# lock before the record: ``leases.lock``) and that does not park: every write names ``k`` and
-# writes only when the lease holds the run and it is running (else no row and nothing written).
-# Answers, after the frames' columns, the run's and thread's (as LOCK_RUN), then the calls as
-# stored.
+# The same taking the run's lock first (``_LOCKED``: run id, token, owner, first), for a step
+# that does not park and sends no call to the gate (which reads the run under its lock first):
+# each write is made only if the lease holds the run and it runs (else no row, nothing written).
+# Answers, after the frames' columns, the run's and thread's (as LOCK_RUN), then the calls.
 _RUNNING = f"(SELECT status FROM k) = '{RunStatus.RUNNING.value}'"
 RECORD_MODEL_STEP_LOCKING = with_frames(
     before=f"{_LOCKED} {_record(_RUNNING)}",
@@ -240,16 +235,14 @@ FINISH_CALL = with_frames(
     ),
     extra=_FINISHED,
 )
-# The same taking the run's lock first (``_LOCKED``: run id, token, owner, before the call's
-# parameters), for a record whose transaction does not hold it yet: the call's run is the locked
-# run (no run id after the call id), and the statuses of the other calls take the statuses, then
-# the call id. Those are read locking: every writer of a call holds its run's lock, so what one
-# committed while this statement waited for that lock is read as committed (a locking read
-# follows an updated row to its newest version), not as the statement's snapshot saw it.
-# ``FOR SHARE``, because ``FOR KEY SHARE`` does not conflict with a status update and so keeps
-# the old version; only the calls not yet settled are locked (a settled call never moves).
-# Answers, after the frames' columns, the run's and thread's (as LOCK_RUN), then FINISH_CALL's;
-# no row when the lease no longer holds the run.
+# The same taking the run's lock first (``_LOCKED``: run id, token, owner, first), the call's run
+# being the locked one (no run id after the call id); the other calls' statuses take the
+# statuses, then the call id. Those are read locking (``FOR SHARE``; ``FOR KEY SHARE`` does not
+# conflict with a status update, so it keeps the old version), of the calls not yet settled:
+# every writer of a call holds its run's lock, and what one committed while this statement waited
+# for it is read as committed, not as the statement's snapshot saw it. Answers, after the
+# frames' columns, the run's and thread's (as LOCK_RUN), then FINISH_CALL's; no row when the
+# lease no longer holds the run.
 FINISH_CALL_LOCKING = with_frames(
     before=(
         f"{_LOCKED} {_finish('(SELECT id FROM k)')}"
@@ -393,4 +386,15 @@ TOKEN_USER = (
 OWNED_RUN = (
     f"SELECT {_columns(Run, 'r')} FROM {_RUN} r JOIN {Thread._meta.db_table} t"
     " ON t.id = r.thread_id WHERE r.id = %s AND t.owner_ref = %s"
+)
+
+
+# A run's end and its frames after a seq, in one statement and so one snapshot (live._catch_up:
+# a stream attaching, catching up, or ending): seq, run id. A row per frame, in seq order, each
+# with the run's status, error code and message; one row of the run's alone when no frame
+# follows; none when the run is gone.
+CATCH_UP = (
+    f"SELECT r.status, r.error_code, r.error_message, f.seq, f.kind, f.data, f.superseded"
+    f" FROM {_RUN} r LEFT JOIN {_FRAME} f ON f.run_id = r.id AND f.seq > %s"
+    " WHERE r.id = %s ORDER BY f.seq"
 )

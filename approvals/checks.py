@@ -14,7 +14,7 @@ from django.utils.module_loading import import_string
 from agent_core.api.errors import not_found
 from agent_core.conf import agent_settings
 
-from .conf import approvals_settings
+from .conf import ApprovalsSettings, approvals_settings
 from .notify.backends import configured_backends
 from .policy import REQUESTER, ApprovalPolicy, policy_path
 from .rules import parse_rules
@@ -29,8 +29,7 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
             settings.max_extension(tool_name)
         for tool_name in settings.REMEMBER_TTL_BY_TOOL:
             settings.remember_ttl_for(tool_name)
-        if settings.NOTIFICATION_ATTEMPTS < 1 or settings.NOTIFICATION_LEASE <= 0:
-            raise ValueError("NOTIFICATION_ATTEMPTS must be 1 or more, NOTIFICATION_LEASE above 0")
+        _check_notification_numbers(settings)
     except (TypeError, ValueError) as exc:
         return [
             Error(
@@ -64,6 +63,14 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
             )
         ]
     return []
+
+
+def _check_notification_numbers(settings: ApprovalsSettings) -> None:
+    if settings.NOTIFICATION_ATTEMPTS < 1 or settings.NOTIFICATION_LEASE <= 0:
+        raise ValueError("NOTIFICATION_ATTEMPTS must be 1 or more, NOTIFICATION_LEASE above 0")
+    limit = settings.NOTIFICATION_SWEEP_LIMIT
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise ValueError(f"NOTIFICATION_SWEEP_LIMIT must be a whole number above 0, not {limit!r}")
 
 
 @register()

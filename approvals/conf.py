@@ -50,6 +50,8 @@ class ApprovalsSettings:
     # How long one attempt may take (s) before another may start in its place: longer than a send
     # takes (a webhook's TIMEOUT), as an attempt whose process died is only known by its end.
     NOTIFICATION_LEASE: float = 60.0
+    # How many lost deliveries one sweep schedules again at most (the most overdue first).
+    NOTIFICATION_SWEEP_LIMIT: int = 100
     # Absolute URL of the site, for the links in notifications (e.g. "https://airlock.example").
     BASE_URL: str = ""
     # How long a signed approve / reject link in a notification stays usable (seconds).

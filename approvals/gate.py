@@ -14,10 +14,10 @@ from agent_core.gate import Verdict
 from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolContext, ToolSpec
 
-from . import escalation, quorum
+from . import cases, escalation, quorum
 from . import sql as statements
 from .notify import delivery
-from .policy import escalated_to_roles, get_policy
+from .policy import get_policy
 
 
 class ApprovalGate:
@@ -56,7 +56,7 @@ class ApprovalGate:
     def decidable(self, actor: Actor) -> Q:
         """What the policy lets ``actor`` decide now, and the calls escalated to its roles with
         the power to decide (decided or not: it may follow what it decided)."""
-        return get_policy().decidable(actor) | escalated_to_roles(actor.roles)
+        return get_policy().decidable(actor) | cases.escalated(actor)
 
 
 def _context(call: ToolCall, actor: Actor, thread: Thread) -> ToolContext:

@@ -74,37 +74,37 @@ def page(
 
 def rows(keys: QuerySet[ToolCall, dict[str, Any]], ordering: Ordering) -> list[PendingRow]:
     """The rows of the calls ``keys`` selects (their ``id`` and sort key), in ``ordering``."""
-    return read(*statement(keys, ordering))
+    keys_sql, params = keys.query.sql_with_params()
+    return read(statement(keys_sql, ordering), params)
 
 
-def decidable_rows(
-    ordering: Ordering, n: int, *, ref: str, roles: list[str], pattern: str | None
-) -> list[PendingRow]:
-    """The first ``n`` rows of what the default policy lets the actor decide (``ref``, its
-    ``roles`` and their ``pattern``, as ``sql.DECIDABLE_COUNT`` takes them), in ``ordering``:
-    ``sql.DECIDABLE_KEYS`` read by ``sql.PENDING_ROWS``, in one statement."""
+def decidable_rows(ordering: Ordering, n: int, values: dict[str, Any]) -> list[PendingRow]:
+    """The first ``n`` rows of what the default policy lets the actor decide (``values``: its
+    ``cases.parameters``), in ``ordering``, in one statement (``decidable_statement``)."""
+    return read(decidable_statement(ordering), {**values, "n": n})
+
+
+def decidable_statement(ordering: Ordering) -> str:
+    """``sql.DECIDABLE_KEYS`` in ``ordering`` read by ``sql.PENDING_ROWS``: parameters as the
+    cases' and ``n``, the rows to read."""
     keys = sql.DECIDABLE_KEYS.format(
         columns=f"id, {ordering.field}", order=order_of(ordering, ordering.field, "id")
     )
-    found = sql.PENDING_ROWS.format(keys=keys, order=order_of(ordering, "c." + ordering.field))
-    return read(found, {"ref": ref, "roles": roles, "pattern": pattern, "n": n})
+    return statement(keys, ordering)
 
 
-def read(statement: str, params: Any) -> list[PendingRow]:
-    """The rows ``statement`` (``sql.PENDING_ROWS`` for some keys) reads with ``params``."""
+def statement(keys: str, ordering: Ordering) -> str:
+    """``sql.PENDING_ROWS`` for the page whose keys the SQL ``keys`` selects, in ``ordering``."""
+    return sql.PENDING_ROWS.format(keys=keys, order=order_of(ordering, "c." + ordering.field))
+
+
+def read(query: str, params: Any) -> list[PendingRow]:
+    """The rows ``query`` (``statement`` of some keys) reads with ``params``."""
     with connection.cursor() as cursor:
-        cursor.execute(statement, params)
+        cursor.execute(query, params)
         found = cursor.fetchall()
     # Django reads jsonb as text (its JSONField decodes it); so does this raw read.
     return [PendingRow._make((*row[:4], json.loads(row[4]), *row[5:])) for row in found]
-
-
-def statement(keys: QuerySet[ToolCall, dict[str, Any]], ordering: Ordering) -> tuple[str, Any]:
-    """``sql.PENDING_ROWS`` for ``keys`` in ``ordering``, and its parameters."""
-    keys_sql, params = keys.query.sql_with_params()
-    return sql.PENDING_ROWS.format(
-        keys=keys_sql, order=order_of(ordering, "c." + ordering.field)
-    ), params
 
 
 def order_of(ordering: Ordering, field: str, pk: str = "c.id") -> str:

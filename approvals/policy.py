@@ -7,8 +7,6 @@ changing the policy while a run waits does not re-decide it.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -17,14 +15,14 @@ from django.db.models import Q
 from django.utils.module_loading import import_string
 
 from agent_core.actors import Actor
-from agent_core.choices import CallStatus
 from agent_core.conf import agent_settings
 from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolSpec
 
+from . import cases
 from .conf import approvals_settings
 from .models import Escalation
-from .requirement import REQUESTER, ROLE_SEPARATOR, Escalate, Requirement, approver_roles
+from .requirement import REQUESTER, Escalate, Requirement, approver_roles
 from .rules import requirement_from_rules
 
 __all__ = [
@@ -91,32 +89,9 @@ class ApprovalPolicy:
         return tool.rememberable
 
     def decidable(self, actor: Actor) -> Q:
-        """``can_decide`` and ``can_answer`` as a filter on pending ``ToolCall`` rows."""
-        pending_approval = Q(status=CallStatus.PENDING_APPROVAL)
-        roles = sorted(actor.roles - {REQUESTER})
-        cases = (
-            (pending_approval & Q(approver=REQUESTER, requester_ref=actor.ref))
-            | (pending_approval & Q(approver__in=roles))
-            | Q(status=CallStatus.PENDING_INPUT, requester_ref=actor.ref)
-        )
-        if roles:
-            # Calls that several roles may approve store them joined ("legal|marketing").
-            sep = re.escape(ROLE_SEPARATOR)
-            alternatives = "|".join(re.escape(role) for role in roles)
-            joined = Q(approver__contains=ROLE_SEPARATOR)  # the predicate of a partial index
-            cases |= (
-                pending_approval & joined & Q(approver__regex=f"(^|{sep})({alternatives})({sep}|$)")
-            )
-            cases |= pending_approval & escalated_to_roles(roles)
-        return cases
-
-
-def escalated_to_roles(roles: Iterable[str]) -> Q:
-    """The calls escalated to one of ``roles`` with the power to decide, as a filter."""
-    escalated = Escalation.objects.filter(
-        role__in=roles, may_decide=True, escalated_at__isnull=False
-    )
-    return Q(pk__in=escalated.values("tool_call_id"))
+        """``can_decide`` and ``can_answer`` as a filter on pending ``ToolCall`` rows: the cases
+        of ``sql.DECIDABLE``, which the inbox's named counts and first page say too."""
+        return cases.decidable(actor)
 
 
 def role_members(roles: frozenset[str]) -> list[str]:

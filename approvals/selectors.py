@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from functools import reduce
 from operator import or_
 from typing import Any
@@ -17,12 +16,11 @@ from agent_core.conf import agent_settings
 from agent_core.gate import cases_of, get_gate
 from agent_core.models import ToolCall
 
-from . import pending, sql
+from . import cases, pending, sql
 from .gate import ApprovalGate
 from .models import RememberedApproval
 from .pending import PendingRow
 from .policy import ApprovalPolicy, get_policy
-from .requirement import REQUESTER, ROLE_SEPARATOR
 
 
 def pending_for(actor: Actor) -> QuerySet[ToolCall]:
@@ -68,23 +66,14 @@ def first_page(actor: Actor, params: Any, pagination: KeysetPagination) -> Page[
     if params.get(pagination.cursor_query_param) or not _default_rule():
         return None
     sort, limit = pagination.sort_of(params), pagination.limit_of(params)
-    found = pending.decidable_rows(pagination.orderings[sort], limit + 1, **_parameters(actor))
+    found = pending.decidable_rows(pagination.orderings[sort], limit + 1, cases.parameters(actor))
     return pagination.page_of(found, sort, limit)
 
 
 def _count(statement: str, actor: Actor) -> int:
     with connection.cursor() as cursor:
-        cursor.execute(statement, _parameters(actor))
+        cursor.execute(statement, cases.parameters(actor))
         return int(cursor.fetchone()[0])
-
-
-def _parameters(actor: Actor) -> dict[str, Any]:
-    """The actor as the named statements take it: its ref, roles and roles pattern."""
-    roles = sorted(actor.roles - {REQUESTER})
-    alternatives = "|".join(re.escape(role) for role in roles)
-    sep = re.escape(ROLE_SEPARATOR)
-    pattern = f"(^|{sep})({alternatives})({sep}|$)" if roles else None
-    return {"ref": actor.ref, "roles": roles, "pattern": pattern}
 
 
 def pending_calls() -> QuerySet[ToolCall]:

@@ -9,6 +9,8 @@ placeholders, in the order documented above each statement.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from agent_core import sql
 from agent_core.choices import REQUESTER, CallStatus
 from agent_core.models import Run, Thread, ToolCall
@@ -91,16 +93,20 @@ RECORD_DELIVERIES = (
 )
 
 # Claim the next attempt of a pending delivery before sending (notify.delivery.attempt), in its
-# own commit: count it and start its lease (the next attempt is due when it is over), unless the
-# attempts are used up or another attempt's lease still runs (then no row). NOTIFICATION_LEASE
-# (s), delivery id, NOTIFICATION_ATTEMPTS, NOTIFICATION_LEASE (s). Returns the attempt's number.
-# The database's clock times every lease.
+# own commit: count it and start its lease (the next attempt is due when it is over). Claimed by
+# the one chain of attempts whose turn it is — no attempt in flight and the row's attempts still
+# those its task was scheduled with (its ticket) — or, once an attempt in flight outlived its
+# lease (it died), by whichever task comes first; never once the attempts are used up. Any other
+# task (a copy the sweep queued for a late one, a redelivered one) gets no row.
+# NOTIFICATION_LEASE (s), delivery id, NOTIFICATION_ATTEMPTS, ticket, NOTIFICATION_LEASE (s).
+# Returns the attempt's number. The database's clock times every lease.
 _PENDING = f"'{DeliveryStatus.PENDING.value}'"
 _LEASE_ON = "statement_timestamp() + make_interval(secs => %s)"
 CLAIM_DELIVERY = (
     f"UPDATE {_DELIVERY} SET attempts = attempts + 1, claimed_at = statement_timestamp(),"
     f" due_at = {_LEASE_ON} WHERE id = %s AND status = {_PENDING} AND attempts < %s"
-    " AND (claimed_at IS NULL OR claimed_at <= statement_timestamp() - make_interval(secs => %s))"
+    " AND (claimed_at IS NULL AND attempts = %s"
+    "  OR claimed_at <= statement_timestamp() - make_interval(secs => %s))"
     " RETURNING attempts"
 )
 
@@ -114,15 +120,16 @@ CLAIM_REFUSED = (
 )
 
 # Pending deliveries nobody is working on (notify.delivery.resume_lost, the sweep): their next
-# attempt a whole lease overdue, the most overdue first, at most ``limit`` (the partial index on
-# pending rows' ``due_at``); each is due again a lease from now, so that the next sweeps (of this
-# or another process) leave it to the attempt this one schedules. NOTIFICATION_LEASE (s),
-# NOTIFICATION_LEASE (s), limit. Returns their ids.
+# attempt a whole lease overdue, the most overdue first, at most NOTIFICATION_SWEEP_LIMIT (the
+# partial index on pending rows' ``due_at``); each is due again a lease from now, so that the
+# next sweeps (of this or another process) leave it to the attempt this one schedules.
+# NOTIFICATION_LEASE (s), NOTIFICATION_LEASE (s), limit. Returns their ids and attempts (the
+# ticket of the attempt scheduled: if the one it stands for was merely late, only one claims).
 RESUME_LOST = (
     f"UPDATE {_DELIVERY} SET due_at = {_LEASE_ON} WHERE id IN (SELECT id FROM {_DELIVERY}"
     f"  WHERE status = {_PENDING} AND due_at <= statement_timestamp() - make_interval(secs => %s)"
     "  ORDER BY due_at LIMIT %s FOR UPDATE SKIP LOCKED)"
-    " RETURNING id"
+    " RETURNING id, attempts"
 )
 
 # A decision's compare-and-set and frames with the attempt's audit row, in one round trip
@@ -131,59 +138,91 @@ RESUME_LOST = (
 # compare-and-set found, as ``attempts.attempt`` would.
 SETTLE_AUDITED = sql.settle_call(f"a AS ({AUDIT_ATTEMPT}),")
 
-# The inbox's counts for the default policy and gate (``selectors.pending_count``,
-# ``selectors.seen_waiting_count``): the ORM compiled these from the policy's ``decidable`` and
-# ``agent_core.access`` on every console page, several milliseconds of Python for a
-# millisecond of SQL. Each takes the actor's ref, its roles (an array, without the requester
-# marker) and a pattern (the roles as the alternatives of a regular expression, NULL
-# for none), named ``%(ref)s``, ``%(roles)s``, ``%(pattern)s``.
+# Who may decide a waiting call by default (``ApprovalPolicy.decidable``), said once: the cases,
+# each a status and a condition on the call's columns (``{c}``: the alias of its table;
+# ``{in_roles}``: membership in the actor's roles). The policy's filter (``approvals.cases``, which
+# fills both in for the query the ORM builds) and the named statements below are all built from
+# ``DECIDABLE``. The named statements' parameters are the actor's ref, its roles (an array, without
+# the requester marker) and a pattern (the roles as the alternatives of a regular expression, NULL
+# for none), named ``%(ref)s``, ``%(roles)s``, ``%(pattern)s`` (``cases.parameters``).
 _ESCALATION = Escalation._meta.db_table
-_APPROVAL = f"'{CallStatus.PENDING_APPROVAL.value}'"
-_INPUT = f"'{CallStatus.PENDING_INPUT.value}'"
-_WAITING = f"{_APPROVAL}, {_INPUT}"
-_REQUESTER = f"'{REQUESTER}'"
-_ESCALATED_TO_ROLES = (
-    f"SELECT e.tool_call_id FROM {_ESCALATION} e"
-    " WHERE e.escalated_at IS NOT NULL AND e.may_decide AND e.role = ANY(%(roles)s)"
-)
-_ANY_OF_ROLES = "approver LIKE '%%|%%' AND approver ~ %(pattern)s"
+_APPROVAL = CallStatus.PENDING_APPROVAL.value
+_INPUT = CallStatus.PENDING_INPUT.value
+_IN_ROLES = "= ANY(%(roles)s)"  # the named statements': one plan for any number of roles
 
-# How many waiting calls the actor may decide (``ApprovalPolicy.decidable``): one index walk per
-# case, each without the calls of the cases before it (only an escalated call can be another).
-DECIDABLE_COUNT = (
-    f"SELECT (SELECT count(*) FROM {_CALL} WHERE status = {_APPROVAL}"
-    f"   AND approver = {_REQUESTER} AND requester_ref = %(ref)s)"
-    f" + (SELECT count(*) FROM {_CALL} WHERE status = {_APPROVAL}"
-    "   AND approver = ANY(%(roles)s))"
-    f" + (SELECT count(*) FROM {_CALL} WHERE status = {_INPUT} AND requester_ref = %(ref)s)"
-    f" + (SELECT count(*) FROM {_CALL} WHERE status = {_APPROVAL} AND {_ANY_OF_ROLES}"
-    "   AND NOT approver = ANY(%(roles)s))"
-    f" + (SELECT count(*) FROM {_CALL} WHERE status = {_APPROVAL}"
-    f"   AND id IN ({_ESCALATED_TO_ROLES})"
-    f"   AND NOT (approver = {_REQUESTER} AND requester_ref = %(ref)s)"
-    f"   AND NOT approver = ANY(%(roles)s) AND NOT ({_ANY_OF_ROLES}))"
+
+class Case(NamedTuple):
+    """One reason a call waits on the actor: ``status`` and ``condition`` (SQL, ``{c}.column``);
+    ``of_roles``: only an actor with roles can meet it."""
+
+    status: str
+    condition: str
+    of_roles: bool = False
+
+    def on(self, call: str, in_roles: str = _IN_ROLES) -> str:
+        """The case on the call ``call`` (an alias of the calls' table)."""
+        return f"{call}.status = '{self.status}' AND {self.where(call, in_roles)}"
+
+    def where(self, call: str, in_roles: str = _IN_ROLES) -> str:
+        """The case's condition alone (any status) on the call ``call``."""
+        return self.condition.format(c=call, in_roles=in_roles)
+
+
+# The approver is the requester, and the actor made the request.
+BY_REQUESTER = Case(_APPROVAL, f"{{c}}.approver = '{REQUESTER}' AND {{c}}.requester_ref = %(ref)s")
+# The approver is one of the actor's roles.
+BY_ROLE = Case(_APPROVAL, "{c}.approver {in_roles}", of_roles=True)
+# A question the actor asked is answered by the actor.
+ASKED = Case(_INPUT, "{c}.requester_ref = %(ref)s")
+# Several roles may approve (stored joined: "legal|marketing"), one of them the actor's; ``LIKE``
+# names the predicate of the partial indexes of those few calls.
+BY_ONE_OF_ROLES = Case(
+    _APPROVAL, "{c}.approver LIKE '%%|%%' AND {c}.approver ~ %(pattern)s", of_roles=True
+)
+# Escalated to one of the actor's roles with the power to decide (``approvals.escalation``).
+ESCALATED = Case(
+    _APPROVAL,
+    f"{{c}}.id IN (SELECT e.tool_call_id FROM {_ESCALATION} e"
+    " WHERE e.escalated_at IS NOT NULL AND e.may_decide AND e.role {in_roles})",
+    of_roles=True,
+)
+DECIDABLE = (BY_REQUESTER, BY_ROLE, ASKED, BY_ONE_OF_ROLES, ESCALATED)
+
+# How many waiting calls the actor may decide (``selectors.pending_count``): one index walk per
+# case, each without the calls of the earlier cases of its status, no de-duplication (what those
+# test is in the index walked, ``call_pending_by_approver`` holds ``requester_ref``, or read with
+# the row anyway).
+DECIDABLE_COUNT = "SELECT " + " + ".join(
+    f"(SELECT count(*) FROM {_CALL} c WHERE {case.on('c')}"
+    + "".join(
+        f" AND NOT ({before.where('c')})"
+        for before in DECIDABLE[:i]
+        if before.status == case.status
+    )
+    + ")"
+    for i, case in enumerate(DECIDABLE)
 )
 
-# How many waiting calls the actor may see (``agent_core.access.in_visible_runs`` with
-# ``ApprovalGate.decidable``): those of the threads it owns and of the runs holding a call it
-# approves (any status: its roles as the stored approver, or escalated to one of them), may
-# decide as the requester, or must answer. The gate's cases for its roles are within the roles'.
+# How many waiting calls the actor may see (``selectors.seen_waiting_count``,
+# ``agent_core.access.in_visible_runs`` with ``ApprovalGate.decidable``): those of the threads it
+# owns and of the runs holding a call it approves (any status: its roles as the stored approver,
+# or escalated to one of them), may decide as the requester, or must answer. The cases of
+# ``DECIDABLE`` for its roles are within the roles'.
 # A role's runs are one DISTINCT walk of ``call_approver_run`` per role, in run order (``approver
 # <> ''`` names the index's predicate): with ``approver = ANY(roles)`` PostgreSQL hashed all of a
 # role's calls instead (30,000 for 1,500 runs at 1M calls: twice the time).
+_WAITING = f"'{_APPROVAL}', '{_INPUT}'"
 SEEN_WAITING_COUNT = (
     f"SELECT count(*) FROM {_CALL} c WHERE c.status IN ({_WAITING})"
     f" AND (c.thread_id IN (SELECT t.id FROM {Thread._meta.db_table} t"
     "  WHERE t.owner_ref = %(ref)s)"
     "  OR c.run_id IN ("
-    f"   (SELECT run_id FROM {_CALL} WHERE status = {_APPROVAL}"
-    f"     AND approver = {_REQUESTER} AND requester_ref = %(ref)s)"
-    f"   UNION ALL (SELECT run_id FROM {_CALL} WHERE status = {_INPUT}"
-    "     AND requester_ref = %(ref)s)"
+    f"   (SELECT w.run_id FROM {_CALL} w WHERE {BY_REQUESTER.on('w')})"
+    f"   UNION ALL (SELECT w.run_id FROM {_CALL} w WHERE {ASKED.on('w')})"
     "   UNION ALL (SELECT d.run_id FROM unnest(%(roles)s::text[]) AS r (role), LATERAL"
     f"     (SELECT DISTINCT run_id FROM {_CALL} WHERE approver = r.role AND approver <> '') AS d)"
-    f"   UNION ALL (SELECT run_id FROM {_CALL} WHERE {_ANY_OF_ROLES})"
-    f"   UNION ALL (SELECT run_id FROM {_CALL} WHERE id IN ({_ESCALATED_TO_ROLES}))))"
+    f"   UNION ALL (SELECT w.run_id FROM {_CALL} w WHERE {BY_ONE_OF_ROLES.where('w')})"
+    f"   UNION ALL (SELECT w.run_id FROM {_CALL} w WHERE {ESCALATED.where('w')})))"
 )
 
 # How many waiting calls there are (what an operator sees).
@@ -194,17 +233,10 @@ WAITING_COUNT = f"SELECT count(*) FROM {_CALL} WHERE status IN ({_WAITING})"
 # per case (one index walk each), as ``{keys}`` of ``PENDING_ROWS``. ``{columns}`` is the page's
 # ``id, <sort key>``, ``{order}`` its order; parameters as the counts' and the rows to read
 # (``%(n)s``: the page and one more). Compiling the ORM's took ~2 ms a page at 1M calls.
-_DECIDABLE_CASES = (
-    f"status = {_APPROVAL} AND approver = {_REQUESTER} AND requester_ref = %(ref)s",
-    f"status = {_APPROVAL} AND approver = ANY(%(roles)s)",
-    f"status = {_INPUT} AND requester_ref = %(ref)s",
-    f"status = {_APPROVAL} AND {_ANY_OF_ROLES}",
-    f"status = {_APPROVAL} AND id IN ({_ESCALATED_TO_ROLES})",
-)
 DECIDABLE_KEYS = (
     " UNION ".join(
-        f"(SELECT {{columns}} FROM {_CALL} WHERE {case} ORDER BY {{order}} LIMIT %(n)s)"
-        for case in _DECIDABLE_CASES
+        f"(SELECT {{columns}} FROM {_CALL} c WHERE {case.on('c')} ORDER BY {{order}} LIMIT %(n)s)"
+        for case in DECIDABLE
     )
     + " ORDER BY {order} LIMIT %(n)s"
 )

@@ -22,8 +22,9 @@ from .notify.delivery import DELIVER_TASK
     acks_on_failure_or_timeout=False,
     ignore_result=True,
 )
-def deliver_notification(self: Any, delivery_id: int) -> None:
-    """Try one notification delivery; retried with exponential backoff until it is settled."""
-    again = delivery.attempt(delivery_id)
+def deliver_notification(self: Any, delivery_id: int, ticket: int = 0) -> None:
+    """Try one notification delivery; retried with exponential backoff until it is settled
+    (``ticket``: see ``delivery.attempt``; a message queued before there were tickets has 0)."""
+    again = delivery.attempt(delivery_id, ticket)
     if again is not None:
-        raise self.retry(countdown=again, max_retries=None)
+        raise self.retry(args=[delivery_id, again.ticket], countdown=again.delay, max_retries=None)

@@ -6,7 +6,8 @@
 Uses the database ``<name>_approve`` next to ``DATABASE_URL`` (created if missing, its agent tables
 emptied and refilled with ``bench.pending``'s shape at a smaller size: 80,000 threads of 3
 calls, 8,000 waiting runs with 2 pending calls each, the first of each for ``finance``). The
-server is the README's web command, ``gunicorn config.wsgi --workers 4 --threads 8``, with
+server is the README's web command, ``gunicorn config.wsgi -c python:agent_core.gunicorn
+--workers 4 --threads 8`` (without ``-c`` for a tree that predates it), with
 persistent, health-checked connections (``CONN_MAX_AGE=60``). Each approved call has a sibling
 still pending, so its run stays parked: the decision path (authenticate, authorize, lock,
 compare-and-set, stream frame, audit row, commit), not the agent loop.
@@ -90,6 +91,8 @@ def serve(server: Server, url: str, shape: tuple[str, str]) -> tuple[subprocess.
     }
     workers, threads = shape
     command = [str(BIN / "gunicorn"), server.app, "--workers", workers, "--threads", threads]
+    if server.app == "config.wsgi" and (server.root / "agent_core" / "gunicorn.py").exists():
+        command += ["-c", "python:agent_core.gunicorn"]  # the README's, where the tree has it
     process = subprocess.Popen(
         [*command, "--bind", f"127.0.0.1:{port}"],
         cwd=server.root,

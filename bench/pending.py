@@ -93,14 +93,21 @@ def time_requests(client: Any, url: str, params: dict[str, Any], n: int) -> tupl
 
 def sql_time(actor: Any, cursor: str | None) -> tuple[float, bool]:
     """The page's one statement's execution time in PostgreSQL, and whether it used a partial
-    index (every branch of the page's keys should)."""
+    index (every branch of the page's keys should): the first page's is named
+    (``pending.decidable_statement``), a later page's keys compiled."""
     from django.db import connection
 
-    from approvals import pending
+    from approvals import cases, pending
     from approvals.api.filters import PendingPagination
 
     pagination = PendingPagination()
-    sql, sql_params = pending.statement(page_keys(actor, cursor), pagination.orderings["oldest"])
+    oldest = pagination.orderings["oldest"]
+    if cursor is None:
+        sql = pending.decidable_statement(oldest)
+        sql_params: Any = {**cases.parameters(actor), "n": pagination.page_size + 1}
+    else:
+        keys, sql_params = page_keys(actor, cursor).query.sql_with_params()
+        sql = pending.statement(keys, oldest)
     with connection.cursor() as c:
         c.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", sql_params)
         plan = c.fetchone()[0][0]
@@ -108,7 +115,8 @@ def sql_time(actor: Any, cursor: str | None) -> tuple[float, bool]:
 
 
 def page_keys(actor: Any, cursor: str | None) -> Any:
-    """The query of the page's keys, as the API compiles it (one branch per case)."""
+    """The query of the page's keys, as the API compiles it past the first page or with a filter
+    (one branch per case)."""
     from approvals.api.filters import PendingPagination
     from approvals.selectors import all_calls, pending_branches
 
@@ -117,8 +125,9 @@ def page_keys(actor: Any, cursor: str | None) -> Any:
 
 
 def explain_keys(actor: Any) -> str:
-    """``EXPLAIN ANALYZE`` of the first page's keys: each branch should walk its index in order
-    and stop after one page (a ``Limit`` over an index scan, no sort of every match)."""
+    """``EXPLAIN ANALYZE`` of the first page's keys as compiled (a filtered first page's shape):
+    each branch should walk its index in order and stop after one page (a ``Limit`` over an
+    index scan, no sort of every match)."""
     from django.db import connection
 
     sql, sql_params = page_keys(actor, None).query.sql_with_params()

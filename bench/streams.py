@@ -1,9 +1,10 @@
 """Stream benchmark: SSE throughput, commit-to-client latency across processes, subscribers.
 
     DATABASE_URL=... REDIS_URL=... .venv/bin/python bench/streams.py [--quick] [--floor]
-        [--subscribers 1,10,100,1000] [--server uvicorn|daphne] [--per-client 500]
+        [--subscribers 1,10,100,1000] [--server uvicorn|daphne] [--per-client 500] [--access-log]
 
-Starts two real streams processes (uvicorn by default, the README's streams server;
+Starts two real streams processes (uvicorn by default, the README's streams server, started as
+the README starts it: ``--no-access-log`` unless ``--access-log``;
 ``tests.live.settings``: inline runner, header actors) on the database of ``DATABASE_URL``
 (migrated first) and measures:
 
@@ -13,7 +14,8 @@ Starts two real streams processes (uvicorn by default, the README's streams serv
    attached to another process (median, p99);
 3. commit-to-client latency with N concurrent SSE subscribers of one run on one streams process
    (``--subscribers``), 50 frames 50 ms apart, beside issue 18's targets (met / NOT met), with
-   the time to attach them all, the server's CPU per delivered frame and the clients' CPU;
+   the time to attach them all, the server's CPU per stream attached (while they attach and read
+   the table) and per delivered frame, and the clients' CPU;
    ``--floor``: the same clients and frames against ``bench.sse_floor``, a bare ASGI app on the
    same server writing the same bytes from memory (the lower bound).
 
@@ -195,8 +197,10 @@ Emitter = Commits | Floor
 
 @dataclass
 class Latency:
+    subscribers: int
     samples: list[float]
     attach_seconds: float  # from the first client's first connection to the last stream's ``meta``
+    attach_cpu_seconds: float  # the serving process's, while they attach and read the table
     warm_seconds: float  # from the warm-up frame's commit to its arrival on every stream
     client_cpu_seconds: float
     server_cpu_seconds: float  # the serving process's, from the warm-up frame to the last frame
@@ -219,12 +223,14 @@ async def latency(
         context.Process(target=run_clients, args=(server.url, run_id, n, ready, results))
         for n in sizes
     ]
+    attach_cpu = _cpu_seconds(server.process.pid)
     for process in clients:
         process.start()
     try:
         attached = [await asyncio.to_thread(ready.get, True, 300) for _ in clients]
         assert all(what == "attached" for what, _, _ in attached), attached
         await asyncio.sleep(0.5)  # every stream has read the table after its meta
+        attach_cpu = _cpu_seconds(server.process.pid) - attach_cpu
         warm_up = time.time()
         await emitter.warm_up()
         warm = [await asyncio.to_thread(ready.get, True, 300) for _ in clients]
@@ -243,8 +249,10 @@ async def latency(
             samples += got
             client_cpu += seconds
         return Latency(
+            subscribers,
             samples,
             max(t for _, t, _ in attached) - min(t for _, _, t in attached),
+            attach_cpu,
             max(t for _, t, _ in warm) - warm_up,
             client_cpu,
             cpu,
@@ -262,12 +270,22 @@ TARGETS = {10: 25.0, 1000: 100.0}
 
 
 async def main(
-    quick: bool, subscribers: list[int], server: str, per_client: int, floor: bool
+    quick: bool,
+    subscribers: list[int],
+    server: str,
+    per_client: int,
+    floor: bool,
+    access_log: bool,
 ) -> None:
     logs = Path(tempfile.mkdtemp(prefix="airlock-bench-"))
-    a = start_server(logs / "a.log", server=server, AIRLOCK_FLUSH_BYTES="1")
-    b = start_server(logs / "b.log", server=server)
-    bare = start_server(logs / "floor.log", server=server, app="bench.sse_floor:app")
+    # uvicorn as the README's streams command starts it, without an access log (``--access-log``:
+    # with uvicorn's default one); daphne writes none unless told.
+    options = ["--no-access-log"] if server == "uvicorn" and not access_log else []
+    a = start_server(logs / "a.log", server=server, options=options, AIRLOCK_FLUSH_BYTES="1")
+    b = start_server(logs / "b.log", server=server, options=options)
+    bare = start_server(
+        logs / "floor.log", server=server, options=options, app="bench.sse_floor:app"
+    )
     try:
         words = 300 if quick else 1500
         live_rate, replay_rate, count = await throughput(a, words)
@@ -288,9 +306,9 @@ async def main(
         )
         print(
             "| subscribers | p50 ms | p99 ms | target p99 | frames received | attach s | warm s "
-            "| server CPU µs / delivery | client CPU s |"
+            "| server CPU µs / attach | server CPU µs / delivery | client CPU s |"
         )
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         rows: list[tuple[str, Server, Emitter | None]] = [("", b, None)]
         if floor:
             rows.append((" floor", bare, Floor(bare)))
@@ -318,10 +336,11 @@ def _row(label: str, run: Latency, target: float | None) -> None:
     p50, p99 = statistics.median(run.samples), percentile(run.samples, 99)
     verdict = "" if target is None else f"≤ {target:.0f}: {'met' if p99 <= target else 'NOT met'}"
     per_delivery = run.server_cpu_seconds / max(1, len(run.samples)) * 1e6
+    per_attach = run.attach_cpu_seconds / run.subscribers * 1e6
     print(
         f"| {label} | {p50:.1f} | {p99:.1f} | {verdict} | {len(run.samples):,} "
-        f"| {run.attach_seconds:.2f} | {run.warm_seconds:.2f} | {per_delivery:.0f} "
-        f"| {run.client_cpu_seconds:.1f} |"
+        f"| {run.attach_seconds:.2f} | {run.warm_seconds:.2f} | {per_attach:.0f} "
+        f"| {per_delivery:.0f} | {run.client_cpu_seconds:.1f} |"
     )
 
 
@@ -338,7 +357,10 @@ if __name__ == "__main__":
     parser.add_argument(
         "--floor", action="store_true", help="also measure bench.sse_floor (a bare ASGI app)"
     )
+    parser.add_argument(
+        "--access-log", action="store_true", help="uvicorn with its access log (its default)"
+    )
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     counts = [int(n) for n in args.subscribers.split(",")]
-    asyncio.run(main(args.quick, counts, args.server, args.per_client, args.floor))
+    asyncio.run(main(args.quick, counts, args.server, args.per_client, args.floor, args.access_log))

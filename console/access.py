@@ -16,6 +16,8 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.urls import reverse
 
+from agent_core.actors import ROLES_ATTRIBUTE
+
 from .conf import console_settings
 
 View = Callable[..., HttpResponseBase]
@@ -25,9 +27,7 @@ def has_console_access(user: Any) -> bool:
     """Staff, or a member of one of the configured console roles."""
     if not user.is_authenticated or not user.is_active:
         return False
-    if user.is_staff:
-        return True
-    return bool(user.groups.filter(name__in=console_settings().ROLES).exists())
+    return bool(user.is_staff) or _holds_console_role(user)
 
 
 def may_browse_admin(user: Any) -> bool:
@@ -35,9 +35,23 @@ def may_browse_admin(user: Any) -> bool:
     staff without one see their own runs in the console only."""
     if not user.is_authenticated or not user.is_active or not user.is_staff:
         return False
-    if user.is_superuser:
-        return True
-    return bool(user.groups.filter(name__in=console_settings().ROLES).exists())
+    return bool(user.is_superuser) or _holds_console_role(user)
+
+
+def _holds_console_role(user: Any) -> bool:
+    roles = getattr(user, ROLES_ATTRIBUTE, None)
+    if roles is None:
+        return bool(user.groups.filter(name__in=console_settings().ROLES).exists())
+    return not roles.isdisjoint(console_settings().ROLES)
+
+
+def _remember_roles(user: Any) -> None:
+    """Read the user's groups once for this request and keep them on its user, where access,
+    the admin link and the actor (``actor_for_user``) find them: a page asked for them up to
+    three times. Only on a request's user, which lives as long as the request (a WebSocket's
+    lives as long as the connection, and reads them anew each time)."""
+    roles = frozenset(user.groups.values_list("name", flat=True))
+    setattr(user, ROLES_ATTRIBUTE, roles)
 
 
 def console_view(view: View) -> View:
@@ -48,6 +62,7 @@ def console_view(view: View) -> View:
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path(), reverse("console:login"))
+        _remember_roles(request.user)
         if not has_console_access(request.user):
             return render(request, "console/no_access.html", status=403)
         return view(request, *args, **kwargs)

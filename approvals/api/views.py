@@ -201,8 +201,12 @@ class PendingApprovalsView(AirlockAPIView):
         if not filtered.is_valid():
             raise serializers.ValidationError(filtered.errors)
         pagination = PendingPagination()
-        branches = selectors.pending_branches(actor)
-        page = pending.page(filtered.qs, params, pagination, branches=branches)
+        # The first page unfiltered, by the default rule: one named statement (None otherwise).
+        unfiltered = not any(filtered.form.cleaned_data.values())
+        page = selectors.first_page(actor, params, pagination) if unfiltered else None
+        if page is None:
+            branches = selectors.pending_branches(actor)
+            page = pending.page(filtered.qs, params, pagination, branches=branches)
         return Response(pagination.envelope(request, page, pending_results(page.rows)))
 
 

@@ -10,7 +10,9 @@ runner, the inline runner's pool (retries on a timer) otherwise. Each attempt is
 it sends and its outcome recorded after (``attempts``, ``error``, ``status``), so the console can
 show what reached whom, and a notification whose sends never finish still ends ``failed``. One
 whose next attempt was lost with its process or message is scheduled again by the sweep
-(``resume_lost``).
+(``resume_lost``). Each scheduled attempt carries a ticket (the row's attempts when it was
+scheduled), so that however many copies of it run (a redelivered task, the sweep's for one that
+was merely late), one chain of attempts goes on.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
+from typing import NamedTuple
 
 from celery import current_app
 from django.db import DatabaseError, transaction
@@ -45,6 +48,13 @@ logger = logging.getLogger(__name__)
 DELIVER_TASK = "approvals.deliver_notification"
 
 
+class Next(NamedTuple):
+    """The next attempt of a delivery's chain: in ``delay`` seconds, holding ``ticket``."""
+
+    delay: float
+    ticket: int
+
+
 def record(
     calls: Sequence[ToolCall], *, event: str = REQUESTED, refs: list[str] | None = None
 ) -> int:
@@ -65,7 +75,7 @@ def record(
         return 0
     # One statement: the rows, less whoever opted out.
     inserted = sql.fetch_all(statements.RECORD_DELIVERIES, [sql.json_rows(rows)])
-    pending = [pk for pk, status in inserted if status == DeliveryStatus.PENDING]
+    pending = [(pk, 0) for pk, status in inserted if status == DeliveryStatus.PENDING]
     if pending:
         transaction.on_commit(functools.partial(_schedule_all, pending))
     return len(inserted)
@@ -105,58 +115,65 @@ def _unreachable(backend: NotificationBackend, ref: str) -> str:
     return f"{backend.name} cannot reach {ref or 'anyone'}"
 
 
-def _schedule_all(delivery_ids: list[int]) -> None:
+def _schedule_all(deliveries: Iterable[tuple[int, int]]) -> None:
     # After the commit that asked: a failure to queue is logged, never raised into its caller.
-    for delivery_id in delivery_ids:
+    for delivery_id, ticket in deliveries:
         try:
-            schedule(delivery_id)
+            schedule(delivery_id, ticket)
         except Exception:
             logger.exception("could not queue notification delivery %s", delivery_id)
 
 
-def schedule(delivery_id: int) -> None:
-    """Hand one delivery attempt to the durable task queue or the inline runner's pool."""
+def schedule(delivery_id: int, ticket: int = 0) -> None:
+    """Hand one delivery attempt to the durable task queue or the inline runner's pool;
+    ``ticket``: the row's attempts so far (see ``attempt``)."""
     if agent_settings().RUNNER == "durable":
         # By name, as the project's routes know it (approvals.tasks imports this module).
-        current_app.send_task(DELIVER_TASK, args=[delivery_id])
+        current_app.send_task(DELIVER_TASK, args=[delivery_id, ticket])
         return
     runner = get_runner()
     submit = runner.submit if isinstance(runner, InlineRunner) else _call
 
-    def attempt_inline() -> None:
-        again = attempt(delivery_id)
+    def attempt_inline(ticket: int) -> None:
+        again = attempt(delivery_id, ticket)
         if again is not None:
-            submit_later = threading.Timer(again, submit, args=(attempt_inline,))
+            retry = functools.partial(attempt_inline, again.ticket)
+            submit_later = threading.Timer(again.delay, submit, args=(retry,))
             submit_later.daemon = True
             submit_later.start()
 
-    submit(attempt_inline)
+    submit(functools.partial(attempt_inline, ticket))
 
 
-def attempt(delivery_id: int) -> float | None:
-    """Try one delivery once and record how it went; the delay before the next attempt, or
-    ``None`` when there is none to make (sent, failed for good, settled, or taken by another).
+def attempt(delivery_id: int, ticket: int = 0) -> Next | None:
+    """Try one delivery once and record how it went; when and with which ticket to come back,
+    or ``None`` when there is nothing to come back for (sent, failed for good, settled, or the
+    attempt made by another task, whose chain goes on).
 
     The attempt is claimed before anything is sent, in a commit of its own (``CLAIM_DELIVERY``):
     counted, so that an attempt whose process dies while sending (SIGKILL, the OOM killer, a
     hard time limit) still uses up one of ``NOTIFICATION_ATTEMPTS``, and leased, so that of two
     attempts of the same row at once (a redelivered task) one sends and the other comes back
-    when the lease is over. The outcome is a compare-and-set on the claimed count: an attempt
-    that outlived its lease, overtaken by the next, records nothing.
+    when the lease is over. ``ticket`` is the row's attempts when this one was scheduled: a task
+    whose attempt another made meanwhile (its copy the sweep queued, or the redelivered one once
+    the first finished) ends there, so one chain of attempts goes on, at its backoff. The
+    outcome is a compare-and-set on the claimed count: an attempt that outlived its lease,
+    overtaken by the next, records nothing.
     """
     settings = approvals_settings()
     lease = settings.NOTIFICATION_LEASE
     claimed = sql.fetch_one(
-        statements.CLAIM_DELIVERY, [lease, delivery_id, settings.NOTIFICATION_ATTEMPTS, lease]
+        statements.CLAIM_DELIVERY,
+        [lease, delivery_id, settings.NOTIFICATION_ATTEMPTS, ticket, lease],
     )
     if claimed is None:
-        return _refused(delivery_id, settings)
+        return _refused(delivery_id, ticket, settings)
     tried = claimed[0]
     row = Delivery.objects.select_related("tool_call").filter(pk=delivery_id).first()
     if row is None:
         return None  # deleted with its call's thread since the claim
     error, final = _send(row)
-    final = error is None or final or tried >= settings.NOTIFICATION_ATTEMPTS
+    final = error is None or final or _used_up(tried, settings)
     status = DeliveryStatus.SENT if error is None else DeliveryStatus.FAILED
     backoff = settings.NOTIFICATION_BACKOFF * 2 ** (tried - 1)
     counted = Delivery.objects.filter(
@@ -177,40 +194,42 @@ def attempt(delivery_id: int) -> float | None:
             tried,
             error,
         )
-    return None if not counted or final else backoff
+    return None if not counted or final else Next(backoff, tried)
 
 
-def resume_lost(limit: int = 100) -> int:
+def resume_lost() -> int:
     """Schedule again the pending deliveries whose attempts were lost (a sweep job); how many.
 
     The next attempt of a delivery waits in one process's timer (the inline runner) or one task
     message (the durable runner): when that process dies or the message is lost (a flushed
     broker, a failure to queue after commit), nothing else would try the row again. One whose
     next attempt (``due_at``) is a whole lease overdue has lost it — the lease bounds how late an
-    attempt may start or finish — and is scheduled again, at most ``limit`` per sweep. Its claim
-    still keeps two attempts from sending at once, and one whose attempts are used up fails,
-    saying why.
+    attempt may start or finish — and is scheduled again, at most ``NOTIFICATION_SWEEP_LIMIT``
+    per sweep. A task merely late by a lease looks the same: the one scheduled here carries the
+    same ticket, so whichever claims first makes the attempt and the other ends. The claim still
+    keeps two attempts from sending at once, and one whose attempts are used up fails, saying why.
     """
-    lease = approvals_settings().NOTIFICATION_LEASE
-    lost = [pk for (pk,) in sql.fetch_all(statements.RESUME_LOST, [lease, lease, limit])]
+    settings = approvals_settings()
+    lease, limit = settings.NOTIFICATION_LEASE, settings.NOTIFICATION_SWEEP_LIMIT
+    lost = sql.fetch_all(statements.RESUME_LOST, [lease, lease, limit])
     if lost:
         transaction.on_commit(functools.partial(_schedule_all, lost))
     return len(lost)
 
 
-def _refused(delivery_id: int, settings: ApprovalsSettings) -> float | None:
+def _refused(delivery_id: int, ticket: int, settings: ApprovalsSettings) -> Next | None:
     """Why no attempt could be claimed, and what follows: another attempt's lease still runs
-    (come back when it is over), another attempt finished since (its own retries follow:
-    ``None``), the row is settled (``None``), or every attempt is used up: the row fails, saying
-    why — an attempt that died is only known by its lease running out."""
+    (come back when it is over: it may have died), another attempt was made since (its own
+    retries follow: ``None``), the row is settled (``None``), or every attempt is used up: the
+    row fails, saying why — an attempt that died is only known by its lease running out."""
     found = sql.fetch_one(statements.CLAIM_REFUSED, [settings.NOTIFICATION_LEASE, delivery_id])
     if found is None:
         return None
     attempts, unfinished, lease_left, last_error = found
-    limit = settings.NOTIFICATION_ATTEMPTS
-    if lease_left > 0 or (unfinished and attempts < limit):
-        return float(lease_left)
-    if attempts < limit:
+    used_up = _used_up(attempts, settings)
+    if lease_left > 0 or (unfinished and not used_up):
+        return Next(float(lease_left), ticket)
+    if not used_up:
         return None
     error = _given_up(attempts, unfinished=unfinished, last_error=last_error)
     if Delivery.objects.filter(
@@ -218,6 +237,12 @@ def _refused(delivery_id: int, settings: ApprovalsSettings) -> float | None:
     ).update(status=DeliveryStatus.FAILED, error=error, claimed_at=None):
         logger.warning("notification delivery %s: %s", delivery_id, error)
     return None
+
+
+def _used_up(attempts: int, settings: ApprovalsSettings) -> bool:
+    """Whether a delivery that made ``attempts`` gives up: the one rule of it (the claim is
+    handed the same ``NOTIFICATION_ATTEMPTS``, and counts no attempt past it)."""
+    return attempts >= settings.NOTIFICATION_ATTEMPTS
 
 
 def _given_up(attempts: int, *, unfinished: bool, last_error: str) -> str:

@@ -1,5 +1,6 @@
-"""What the ASGI application does at the server's first event (lifespan start-up): the work that
-would otherwise fall on the first streams to attach."""
+"""What the ASGI application does at the server's first event (lifespan start-up), and a web
+worker under gunicorn once it has loaded the application: the work that would otherwise fall on
+the first streams to attach or the first requests."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 import pytest
 from channels.layers import channel_layers
 from django.conf import settings
+from django.urls import clear_url_caches, get_resolver
 
-from agent_core import asgi
+from agent_core import asgi, gunicorn
 from agent_core.asgi import AirlockApplication
 
 
@@ -46,4 +48,12 @@ def test_start_up_makes_the_channel_layer_and_freezes_what_it_loaded(unfrozen, m
     ]
     assert set(channel_layers.backends) == {"default"} and settings.CHANNEL_LAYERS
     # Frozen: the start-up heap is left out of every later collection.
+    assert gc.get_freeze_count() > 10_000
+
+
+def test_a_web_worker_loads_its_views_and_freezes_what_start_up_loaded(unfrozen):
+    gc.unfreeze()
+    clear_url_caches()  # as a worker that has served nothing yet
+    gunicorn.post_worker_init(worker=None)
+    assert "url_patterns" in vars(get_resolver())  # the URLconf, and every view, imported
     assert gc.get_freeze_count() > 10_000

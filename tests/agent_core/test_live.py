@@ -1,11 +1,12 @@
-"""Replay from the table (superseded text flagged), the table reads followers share, and the
-reader threads' kept connections."""
+"""Replay from the table (superseded text flagged, the run's end read with the frames), the table
+reads followers share, and the reader threads' kept connections."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 from collections.abc import Callable
+from contextlib import aclosing
 from typing import Any, TypeVar
 
 import psycopg
@@ -13,7 +14,8 @@ import pytest
 from django.db import connection, connections
 
 from agent_core import access, live
-from agent_core.models import StreamFrame
+from agent_core.choices import RunStatus
+from agent_core.models import Run, StreamFrame
 from tests.conftest import ALICE
 
 pytestmark = pytest.mark.django_db
@@ -26,9 +28,10 @@ def test_superseded_text_is_replayed_with_its_id_and_flagged(turn):
     text = StreamFrame.objects.filter(run=run, kind="text").first()
     assert text is not None
     StreamFrame.objects.filter(pk=text.pk).update(superseded=True)
-    frames = live._frames_after(run.pk, 0)
-    assert [seq for seq, _, _ in frames] == list(range(1, len(frames) + 1))
-    flagged = {seq: data.get("superseded", False) for seq, _, data in frames}
+    ending, frames = live._catch_up(run.pk, 0)
+    assert ending == live.Event("done", {"status": "completed"})
+    assert [event.seq for event, _ in frames] == list(range(1, len(frames) + 1))
+    flagged = {event.seq: event.data.get("superseded", False) for event, _ in frames}
     assert flagged[text.seq] is True
     assert sum(flagged.values()) == 1
 
@@ -141,3 +144,68 @@ def test_an_attach_on_a_kept_connection_sends_its_one_statement(turn, monkeypatc
     finally:
         monkeypatch.setattr(live, "_in_flight", 0)
         asyncio.run(_on_every_reader(connections.close_all))
+
+
+async def _first_batches(run: Run, count: int) -> list[list[live.Event]]:
+    found = []
+    async with aclosing(live.batches(run, 0)) as batches:
+        async for batch in batches:
+            found.append(batch)
+            if len(found) == count:
+                break
+    return found
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("ended", [True, False])
+def test_a_stream_catching_up_reads_the_run_and_its_frames_in_one_statement(
+    turn, monkeypatch, ended
+):
+    run = turn("hello there")
+    if not ended:  # still running: its frames so far, then it waits for live ones
+        StreamFrame.objects.filter(run=run, kind="finish").delete()
+        Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING)
+    stored = StreamFrame.objects.filter(run=run).count()
+    monkeypatch.setattr(live, "_in_flight", 100)  # every reader keeps its connection
+    try:
+        asyncio.run(_on_every_reader(lambda: access.visible_run(ALICE, run.pk)))
+        sent = _statements_on_readers(monkeypatch)
+        meta, caught_up = asyncio.run(_first_batches(run, 2))
+        assert [e.kind for e in meta] == ["meta"]
+        assert [e.seq for e in caught_up if e.kind == "frame"] == list(range(1, stored + 1))
+        assert caught_up[-1].kind == ("done" if ended else "frame")
+        assert len(sent) == 1, sent  # the run's end and its frames in one read
+    finally:
+        monkeypatch.setattr(live, "_in_flight", 0)
+        asyncio.run(_on_every_reader(connections.close_all))
+
+
+async def _caught_up_together(run: Run) -> tuple[list[live.Event], list[live.Event]]:
+    gate = threading.Event()
+    busy = [asyncio.ensure_future(live.read(gate.wait, 10)) for _ in range(live.READER_THREADS)]
+    followers = [live.batches(run, 0) for _ in range(2)]
+    try:
+        for follower in followers:
+            assert [event.kind for event in await anext(follower)] == ["meta"]
+        # Both ask for the run's frames while every reader thread is busy: one shared read (each
+        # runs to its read without suspending before it).
+        asked = [asyncio.ensure_future(anext(follower)) for follower in followers]
+        await asyncio.sleep(0)
+        gate.set()
+        first, second = await asyncio.gather(*asked)
+    finally:
+        gate.set()
+        for follower in followers:
+            await follower.aclose()
+        await asyncio.gather(*busy)
+    return first, second
+
+
+@pytest.mark.django_db(transaction=True)
+def test_followers_attaching_together_share_the_events_they_catch_up_on(turn):
+    run = turn("hello there")
+    first, second = asyncio.run(_caught_up_together(run))
+    assert [event.kind for event in first][-1] == "done"
+    assert len(first) == StreamFrame.objects.filter(run=run).count() + 1
+    # The same objects: a frame replayed to a thousand followers is encoded once (``Event.encoded``)
+    assert all(a is b for a, b in zip(first, second, strict=True))

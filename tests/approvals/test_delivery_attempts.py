@@ -50,7 +50,7 @@ def claimed(
 @pytest.mark.django_db(transaction=True)
 def test_two_attempts_at_once_send_once(pending):
     receiver = Receiver(hang=True)  # the first attempt is in the middle of its send
-    outcome: list[float | None] = []
+    outcome: list[delivery.Next | None] = []
 
     def first() -> None:
         try:
@@ -66,7 +66,7 @@ def test_two_attempts_at_once_send_once(pending):
             # A redelivered task: the lease is the first attempt's, so it comes back at its end.
             again = delivery.attempt(pending.pk)
             assert len(receiver.received) == 1
-            assert again is not None and 0 < again <= LEASE
+            assert again is not None and 0 < again.delay <= LEASE
             receiver.release()
             sending.join()
             assert delivery.attempt(pending.pk) is None  # settled
@@ -81,13 +81,32 @@ def test_two_attempts_at_once_send_once(pending):
 def test_an_attempt_that_died_is_counted_once_its_lease_is_over(pending, receiver):
     with override_settings(APPROVALS=notifying(receiver)):
         claimed(pending, attempts=1, ago=1)
-        again = delivery.attempt(pending.pk)
-        assert again is not None and LEASE - 5 < again < LEASE  # its lease runs: come back then
+        again = delivery.attempt(pending.pk)  # its lease runs: come back then
+        assert again is not None and LEASE - 5 < again.delay < LEASE
         assert receiver.received == []
         claimed(pending, attempts=1, ago=LEASE + 1)
         assert delivery.attempt(pending.pk) is None
     pending.refresh_from_db()
     assert (pending.status, pending.attempts, pending.error) == ("sent", 2, "")
+    assert len(receiver.received) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_redelivered_attempt_ends_when_the_one_it_waited_for_finishes(pending, receiver):
+    # A redelivered task waits out the lease of the attempt in flight; that attempt then fails
+    # and its own task retries after the backoff: the redelivered one must not try at once.
+    with override_settings(APPROVALS=notifying(receiver)):
+        claimed(pending, attempts=1, ago=1)  # the first message's attempt, in its send
+        again = delivery.attempt(pending.pk)  # its redelivered copy: come back after the lease
+        assert again is not None
+        Delivery.objects.filter(pk=pending.pk).update(
+            claimed_at=None, error="DeliveryFailed: HTTP 500: ", due_at=timezone.now()
+        )  # it finished, failing; its task retries
+        assert delivery.attempt(pending.pk) is None
+        assert receiver.received == []
+        assert delivery.attempt(pending.pk, 1) is None  # the first message's retry: sent
+    pending.refresh_from_db()
+    assert (pending.status, pending.attempts) == ("sent", 2)
     assert len(receiver.received) == 1
 
 
@@ -128,8 +147,16 @@ def test_the_inline_runner_comes_back_when_a_dead_attempts_lease_is_over(
     assert len(receiver.received) == sends
 
 
-@pytest.mark.parametrize("setting", [{"NOTIFICATION_ATTEMPTS": 0}, {"NOTIFICATION_LEASE": 0}])
-def test_no_attempts_or_no_lease_is_reported(setting):
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"NOTIFICATION_ATTEMPTS": 0},
+        {"NOTIFICATION_LEASE": 0},
+        {"NOTIFICATION_SWEEP_LIMIT": 0},
+        {"NOTIFICATION_SWEEP_LIMIT": 2.5},
+    ],
+)
+def test_no_attempts_no_lease_or_no_sweep_is_reported(setting):
     with override_settings(APPROVALS=setting):
         [error] = check_approvals_settings()
     assert error.id == "approvals.E001"

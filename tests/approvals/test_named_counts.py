@@ -1,26 +1,33 @@
 """The inbox's counts and first page as named statements (``approvals.sql.DECIDABLE_COUNT``,
 ``SEEN_WAITING_COUNT``, ``DECIDABLE_KEYS``) count and read what the policy's ``decidable`` and
 ``agent_core.access`` compile to, for every reason a call waits on someone and a run is seen, in
-every order; a policy with a ``decidable`` of its own is counted and read by its own query."""
+every order, and what the policy's ``can_decide`` / ``can_answer`` say call by call; the REST
+inbox's first page is the named one; a policy with a ``decidable`` of its own is counted and read
+by its own query."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.db.models import Q
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from agent_core.access import in_visible_runs
 from agent_core.actors import Actor
 from agent_core.api.pagination import Page
+from agent_core.choices import CallStatus
 from agent_core.models import ToolCall
-from approvals import pending, selectors
+from approvals import pending, selectors, sql
 from approvals import services as port
 from approvals.api.filters import PendingPagination
+from approvals.api.serializers import pending_results
 from approvals.models import Escalation
 from approvals.pending import PendingRow
-from approvals.policy import DefaultPolicy
+from approvals.policy import DefaultPolicy, get_policy
 from tests.approvals.test_pending import LEA
 from tests.conftest import ALICE, REFUND, calls_of
 from tests.test_visible_runs import BOB, FRAN, MARK, OPS, RULES
@@ -29,6 +36,7 @@ pytestmark = pytest.mark.django_db
 
 OTTO = Actor(ref="user:otto", roles=frozenset({"operator"}))
 BOTH = Actor(ref="user:both", roles=frozenset({"finance", "ops", "requester"}))
+VIEWERS = (ALICE, LEA, FRAN, OPS, MARK, BOB, OTTO, BOTH)
 
 
 def reference(actor: Actor) -> tuple[int, int]:
@@ -63,7 +71,7 @@ def every_reason(turn, decide, settings):
 
 
 def test_the_named_counts_are_the_compiled_ones_for_every_reason(every_reason):
-    for actor in (ALICE, LEA, FRAN, OPS, MARK, BOB, OTTO, BOTH):
+    for actor in VIEWERS:
         named = selectors.pending_count(actor), selectors.seen_waiting_count(actor)
         assert named == reference(actor), actor
     assert reference(ALICE) == (2, 6) and reference(FRAN) == (3, 3)
@@ -98,9 +106,74 @@ def compiled_page(actor: Actor, params: dict[str, str]) -> Page[PendingRow]:
 
 def test_the_named_first_page_is_the_compiled_one_for_every_reason_and_order(every_reason):
     assert len(compiled_page(FRAN, {}).rows) == 3 and len(compiled_page(ALICE, {}).rows) == 2
-    for actor in (ALICE, LEA, FRAN, OPS, MARK, BOB, OTTO, BOTH):
+    for actor in VIEWERS:
         for sort in PendingPagination.orderings:
             for limit in ("1", "2", "50"):
                 params = {"sort": sort, "limit": limit}
                 named = selectors.first_page(actor, params, PendingPagination())
                 assert named == compiled_page(actor, params), (actor, params)
+
+
+def test_the_cases_are_what_the_policy_says_call_by_call(every_reason):
+    """The cases (``sql.DECIDABLE``, which both paths are built from) against the policy's own
+    rule for one call: a case missing from them fails here, whichever path it is missing from."""
+    policy, waiting = get_policy(), list(ToolCall.objects.filter(status__in=pending.WAITING))
+    for actor in VIEWERS:
+        may = {
+            call.pk
+            for call in waiting
+            if (
+                policy.can_answer if call.status == CallStatus.PENDING_INPUT else policy.can_decide
+            )(actor, call)
+        }
+        page = selectors.first_page(actor, {"limit": "200"}, PendingPagination())
+        assert page is not None and {row.id for row in page.rows} == may, actor
+        assert selectors.pending_count(actor) == len(may), actor
+
+
+PENDING = "/agent/approvals/pending"
+
+
+def api_get(actor: Actor, params: dict[str, str]) -> dict:
+    """The REST inbox as ``actor`` sees it (the header resolver stands in for a sign-in)."""
+    roles = ",".join(sorted(actor.roles))
+    response = APIClient().get(PENDING, params, HTTP_X_ACTOR_ID=actor.ref, HTTP_X_ACTOR_ROLE=roles)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+@pytest.fixture
+def header_actor(settings):
+    resolver = {"ACTOR_RESOLVER": "agent_core.actors.HeaderResolver", "ALLOW_HEADER_ACTOR": True}
+    settings.AGENT = {**settings.AGENT, **resolver}
+
+
+def test_the_rest_first_page_is_the_compiled_one(every_reason, header_actor):
+    for actor in VIEWERS:
+        for sort in PendingPagination.orderings:
+            for limit in ("1", "2", "50"):
+                params = {"sort": sort, "limit": limit}
+                compiled = compiled_page(actor, params)
+                data = api_get(actor, params)
+                assert data["results"] == pending_results(compiled.rows), (actor, params)
+                assert data["next_cursor"] == compiled.next_cursor, (actor, params)
+
+
+def named_reads(params: dict[str, str]) -> int:
+    """How many statements FRAN's REST inbox with ``params`` ran that read rows (``PENDING_ROWS``)
+    of keys selected by the named cases (``DECIDABLE_KEYS``), not compiled by the ORM."""
+    rows = sql.PENDING_ROWS.split("{keys}")[0]
+    named_case = sql.BY_REQUESTER.on("c").split("%")[0]
+    with CaptureQueriesContext(connection) as queries:
+        api_get(FRAN, params)
+    return sum(
+        q["sql"].startswith(rows) and named_case in q["sql"] for q in queries.captured_queries
+    )
+
+
+def test_the_rest_first_page_is_read_by_the_named_statement(every_reason, header_actor):
+    assert named_reads({}) == 1 and named_reads({"sort": "deadline", "limit": "2"}) == 1
+    cursor = api_get(FRAN, {"limit": "1"})["next_cursor"]
+    assert named_reads({"limit": "1", "cursor": cursor}) == 0  # a cursor: compiled
+    assert named_reads({"tool": "issue_refund"}) == 0  # a filter: compiled
+    assert named_reads({"q": "refund"}) == 0

@@ -4,7 +4,10 @@ a CSRF token."""
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Group
+from django.db import connection
 from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from agent_core.choices import CallStatus
@@ -96,3 +99,21 @@ def test_every_form_carries_the_csrf_token(login, refund):
     assert card.count('<form method="post"') == card.count("csrfmiddlewaretoken")
     # approve, remember, reject, extend, edit
     assert card.count("csrfmiddlewaretoken") >= 5
+
+
+@pytest.mark.parametrize("name", ["fran", "otto"])
+def test_a_page_reads_the_users_groups_once(login, refund, name):
+    # fran is staff (the admin link asks her roles), otto is not (access asks his): both once,
+    # with the actor's roles.
+    client = login(name)
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(reverse("console:inbox")).status_code == 200
+    groups = [q["sql"] for q in queries.captured_queries if "auth_user_groups" in q["sql"]]
+    assert len(groups) == 1, groups
+
+
+def test_a_role_granted_between_requests_counts_on_the_next(login, people):
+    client = login("alice")
+    assert client.get(reverse("console:inbox")).status_code == 403
+    people["alice"].groups.add(Group.objects.get_or_create(name="operator")[0])
+    assert client.get(reverse("console:inbox")).status_code == 200

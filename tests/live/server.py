@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,12 +42,14 @@ def start_server(
     cwd: str | Path = ROOT,
     env: dict[str, str] | None = None,
     server: str = "daphne",
+    options: Sequence[str] = (),
     **extra: str,
 ) -> Server:
     """Start daphne on a fresh socket and wait until it answers HTTP: with ``tests.live.settings``
     on the test database (``extra``: more environment), or with exactly ``env`` when ``python``,
     ``app`` and ``cwd`` are another virtualenv's daphne serving another project, as the packaging
-    test does; ``server="uvicorn"``: uvicorn instead (the benchmarks)."""
+    test does; ``server="uvicorn"``: uvicorn instead (the benchmarks); ``options``: more of the
+    server's command-line options."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -58,7 +61,7 @@ def start_server(
         environment = {**env, **extra}
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [python, "-m", server, "--fd", str(sock.fileno()), app],
+            [python, "-m", server, "--fd", str(sock.fileno()), *options, app],
             cwd=cwd,
             env=environment,
             pass_fds=[sock.fileno()],

@@ -163,3 +163,7 @@ def test_an_approval_cycle_runs_through_the_documented_production_layout(layout:
     messages = _receive_all(_ws_url(layout.streams, run_id), ALICE)
     assert [m["id"] for m in messages if "id" in m] == seqs
     assert all(proc.poll() is None for proc in layout.procs.values()), layout.tail()
+    # The streams process writes no access log (the proxy's is the layout's): no line per stream.
+    # (uvicorn logs a WebSocket's handshake apart, at INFO.)
+    logged = (layout.logs / "streams.log").read_text(errors="replace")
+    assert f"/agent/chat/{run_id}/stream" not in logged, layout.tail()
