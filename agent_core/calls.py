@@ -21,7 +21,7 @@ from .exceptions import InvalidTransition, ToolNotFound
 from .frames import Frames
 from .gate import get_gate
 from .journal import Recorded, stored_call
-from .leases import Lease, lock
+from .leases import Lease, lock, locked
 from .models import Run, Step, ToolCall
 from .runs import OPEN, continue_or_park
 from .streams import Riding
@@ -33,18 +33,12 @@ def claim_call(lease: Lease, call_id: str) -> Run:
     """``approved → executing``, fenced by the lease token: the side effect may start now.
 
     Returns the run, locked until the caller's transaction ends."""
+    state.check(ToolCall, CallStatus.APPROVED, CallStatus.EXECUTING)  # sql.CLAIM_CALL writes it
+    locking = [lease.run_id, lease.token, lease.owner]
     # No savepoint when nested (the atomic tool's transaction): an error here ends it anyway.
     with transaction.atomic(savepoint=False):
-        run = lock(lease)
-        won = state.transition_one(
-            ToolCall,
-            call_id,
-            CallStatus.APPROVED,
-            CallStatus.EXECUTING,
-            fence=lease.token,
-            attempts=state.Added(1),
-            started_at=timezone.now(),
-        )
+        row = sql.fetch_one(sql.CLAIM_CALL, [*locking, lease.token, timezone.now(), call_id])
+        run, (won,) = locked(row)
         if not won:
             raise InvalidTransition(f"{call_id} is not approved")
         return run
@@ -71,8 +65,6 @@ def finish_call(
     # No savepoint when nested (the atomic tool's transaction, or the inline driver opening the
     # next step in it): an error here ends it anyway.
     with transaction.atomic(savepoint=False):
-        # The tool has run: its outcome is recorded even when a cancel arrived meanwhile.
-        run = held or lock(lease, allow_cancelling=True)
         first = expected == CallStatus.APPROVED  # a read: this is also its only attempt
         call: list[Any] = [
             status.value,
@@ -80,18 +72,29 @@ def finish_call(
             error or "",
             now,
         ]
-        call += [int(first), now if first else None, lease.token if first else None]
-        call += [call_id, run.pk, expected.value]
-        step = [run.pk, json.dumps({"status": status.value}), now, now]
-        still = [run.pk, call_id, OPEN]
+        call += [int(first), now if first else None, lease.token if first else None, call_id]
+        step = [lease.run_id, json.dumps({"status": status.value}), now, now]
         announce = (
             frames.tool_output(call_id, result)
             if error is None
             else frames.tool_output_error(call_id, error)
         )
-        won, statuses, stored = streams.emit(
-            run.pk, [announce], Riding(sql.FINISH_CALL, [*call, *step, *still])
-        )
+        if held is None:
+            # The run's lock rides on the record. The tool has run: its outcome is recorded even
+            # when a cancel arrived meanwhile.
+            locking = [lease.run_id, lease.token, lease.owner]
+            riding = Riding(
+                sql.FINISH_CALL_LOCKING,
+                [*locking, *call, expected.value, *step, OPEN, call_id],
+            )
+            found = streams.emit_if(lease.run_id, [announce], riding)
+            run, (won, statuses, stored) = locked(found, allow_cancelling=True)
+        else:
+            run = held
+            call += [run.pk, expected.value]
+            still = [run.pk, call_id, OPEN]
+            riding = Riding(sql.FINISH_CALL, [*call, *step, *still])
+            won, statuses, stored = streams.emit(run.pk, [announce], riding)
         if not won:
             raise InvalidTransition(f"{call_id} is not {expected}")
         after = continue_or_park(run, set(statuses or ()))

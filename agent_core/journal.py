@@ -21,27 +21,29 @@ from .agents import Agent
 from .choices import CallStatus, Role, StepStatus
 from .dispatch import Next
 from .leases import Lease, lock
-from .models import Run, Step, StreamFrame, ToolCall
+from .models import Run, Step, StreamFrame, Thread, ToolCall
 from .providers.base import ModelRequest
 
 
 def read_run(
     run_id: str, *, lease: Lease | None = None
 ) -> tuple[Run, dict[str, str], list[ToolCall]] | None:
-    """The run, its journal (step name → status) and every call of the run, in the order its
-    steps proposed them (what a plan reads), each with ``delegated``: whether it started a child
-    run — in one query.
+    """The run (its thread read with it), its journal (step name → status) and every call of the
+    run, in the order its steps proposed them (what a plan reads), each with ``delegated``:
+    whether it started a child run — in one query.
 
     With ``lease``: the run's row locked, or ``None`` when the lease no longer holds it.
     """
     if lease is None:
-        found = sql.fetch_models(sql.READ_RUN, [run_id], Run)
+        found = sql.fetch_models(sql.READ_RUN, [run_id], Run, Thread)
     else:
-        found = sql.fetch_models(sql.READ_RUN_LOCKED, [run_id, lease.token, lease.owner], Run)
+        locking = [run_id, lease.token, lease.owner]
+        found = sql.fetch_models(sql.READ_RUN_LOCKED, locking, Run, Thread)
     if found is None:
         return None
-    (run,), (journal, calls) = found
-    assert isinstance(run, Run)
+    (run, thread), (journal, calls) = found
+    assert isinstance(run, Run) and isinstance(thread, Thread)
+    run.thread = thread  # read with it: ``run.thread`` costs no query
     pairs = (entry.rsplit(" ", 1) for entry in journal)
     return run, {name: status for name, status in pairs}, [stored_call(row) for row in calls or ()]
 
@@ -53,8 +55,8 @@ def stored_call(row: dict[str, Any]) -> ToolCall:
     for name in _CALL_TIMES:
         if row[name] is not None:
             row[name] = datetime.fromisoformat(row[name])
-    call = ToolCall(**{name: row[name] for name in _CALL_COLUMNS})
-    call._state.adding = False  # a stored row, as the ORM would have read it
+    call = sql.made(ToolCall, [row[name] for name in _CALL_COLUMNS])
+    assert isinstance(call, ToolCall)
     call.delegated = row.get("delegated", False)  # type: ignore[attr-defined]
     return call
 

@@ -8,9 +8,10 @@ Writers outside any driver (a decision, a cancel, the sweeper) take the run's ro
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.utils import timezone
 
@@ -91,16 +92,26 @@ def lock(lease: Lease, *, allow_cancelling: bool = False) -> Run:
     A run being cancelled refuses its driver's writes (that is how a driver learns of the cancel
     mid-step) except, with ``allow_cancelling``, the record of a tool that already ran.
     """
-    found = sql.fetch_models(sql.LOCK_RUN, [lease.run_id, lease.token, lease.owner], Run, Thread)
-    allowed = {RunStatus.RUNNING, RunStatus.CANCELLING} if allow_cancelling else {RunStatus.RUNNING}
-    if found is None:
+    row = sql.fetch_one(sql.LOCK_RUN, [lease.run_id, lease.token, lease.owner])
+    run, _ = locked(row, allow_cancelling=allow_cancelling)
+    return run
+
+
+def locked(
+    row: Sequence[Any] | None, *, allow_cancelling: bool = False
+) -> tuple[Run, tuple[Any, ...]]:
+    """The run a statement locked under a lease (its columns and its thread's first, as
+    ``sql.LOCK_RUN`` reads them; ``None``: it matched no row) and the columns after them, with
+    ``lock``'s checks."""
+    if row is None:
         raise LeaseLost()
-    (run, thread), _ = found
+    (run, thread), rest = sql.models_of(row, Run, Thread)
     assert isinstance(run, Run) and isinstance(thread, Thread)
+    allowed = {RunStatus.RUNNING, RunStatus.CANCELLING} if allow_cancelling else {RunStatus.RUNNING}
     if run.status not in allowed:
         raise LeaseLost()
     run.thread = thread  # read with it: ``run.thread`` costs no query
-    return run
+    return run, rest
 
 
 def lock_run(run_id: str) -> Run:

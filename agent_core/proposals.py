@@ -21,7 +21,7 @@ from .dispatch import Next
 from .frames import Frames
 from .gate import Verdict, get_gate
 from .journal import Recorded, stored_call
-from .leases import Lease, lock
+from .leases import Lease, lock, locked
 from .models import Run, ToolCall
 from .runs import complete_run, continue_or_park, parks
 from .streams import Riding
@@ -54,6 +54,7 @@ class ProposedCall:
 
 def record_model_step(
     lease: Lease,
+    planned: Run,
     *,
     name: str,
     text: str,
@@ -68,10 +69,16 @@ def record_model_step(
 
     A step without calls is the final answer: the run completes in the same transaction.
     Returns what the run does next: ``STOP``, or the record, when the run goes on.
+
+    ``planned``: the run as the step was planned (its ids and its thread's owner, which never
+    change, build the record); the run is locked for the gate first when a call is proposed to
+    it or the step parks, else by the statement that records the step.
     """
+    reviewed = any(c.status == CallStatus.PROPOSED for c in calls)
+    locking = not reviewed and not (calls and parks({c.status for c in calls}))
     # No savepoint when nested (the inline driver opens the next step in it): one transaction.
     with transaction.atomic(savepoint=False):
-        run = lock(lease)
+        run = planned if locking else lock(lease)
         parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         parts += [
             {"type": "tool_call", "id": c.id, "name": c.tool_name, "args": c.args} for c in calls
@@ -95,9 +102,15 @@ def record_model_step(
         if parking:
             state.check(Run, RunStatus.RUNNING, RunStatus.WAITING)
         # The message, the calls, the journal, the usage, the frames (and parking): one statement.
-        statement = sql.RECORD_MODEL_STEP_AND_PARK if parking else sql.RECORD_MODEL_STEP
         recorded = [*message, sql.json_rows(rows), *step, name]
-        stored = streams.emit(run.pk, announce, Riding(statement, recorded, tokens))
+        if locking:
+            assert not parking
+            held = [lease.run_id, lease.token, lease.owner, *recorded]
+            riding = Riding(sql.RECORD_MODEL_STEP_LOCKING, held, tokens)
+            run, stored = locked(streams.emit_if(run.pk, announce, riding))
+        else:
+            statement = sql.RECORD_MODEL_STEP_AND_PARK if parking else sql.RECORD_MODEL_STEP
+            stored = streams.emit(run.pk, announce, Riding(statement, recorded, tokens))
         asked = [row for row in rows if row.status == CallStatus.PENDING_APPROVAL]
         if asked:
             get_gate().requested(asked)

@@ -8,17 +8,13 @@ above each statement.
 
 from __future__ import annotations
 
-import functools
-import json
-from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
-
-from django.db import connection
 from django.db.models import Model
 
-from .choices import QueuedStatus, RunStatus
+from .choices import CALL_TERMINAL, CallStatus, QueuedStatus, RunStatus
 from .models import Message, QueuedMessage, Run, Step, StreamFrame, Thread, ToolCall
+from .rows import fetch_all, fetch_models, fetch_one, json_rows, made, models_of
+
+__all__ = ["fetch_all", "fetch_models", "fetch_one", "json_rows", "made", "models_of"]
 
 _RUN = Run._meta.db_table
 _STEP = Step._meta.db_table
@@ -49,17 +45,36 @@ FENCED = "AND lease_token = %s AND lease_owner = %s"
 
 
 # A model's columns in its field order (``fetch_models`` reads them as the ORM would), under an
-# alias.
-def _columns(model: type[Model], alias: str) -> str:
-    return ", ".join(f"{alias}.{field.column}" for field in model._meta.concrete_fields)
+# alias (``prefix``: named with it, where another model's columns share their names).
+def _columns(model: type[Model], alias: str, prefix: str = "") -> str:
+    return ", ".join(
+        f"{alias}.{field.column}{f' AS {prefix}{field.column}' if prefix else ''}"
+        for field in model._meta.concrete_fields
+    )
 
 
 # A run's row, locked, while a lease holds it, and its thread's (leases.lock): run id, token,
 # owner.
 LOCK_RUN = (
-    f"SELECT {_columns(Run, 'r')}, {_columns(Thread, 't')} FROM {_RUN} r"
+    f"SELECT {_columns(Run, 'r')}, {_columns(Thread, 't', 'thread_')} FROM {_RUN} r"
     f" JOIN {Thread._meta.db_table} t ON t.id = r.thread_id"
     f" WHERE r.id = %s {FENCED} FOR UPDATE OF r"
+)
+# The same as a statement's first common table expression ``k``: its writes name it, so the run's
+# row is locked before a call's (every writer's order). A locking read answers the row's newest
+# version even when the statement waited for the lock (a plain read: its snapshot's, before).
+_LOCKED = f"k AS MATERIALIZED ({LOCK_RUN}),"
+
+# A call's claim under its run's lock (calls.claim_call): ``approved → executing`` (checked by
+# ``state.check`` first) if the run is running: run id, token, owner, fence, started at, call id.
+# Answers the run's and thread's columns (as LOCK_RUN) and whether the call moved (0 or 1); no
+# row when the lease no longer holds the run.
+CLAIM_CALL = (
+    f"WITH {_LOCKED} c AS (UPDATE {_CALL} SET status = '{CallStatus.EXECUTING.value}',"
+    " fence = %s, attempts = attempts + 1, started_at = %s"
+    f" WHERE id = %s AND status = '{CallStatus.APPROVED.value}' AND run_id = (SELECT id FROM k)"
+    f" AND (SELECT status FROM k) = '{RunStatus.RUNNING.value}' RETURNING id)"
+    " SELECT k.*, (SELECT count(*) FROM c) FROM k"
 )
 
 # Every call of a run in the order its steps proposed them, each with ``delegated``: whether it
@@ -69,10 +84,12 @@ _RUN_CALLS = (
     f" WHERE k.parent_tool_call_id = c.id) AS delegated FROM {_CALL} c WHERE c.run_id = r.id) c)"
 )
 
-# A run, its journal (``name status`` pairs) and its calls in one read (journal.read_run): run id.
+# A run and its thread (as LOCK_RUN), its journal (``name status`` pairs) and its calls in one
+# read (journal.read_run): run id.
 READ_RUN = (
-    f"SELECT {_columns(Run, 'r')}, ARRAY(SELECT s.name || ' ' || s.status FROM {_STEP} s"
-    f" WHERE s.run_id = r.id), {_RUN_CALLS} FROM {_RUN} r WHERE r.id = %s"
+    f"SELECT {_columns(Run, 'r')}, {_columns(Thread, 't', 'thread_')},"
+    f" ARRAY(SELECT s.name || ' ' || s.status FROM {_STEP} s WHERE s.run_id = r.id), {_RUN_CALLS}"
+    f" FROM {_RUN} r JOIN {Thread._meta.db_table} t ON t.id = r.thread_id WHERE r.id = %s"
 )
 # The same, locked, while a lease holds it: run id, token, owner.
 READ_RUN_LOCKED = f"{READ_RUN} {FENCED} FOR UPDATE OF r"
@@ -105,7 +122,13 @@ APPEND_MESSAGE = (
 
 
 def with_frames(
-    *, before: str = "", sets: str = "", only: str = "", after: str = "", extra: str = ""
+    *,
+    before: str = "",
+    sets: str = "",
+    only: str = "",
+    after: str = "",
+    extra: str = "",
+    joined: str = "",
 ) -> str:
     """A statement that reserves frame numbers on the run row and inserts the frames that take
     them (streams.emit), and says whose child the run is, if it waits on it (its frames go to
@@ -115,7 +138,8 @@ def with_frames(
     with a comma); ``sets``, more assignments of the run's row (each starting with a comma);
     ``only``, more conditions on it; ``after``, common table expressions without parameters that
     read the run's row as written (``r``: its ``id`` and ``thread_id``; each starting with a
-    comma); ``extra``, more columns of the one row it answers (each starting with a comma).
+    comma); ``extra``, more columns of the one row it answers (each starting with a comma), which
+    may read the common table expressions named in ``joined`` (each starting with a comma).
     Parameters: those of ``before``, count, those of ``sets``, run id, run id, count, created at,
     kinds, JSON payloads.
     """
@@ -126,7 +150,7 @@ def with_frames(
         " SELECT %s, r.last_seq - %s + f.n, f.kind, f.data::jsonb, false, %s"
         " FROM r, unnest(%s::varchar[], %s::text[]) WITH ORDINALITY AS f(kind, data, n)"
         f" RETURNING seq){after}"
-        f" SELECT f.seq, r.parent_run_id, r.parent_tool_call_id{extra} FROM f, r"
+        f" SELECT f.seq, r.parent_run_id, r.parent_tool_call_id{extra} FROM f, r{joined}"
     )
 
 
@@ -134,25 +158,43 @@ EMIT_FRAMES = with_frames()
 # The same into an ancestor's stream, unless it has ended (its ``finish`` is its last frame).
 MIRROR_FRAMES = with_frames(only=" AND status NOT IN ('completed', 'failed', 'cancelled')")
 
+
 # A model step's record, with its frames (proposals.record_model_step): the assistant message
 # (as APPEND_MESSAGE), its tool calls (a JSON array of rows: every column, by name), the
 # journal entry completed with its output and usage (status, JSON output, finished at, input,
 # output and cached tokens, run id, name), the usage added to the run's totals (input, output,
 # cached). RECORD_MODEL_STEP answers, after the frames' columns, the calls as stored (a JSON
 # array, NULL: none).
-_RECORD = (
-    f"m AS ({APPEND_MESSAGE}),"
-    f" c AS ({insert_rows(ToolCall)} RETURNING *),"
-    f" s AS (UPDATE {_STEP} SET status = %s, output = %s::jsonb, finished_at = %s,"
-    " input_tokens = %s, output_tokens = %s, cached_tokens = %s"
-    " WHERE run_id = %s AND name = %s),"
-)
+def _record(held: str = "") -> str:
+    """The record's writes; each only ``held`` (a condition), when given."""
+    message = APPEND_MESSAGE.replace(" RETURNING", f" HAVING {held} RETURNING") if held else ""
+    return (
+        f"m AS ({message or APPEND_MESSAGE}),"
+        f" c AS ({insert_rows(ToolCall)}{f' WHERE {held}' if held else ''} RETURNING *),"
+        f" s AS (UPDATE {_STEP} SET status = %s, output = %s::jsonb, finished_at = %s,"
+        " input_tokens = %s, output_tokens = %s, cached_tokens = %s"
+        f" WHERE run_id = %s AND name = %s{f' AND {held}' if held else ''}),"
+    )
+
+
+_RECORD = _record()
 _USAGE = (
     ", input_tokens = input_tokens + %s, output_tokens = output_tokens + %s,"
     " cached_tokens = cached_tokens + %s"
 )
-RECORD_MODEL_STEP = with_frames(
-    before=_RECORD, sets=_USAGE, extra=", (SELECT json_agg(c ORDER BY c.position) FROM c)"
+_STORED = ", (SELECT json_agg(c ORDER BY c.position) FROM c)"
+RECORD_MODEL_STEP = with_frames(before=_RECORD, sets=_USAGE, extra=_STORED)
+# The same taking the run's lock first (``_LOCKED``: run id, token, owner, first), for a step
+# that does not park and sends no call to the gate (which reads the run under its lock first):
+# each write is made only if the lease holds the run and it runs (else no row, nothing written).
+# Answers, after the frames' columns, the run's and thread's (as LOCK_RUN), then the calls.
+_RUNNING = f"(SELECT status FROM k) = '{RunStatus.RUNNING.value}'"
+RECORD_MODEL_STEP_LOCKING = with_frames(
+    before=f"{_LOCKED} {_record(_RUNNING)}",
+    sets=_USAGE,
+    only=f" AND {_RUNNING}",
+    extra=f", k.*{_STORED}",
+    joined=", k",
 )
 # The same, parking the run: ``running → waiting`` (the pair checked by ``state.check`` first),
 # its lease let go (runs.continue_or_park).
@@ -164,6 +206,19 @@ RECORD_MODEL_STEP_AND_PARK = with_frames(
     only=f" AND status = '{RunStatus.RUNNING.value}'",
 )
 
+
+def _finish(run: str) -> str:
+    """The call's compare-and-set and its journal entry, the call's run id given as ``run``."""
+    return (
+        f"c AS (UPDATE {_CALL} SET status = %s, result = %s::jsonb, error = %s, finished_at = %s,"
+        " attempts = attempts + %s, started_at = COALESCE(%s, started_at),"
+        f" fence = COALESCE(%s, fence) WHERE id = %s AND run_id = {run} AND status = %s"
+        f" RETURNING *), s AS (INSERT INTO {_STEP} (run_id, name, status, output, attempts,"
+        " input_tokens, output_tokens, cached_tokens, started_at, finished_at)"
+        " SELECT %s, 'tool:' || c.id, 'completed', %s::jsonb, 1, 0, 0, 0, %s, %s FROM c),"
+    )
+
+
 # A tool step's record, with its frames (calls.finish_call): the call's compare-and-set to its
 # outcome (status, JSON result, error, finished at, attempts added, started at and fence unless
 # NULL, call id, run id, expected status; the pair checked by ``state.check`` first), its
@@ -171,18 +226,33 @@ RECORD_MODEL_STEP_AND_PARK = with_frames(
 # of the run's other calls among the given ones (run id, call id, statuses). Answers, after the
 # frames' columns: whether the call moved (0 or 1), those statuses (NULL: none), the call as
 # stored (JSON; NULL: it did not move).
+_TERMINAL = ", ".join(f"'{status.value}'" for status in sorted(CALL_TERMINAL))
+_FINISHED = ", (SELECT count(*) FROM c), (SELECT statuses FROM o), (SELECT to_json(c) FROM c)"
 FINISH_CALL = with_frames(
     before=(
-        f"c AS (UPDATE {_CALL} SET status = %s, result = %s::jsonb, error = %s, finished_at = %s,"
-        " attempts = attempts + %s, started_at = COALESCE(%s, started_at),"
-        " fence = COALESCE(%s, fence) WHERE id = %s AND run_id = %s AND status = %s RETURNING *),"
-        f" s AS (INSERT INTO {_STEP} (run_id, name, status, output, attempts, input_tokens,"
-        " output_tokens, cached_tokens, started_at, finished_at)"
-        " SELECT %s, 'tool:' || c.id, 'completed', %s::jsonb, 1, 0, 0, 0, %s, %s FROM c),"
-        f" o AS (SELECT array_agg(DISTINCT status) AS statuses FROM {_CALL}"
-        " WHERE run_id = %s AND id <> %s AND status = ANY(%s)),"
+        f"{_finish('%s')} o AS (SELECT array_agg(DISTINCT status) AS statuses"
+        f" FROM {_CALL} WHERE run_id = %s AND id <> %s AND status = ANY(%s)),"
     ),
-    extra=", (SELECT count(*) FROM c), (SELECT statuses FROM o), (SELECT to_json(c) FROM c)",
+    extra=_FINISHED,
+)
+# The same taking the run's lock first (``_LOCKED``: run id, token, owner, first), the call's run
+# being the locked one (no run id after the call id); the other calls' statuses take the
+# statuses, then the call id. Those are read locking (``FOR SHARE``; ``FOR KEY SHARE`` does not
+# conflict with a status update, so it keeps the old version), of the calls not yet settled:
+# every writer of a call holds its run's lock, and what one committed while this statement waited
+# for it is read as committed, not as the statement's snapshot saw it. Answers, after the
+# frames' columns, the run's and thread's (as LOCK_RUN), then FINISH_CALL's; no row when the
+# lease no longer holds the run.
+FINISH_CALL_LOCKING = with_frames(
+    before=(
+        f"{_LOCKED} {_finish('(SELECT id FROM k)')}"
+        " o AS (SELECT array_agg(DISTINCT status) FILTER (WHERE status = ANY(%s)) AS statuses"
+        f" FROM (SELECT status FROM {_CALL} WHERE run_id = (SELECT id FROM k) AND id <> %s"
+        f" AND status NOT IN ({_TERMINAL}) FOR SHARE) x),"
+    ),
+    only=" AND EXISTS (SELECT FROM k)",
+    extra=f", k.*{_FINISHED}",
+    joined=", k",
 )
 
 # A thread's transcript, in order, as ``(role, JSON content)`` (transcript.build_request):
@@ -328,65 +398,3 @@ CATCH_UP = (
     f" FROM {_RUN} r LEFT JOIN {_FRAME} f ON f.run_id = r.id AND f.seq > %s"
     " WHERE r.id = %s ORDER BY f.seq"
 )
-
-
-def json_rows(rows: Sequence[Model]) -> str:
-    """New model instances as a JSON array of their columns, for ``insert_rows``: stamped first
-    as the ORM stamps an insert (``auto_now_add``…), then marked stored, as ``bulk_create``
-    leaves them."""
-    found = []
-    for row in rows:
-        values = {}
-        for field in row._meta.concrete_fields:
-            value = field.pre_save(row, add=True)
-            values[field.column] = value.isoformat() if isinstance(value, datetime) else value
-        found.append(values)
-        row._state.adding, row._state.db = False, connection.alias
-    return json.dumps(found)
-
-
-def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
-    """Run ``statement``; its first row (``None``: no row)."""
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        row: tuple[Any, ...] | None = cursor.fetchone()
-        return row
-
-
-def fetch_models(
-    statement: str, params: list[Any], *models: type[Model]
-) -> tuple[list[Model], tuple[Any, ...]] | None:
-    """Run ``statement`` (the columns of each of ``models`` as ``_columns`` lists them, then
-    others); its first row as instances of ``models``, made as the ORM would have read them, and
-    the other columns (``None``: no row). Cheaper than ``Model.objects.raw``, which resolves the
-    columns of every row it reads by name."""
-    row = fetch_one(statement, params)
-    if row is None:
-        return None
-    made: list[Model] = []
-    start = 0
-    for model in models:
-        fields = model._meta.concrete_fields
-        values = list(row[start : start + len(fields)])
-        for index, convert in _converters(model):
-            values[index] = convert(values[index], None, connection)
-        made.append(model.from_db(connection.alias, [f.attname for f in fields], values))
-        start += len(fields)
-    return made, row[start:]
-
-
-@functools.cache
-def _converters(model: type[Model]) -> list[tuple[int, Any]]:
-    """The fields whose database values need converting (JSON, read as text)."""
-    return [
-        (index, field.from_db_value)
-        for index, field in enumerate(model._meta.concrete_fields)
-        if hasattr(field, "from_db_value")
-    ]
-
-
-def fetch_all(statement: str, params: list[Any]) -> list[tuple[Any, ...]]:
-    """Run ``statement``; every row."""
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        return list(cursor.fetchall())

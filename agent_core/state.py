@@ -91,9 +91,11 @@ ALLOWED: dict[type[Model], frozenset[tuple[str, str]]] = {Run: RUN_ALLOWED, Tool
 SQL_TRANSITIONS = frozenset(
     {
         "ACQUIRE_LEASE",
+        "CLAIM_CALL",
         "END_RUN",
         "END_RUN_AND_FINISH",
         "FINISH_CALL",
+        "FINISH_CALL_LOCKING",
         "RECORD_MODEL_STEP_AND_PARK",
         "SETTLE_CALL",
     }

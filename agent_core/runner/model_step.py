@@ -90,6 +90,7 @@ def call_model(
     return partial(
         record_model_step,
         lease,
+        run,
         name=name,
         text=response.text,
         pending_text=text.take(),

@@ -1,0 +1,108 @@
+"""Running the core's named statements (``sql``) and making model instances of their rows.
+
+``sql`` re-exports these, so a statement and the call that runs it read ``sql.…`` alike.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, connection
+from django.db.models import Model, signals
+from django.db.models.base import ModelState
+
+
+def json_rows(rows: Sequence[Model]) -> str:
+    """New model instances as a JSON array of their columns, for ``insert_rows``: stamped first
+    as the ORM stamps an insert (``auto_now_add``…), then marked stored, as ``bulk_create``
+    leaves them."""
+    found = []
+    for row in rows:
+        values = {}
+        for field in row._meta.concrete_fields:
+            value = field.pre_save(row, add=True)
+            values[field.column] = value.isoformat() if isinstance(value, datetime) else value
+        found.append(values)
+        row._state.adding, row._state.db = False, DEFAULT_DB_ALIAS
+    return json.dumps(found)
+
+
+def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
+    """Run ``statement``; its first row (``None``: no row)."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        row: tuple[Any, ...] | None = cursor.fetchone()
+        return row
+
+
+def fetch_models(
+    statement: str, params: list[Any], *models: type[Model]
+) -> tuple[list[Model], tuple[Any, ...]] | None:
+    """Run ``statement`` (the columns of each of ``models`` as ``_columns`` lists them, then
+    others); its first row as instances of ``models``, made as the ORM would have read them, and
+    the other columns (``None``: no row). Cheaper than ``Model.objects.raw``, which resolves the
+    columns of every row it reads by name."""
+    row = fetch_one(statement, params)
+    return None if row is None else models_of(row, *models)
+
+
+def models_of(row: Sequence[Any], *models: type[Model]) -> tuple[list[Model], tuple[Any, ...]]:
+    """``fetch_models`` of a row already read."""
+    found: list[Model] = []
+    start = 0
+    for model in models:
+        width = len(model._meta.concrete_fields)
+        values = list(row[start : start + width])
+        for index, convert in _converters(model):
+            values[index] = convert(values[index], None, connection)
+        found.append(made(model, values))
+        start += width
+    return found, tuple(row[start:])
+
+
+def made(model: type[Model], values: Sequence[Any]) -> Model:
+    """A stored row of ``model`` from its columns' values in field order, converted, as
+    ``Model.from_db`` makes it, at a fraction of its cost: the values go straight into the
+    instance's ``__dict__`` (where the ORM's field descriptors read them), without ``__init__``'s
+    per-field ``setattr`` and its ``pre_init`` / ``post_init`` signals — made the ORM's way when
+    a receiver listens to them."""
+    if _listened(model):
+        return model.from_db(DEFAULT_DB_ALIAS, _attnames(model), list(values))
+    instance = model.__new__(model)
+    instance.__dict__.update(zip(_attnames(model), values, strict=True))
+    instance._state = stored = ModelState()
+    # The default database: the one ``connection`` (every statement here) is.
+    stored.adding, stored.db = False, DEFAULT_DB_ALIAS
+    return instance
+
+
+def _listened(model: type[Model]) -> bool:
+    """Whether an ``pre_init`` or ``post_init`` receiver is connected, for any sender: asked of
+    the receivers' list, which ``has_listeners`` would take longer to ask than ``made`` saves."""
+    return bool(signals.pre_init.receivers or signals.post_init.receivers)
+
+
+@functools.cache
+def _attnames(model: type[Model]) -> list[str]:
+    return [field.attname for field in model._meta.concrete_fields]
+
+
+@functools.cache
+def _converters(model: type[Model]) -> list[tuple[int, Any]]:
+    """The fields whose database values need converting (JSON, read as text)."""
+    return [
+        (index, field.from_db_value)
+        for index, field in enumerate(model._meta.concrete_fields)
+        if hasattr(field, "from_db_value")
+    ]
+
+
+def fetch_all(statement: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    """Run ``statement``; every row."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return list(cursor.fetchall())
