@@ -7,6 +7,7 @@ named ones; a policy with a ``decidable`` of its own is counted and read by its 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -99,6 +100,14 @@ def test_a_policy_of_its_own_is_counted_by_its_own_query(turn, settings):
     assert selectors.first_page(auditor, unfiltered, PendingPagination()) is None  # compiled
 
 
+def viewers_and_pages() -> Iterator[tuple[Actor, dict[str, str]]]:
+    """Every viewer with every order and a page of 1, 2 and 50 rows."""
+    for actor in VIEWERS:
+        for sort in PendingPagination.orderings:
+            for limit in ("1", "2", "50"):
+                yield actor, {"sort": sort, "limit": limit}
+
+
 def compiled_page(actor: Actor, params: dict[str, str]) -> Page[PendingRow]:
     """The page of what ``actor`` may decide as the ORM compiles it from the policy."""
     branches = selectors.pending_branches(actor)
@@ -107,12 +116,9 @@ def compiled_page(actor: Actor, params: dict[str, str]) -> Page[PendingRow]:
 
 def test_the_named_first_page_is_the_compiled_one_for_every_reason_and_order(every_reason):
     assert len(compiled_page(FRAN, {}).rows) == 3 and len(compiled_page(ALICE, {}).rows) == 2
-    for actor in VIEWERS:
-        for sort in PendingPagination.orderings:
-            for limit in ("1", "2", "50"):
-                params = {"sort": sort, "limit": limit}
-                named = selectors.first_page(actor, params, PendingPagination())
-                assert named == compiled_page(actor, params), (actor, params)
+    for actor, params in viewers_and_pages():
+        named = selectors.first_page(actor, params, PendingPagination())
+        assert named == compiled_page(actor, params), (actor, params)
 
 
 def test_the_cases_are_what_the_policy_says_call_by_call(every_reason):
@@ -150,14 +156,11 @@ def header_actor(settings):
 
 
 def test_the_rest_first_page_is_the_compiled_one(every_reason, header_actor):
-    for actor in VIEWERS:
-        for sort in PendingPagination.orderings:
-            for limit in ("1", "2", "50"):
-                params = {"sort": sort, "limit": limit}
-                compiled = compiled_page(actor, params)
-                data = api_get(actor, params)
-                assert data["results"] == pending_results(compiled.rows), (actor, params)
-                assert data["next_cursor"] == compiled.next_cursor, (actor, params)
+    for actor, params in viewers_and_pages():
+        compiled = compiled_page(actor, params)
+        data = api_get(actor, params)
+        assert data["results"] == pending_results(compiled.rows), (actor, params)
+        assert data["next_cursor"] == compiled.next_cursor, (actor, params)
 
 
 def named_reads(params: dict[str, str]) -> int:
@@ -216,12 +219,9 @@ def test_the_named_seen_first_page_is_the_compiled_one_for_every_reason_and_orde
     # alice owns the other threads: what she may not decide is all but her questions and refunds.
     assert len(compiled_seen_page(ALICE, {}).rows) == 6
     assert len(compiled_seen_page(OTTO, {}).rows) == 14
-    for actor in VIEWERS:
-        for sort in PendingPagination.orderings:
-            for limit in ("1", "2", "50"):
-                params = {"sort": sort, "limit": limit}
-                named = selectors.seen_first_page(actor, params, PendingPagination())
-                assert named == compiled_seen_page(actor, params), (actor, params)
+    for actor, params in viewers_and_pages():
+        named = selectors.seen_first_page(actor, params, PendingPagination())
+        assert named == compiled_seen_page(actor, params), (actor, params)
 
 
 def test_a_policy_of_its_own_gets_a_compiled_seen_page(turn, settings):
