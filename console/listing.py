@@ -61,12 +61,7 @@ class Listing:
     @property
     def filtered(self) -> bool:
         """Whether any filter or the search narrows the list."""
-        return narrows(self.filters)
-
-
-def narrows(filters: InboxFilter) -> bool:
-    """Whether any filter or the search narrows the list (invalid ones empty it)."""
-    return not filters.is_valid() or any(filters.form.cleaned_data.values())
+        return self.filters.narrows()
 
 
 def scope_of(params: Any) -> Scope:
@@ -106,7 +101,7 @@ def listing(actor: Actor, params: Any, *, waiting_on_you: int) -> Listing:
     pagination = PendingPagination()
     with bad_request():
         # Unfiltered, the default policy's first page is a named statement: nothing compiled.
-        found = None if narrows(filters) else first_page(actor, scope, params, pagination)
+        found = None if filters.narrows() else first_page(actor, scope, params, pagination)
         if found is None:
             calls, branches = calls_in(actor, scope, filters)
             found = pending.page(calls, params, pagination, branches=branches)

@@ -30,6 +30,10 @@ class PendingFilter(django_filters.FilterSet):
         model = ToolCall
         fields: list[str] = []
 
+    def narrows(self) -> bool:
+        """Whether any filter or the search narrows the list (invalid ones empty it)."""
+        return not self.is_valid() or any(self.form.cleaned_data.values())
+
     def search(self, queryset: QuerySet[ToolCall], name: str, value: str) -> QuerySet[ToolCall]:
         return queryset.alias(args_text=Cast("args", TextField())).filter(
             Q(tool_name__icontains=value)

@@ -202,8 +202,7 @@ class PendingApprovalsView(AirlockAPIView):
             raise serializers.ValidationError(filtered.errors)
         pagination = PendingPagination()
         # The first page unfiltered, by the default rule: one named statement (None otherwise).
-        unfiltered = not any(filtered.form.cleaned_data.values())
-        page = selectors.first_page(actor, params, pagination) if unfiltered else None
+        page = None if filtered.narrows() else selectors.first_page(actor, params, pagination)
         if page is None:
             branches = selectors.pending_branches(actor)
             page = pending.page(filtered.qs, params, pagination, branches=branches)
