@@ -13,7 +13,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from . import frames, signals, sql, state, streams
+from . import frames, rows, signals, sql, state, streams
 from .agents import get_agent
 from .choices import CallStatus, StepStatus
 from .dispatch import Next
@@ -37,7 +37,7 @@ def claim_call(lease: Lease, call_id: str) -> Run:
     locking = [lease.run_id, lease.token, lease.owner]
     # No savepoint when nested (the atomic tool's transaction): an error here ends it anyway.
     with transaction.atomic(savepoint=False):
-        row = sql.fetch_one(sql.CLAIM_CALL, [*locking, lease.token, timezone.now(), call_id])
+        row = rows.fetch_one(sql.CLAIM_CALL, [*locking, lease.token, timezone.now(), call_id])
         run, (won,) = locked(row)
         if not won:
             raise InvalidTransition(f"{call_id} is not approved")

@@ -22,7 +22,7 @@ from typing import Any, cast
 from django.db import transaction
 from django.utils import timezone
 
-from . import calls, frames, journal, signals, sql, state, streams
+from . import calls, frames, journal, rows, signals, sql, state, streams
 from .choices import CallStatus
 from .frames import Frames
 from .models import Run, ToolCall
@@ -40,7 +40,7 @@ def decision(call_id: str, statement: str = sql.LOCK_CALL) -> Iterator[Decision 
 
     ``statement``: ``sql.lock_call`` with more columns (``Decision.joined``)."""
     with transaction.atomic():
-        found = sql.fetch_models(statement, [call_id], Run, ToolCall)
+        found = rows.fetch_models(statement, [call_id], Run, ToolCall)
         if found is None:
             yield None
         else:

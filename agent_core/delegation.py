@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from . import frames, journal, signals, sql, state, streams
+from . import frames, journal, rows, signals, sql, state, streams
 from .actors import Actor
 from .agents import get_agent
 from .choices import CallStatus
@@ -28,7 +28,7 @@ from .tools import ToolSpec
 
 def chain(run_id: str) -> list[str]:
     """The agents from the root run down to ``run_id``'s (``["support", "billing"]``)."""
-    return [agent for _, agent, _ in reversed(sql.fetch_all(sql.ANCESTRY, [run_id]))]
+    return [agent for _, agent, _ in reversed(rows.fetch_all(sql.ANCESTRY, [run_id]))]
 
 
 def chain_of(run: Run) -> list[str]:
@@ -60,10 +60,10 @@ def start_child(lease: Lease, call: ToolCall, tool: ToolSpec) -> Next:
     with transaction.atomic(savepoint=False):
         run = lock(lease)
         actor = Actor(ref=run.actor_ref, roles=frozenset(run.actor_roles))
-        rows = ToolCall.objects.filter(pk=call.pk, run=run)
+        held = ToolCall.objects.filter(pk=call.pk, run=run)
         target = CallStatus.SUCCEEDED if tool.detached else CallStatus.EXECUTING
         claimed = state.transition(
-            rows,
+            held,
             CallStatus.APPROVED,
             target,
             fence=lease.token,
@@ -82,7 +82,7 @@ def start_child(lease: Lease, call: ToolCall, tool: ToolSpec) -> Next:
         announce = [frames.delegated(call.pk, child.pk, tool.delegate)]
         if tool.detached:
             result = {"run_id": child.pk}
-            rows.update(result=result, finished_at=now)
+            held.update(result=result, finished_at=now)
             journal.record_tool_step(run, call.pk, CallStatus.SUCCEEDED.value)
             announce.append(frames.tool_output(call.pk, result))
         streams.emit(run.pk, announce)

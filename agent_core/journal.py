@@ -16,7 +16,7 @@ from typing import Any
 from django.db import connection, models, transaction
 from django.utils import timezone
 
-from . import frames, sql, streams, transcript
+from . import frames, rows, sql, streams, transcript
 from .agents import Agent
 from .choices import CallStatus, Role, StepStatus
 from .dispatch import Next
@@ -35,10 +35,10 @@ def read_run(
     With ``lease``: the run's row locked, or ``None`` when the lease no longer holds it.
     """
     if lease is None:
-        found = sql.fetch_models(sql.READ_RUN, [run_id], Run, Thread)
+        found = rows.fetch_models(sql.READ_RUN, [run_id], Run, Thread)
     else:
         locking = [run_id, lease.token, lease.owner]
-        found = sql.fetch_models(sql.READ_RUN_LOCKED, locking, Run, Thread)
+        found = rows.fetch_models(sql.READ_RUN_LOCKED, locking, Run, Thread)
     if found is None:
         return None
     (run, thread), (journal, calls) = found
@@ -55,7 +55,7 @@ def stored_call(row: dict[str, Any]) -> ToolCall:
     for name in _CALL_TIMES:
         if row[name] is not None:
             row[name] = datetime.fromisoformat(row[name])
-    call = sql.made(ToolCall, [row[name] for name in _CALL_COLUMNS])
+    call = rows.made(ToolCall, [row[name] for name in _CALL_COLUMNS])
     assert isinstance(call, ToolCall)
     call.delegated = row.get("delegated", False)  # type: ignore[attr-defined]
     return call
@@ -119,7 +119,7 @@ def begin_model_step(
     if not first:
         request = transcript.build_request(run, agent)  # read before the opening writes
         with transaction.atomic():
-            row = sql.fetch_one(sql.BEGIN_STEP, started)
+            row = rows.fetch_one(sql.BEGIN_STEP, started)
             assert row is not None
             attempts = int(row[0])
             _supersede_partial_text(run, name)
@@ -147,7 +147,7 @@ def _supersede_partial_text(run: Run, step_name: str) -> None:
     awaiting ancestors' streams hold (SPEC §14)."""
     streams: list[tuple[str, str | None]] = [(run.pk, None)]
     if run.parent_tool_call_id is not None:
-        ancestry = sql.fetch_all(sql.ANCESTRY, [run.pk])[1:]
+        ancestry = rows.fetch_all(sql.ANCESTRY, [run.pk])[1:]
         streams += [(ancestor_id, run.pk) for ancestor_id, _, _ in ancestry]
     for stream_run_id, origin in streams:
         frames = StreamFrame.objects.filter(run_id=stream_run_id)

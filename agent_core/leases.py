@@ -15,7 +15,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from . import sql, state
+from . import rows, sql, state
 from .choices import RunStatus
 from .conf import agent_settings
 from .exceptions import LeaseLost
@@ -62,7 +62,7 @@ def acquire(run_id: str, owner: str, *, passed: int | None = None) -> Lease | No
     # only for a moment, and giving up would strand a run that decision just queued), then
     # re-checks its conditions against the row as the lock holder left it.
     params = [RunStatus.RUNNING.value, owner, deadline(), run_id, *_TAKEN_FROM]
-    row = sql.fetch_one(sql.ACQUIRE_LEASE, [*params, timezone.now(), passed])
+    row = rows.fetch_one(sql.ACQUIRE_LEASE, [*params, timezone.now(), passed])
     return None if row is None else Lease(run_id, row[0], owner)
 
 
@@ -92,7 +92,7 @@ def lock(lease: Lease, *, allow_cancelling: bool = False) -> Run:
     A run being cancelled refuses its driver's writes (that is how a driver learns of the cancel
     mid-step) except, with ``allow_cancelling``, the record of a tool that already ran.
     """
-    row = sql.fetch_one(sql.LOCK_RUN, [lease.run_id, lease.token, lease.owner])
+    row = rows.fetch_one(sql.LOCK_RUN, [lease.run_id, lease.token, lease.owner])
     run, _ = locked(row, allow_cancelling=allow_cancelling)
     return run
 
@@ -105,7 +105,7 @@ def locked(
     ``lock``'s checks."""
     if row is None:
         raise LeaseLost()
-    (run, thread), rest = sql.models_of(row, Run, Thread)
+    (run, thread), rest = rows.models_of(row, Run, Thread)
     assert isinstance(run, Run) and isinstance(thread, Thread)
     allowed = {RunStatus.RUNNING, RunStatus.CANCELLING} if allow_cancelling else {RunStatus.RUNNING}
     if run.status not in allowed:

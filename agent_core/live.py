@@ -28,7 +28,7 @@ from typing import Any, Literal, ParamSpec, TypeVar, cast
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from . import fanout, frames, sql
+from . import fanout, frames, rows, sql
 from .choices import RUN_TERMINAL, RunStatus
 from .conf import agent_settings
 from .models import Run
@@ -154,13 +154,13 @@ def _catch_up(run_id: str, after: int) -> tuple[Event | None, list[tuple[Event, 
     the followers that share the read (``_read_shared``), and so is their encoding, as a live
     frame's is (``_shared``).
     """
-    rows = sql.fetch_all(sql.CATCH_UP, [after, run_id])
-    if not rows:  # its thread was deleted while we followed it
+    read = rows.fetch_all(sql.CATCH_UP, [after, run_id])
+    if not read:  # its thread was deleted while we followed it
         return Event("error", {"code": "not_found", "message": "The run was deleted."}), []
-    status, code, message = rows[0][:3]
+    status, code, message = read[0][:3]
     ending = _closing(status, code, message) if status in RUN_TERMINAL else None
     found = []
-    for *_, seq, kind, text, superseded in rows:
+    for *_, seq, kind, text, superseded in read:
         if seq is not None:  # None: the run's row alone, no frame follows
             data = json.loads(text)  # Django reads jsonb as text (``JSONField`` decodes it)
             if superseded:

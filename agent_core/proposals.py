@@ -15,7 +15,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from . import frames, signals, sql, state, streams, transcript
+from . import frames, rows, signals, sql, state, streams, transcript
 from .choices import CallStatus, Role, RunStatus, StepStatus
 from .dispatch import Next
 from .frames import Frames
@@ -86,23 +86,25 @@ def record_model_step(
         message = transcript.appended(run, Role.ASSISTANT, parts)
         message_id = message[0]
         announce: Frames = [frames.text("".join(pending_text))] if pending_text else []
-        rows = [_call_row(run, message_id, name, position, c) for position, c in enumerate(calls)]
-        for row in rows:
+        call_rows = [
+            _call_row(run, message_id, name, position, c) for position, c in enumerate(calls)
+        ]
+        for row in call_rows:
             if row.status == CallStatus.PROPOSED:
                 _apply_verdict(row, review(row, run))
             state.check(ToolCall, CallStatus.PROPOSED, row.status)  # where a new call may go
-        for row, proposed in zip(rows, calls, strict=True):
+        for row, proposed in zip(call_rows, calls, strict=True):
             announce += _proposal_frames(row, proposed)
         announce.append(frames.step_finish(name, usage))
         output = {"message_id": message_id, "usage": usage, "finish_reason": finish_reason}
         tokens = [usage.get(field, 0) for field in FIELDS]
         step = [StepStatus.COMPLETED.value, json.dumps(output), timezone.now(), *tokens, run.pk]
-        statuses = {row.status for row in rows}
-        parking = bool(rows) and parks(statuses)
+        statuses = {row.status for row in call_rows}
+        parking = bool(call_rows) and parks(statuses)
         if parking:
             state.check(Run, RunStatus.RUNNING, RunStatus.WAITING)
         # The message, the calls, the journal, the usage, the frames (and parking): one statement.
-        recorded = [*message, sql.json_rows(rows), *step, name]
+        recorded = [*message, rows.json_rows(call_rows), *step, name]
         if locking:
             assert not parking
             held = [lease.run_id, lease.token, lease.owner, *recorded]
@@ -111,10 +113,10 @@ def record_model_step(
         else:
             statement = sql.RECORD_MODEL_STEP_AND_PARK if parking else sql.RECORD_MODEL_STEP
             stored = streams.emit(run.pk, announce, Riding(statement, recorded, tokens))
-        asked = [row for row in rows if row.status == CallStatus.PENDING_APPROVAL]
+        asked = [row for row in call_rows if row.status == CallStatus.PENDING_APPROVAL]
         if asked:
             get_gate().requested(asked)
-        _announce_calls(rows)
+        _announce_calls(call_rows)
         if not calls:
             complete_run(run)
             return Next.STOP

@@ -17,7 +17,7 @@ from django.db.models import Min, QuerySet
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from . import signals, sql, usage
+from . import rows, signals, sql, usage
 from .actors import Actor
 from .choices import RUN_ACTIVE
 from .conf import QuotaLimits, agent_settings
@@ -139,7 +139,7 @@ def check_start(actor: Actor, agent: str, *, starts_now: bool) -> None:
     """Refuse a start over a limit with ``QuotaExceeded``. Called inside the start's transaction:
     a per-actor lock held to its commit makes concurrent starts of one actor count each other."""
     policy = get_policy()
-    sql.fetch_one(sql.ADVISORY_LOCK, [f"airlock-quota:{actor.ref}"])
+    rows.fetch_one(sql.ADVISORY_LOCK, [f"airlock-quota:{actor.ref}"])
     found = policy.check_start(actor, agent, starts_now=starts_now)
     if found is not None:
         signals.quota_exceeded.send(Run, run=None, actor_ref=actor.ref, reason=found.limit)

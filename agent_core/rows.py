@@ -1,7 +1,5 @@
-"""Running the core's named statements (``sql``) and making model instances of their rows.
-
-``sql`` re-exports these, so a statement and the call that runs it read ``sql.…`` alike.
-"""
+"""Running the core's named statements (``sql``) and making model instances of their rows:
+``rows.fetch_all(sql.TRANSCRIPT, …)`` runs a statement that ``sql`` names."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from . import dispatch, frames, journal, signals, sql, state, streams, transcript
+from . import dispatch, frames, journal, rows, signals, sql, state, streams, transcript
 from .actors import Actor
 from .agents import get_agent
 from .choices import CALL_PENDING, CallStatus, QueuedStatus, Role, RunStatus
@@ -64,8 +64,8 @@ def start_run(
         # thread, the run and the message in one statement.
         owner = parent.thread.owner_ref if parent is not None else actor.ref
         run.thread = Thread(owner_ref=owner, agent=agent, title=message[:80], active_run_id=run.pk)
-        rows = [sql.json_rows([run.thread]), sql.json_rows([run])]
-        sql.fetch_one(sql.START_RUN, [*rows, *transcript.appended(run, Role.USER, said)])
+        born = [rows.json_rows([run.thread]), rows.json_rows([run])]
+        rows.fetch_one(sql.START_RUN, [*born, *transcript.appended(run, Role.USER, said)])
     else:
         thread = Thread.objects.filter(pk=thread_id).first()
         if thread is None:
@@ -94,7 +94,7 @@ def end_run(
     # one statement.
     riding = Riding(sql.END_RUN_AND_FINISH, [sources, run.thread_id], [status, code, message, now])
     if streams.emit_if(run.pk, [*(ended or []), finish], riding) is None:
-        row = sql.fetch_one(
+        row = rows.fetch_one(
             sql.END_RUN, [status, code, message, now, run.pk, sources, run.pk, run.thread_id]
         )
         assert row is not None

@@ -12,9 +12,6 @@ from django.db.models import Model
 
 from .choices import CALL_TERMINAL, CallStatus, QueuedStatus, RunStatus
 from .models import Message, QueuedMessage, Run, Step, StreamFrame, Thread, ToolCall
-from .rows import fetch_all, fetch_models, fetch_one, json_rows, made, models_of
-
-__all__ = ["fetch_all", "fetch_models", "fetch_one", "json_rows", "made", "models_of"]
 
 _RUN = Run._meta.db_table
 _STEP = Step._meta.db_table

@@ -16,7 +16,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from . import broadcast, sql
+from . import broadcast, rows, sql
 from .frames import Frame
 
 
@@ -79,17 +79,17 @@ def _write(riding: Riding, run_id: str, frames: Sequence[Frame]) -> tuple[Any, .
     kinds = [kind for kind, _ in frames]
     payloads = [json.dumps(data) for _, data in frames]
     params = [*riding.before, n, *riding.sets, run_id, run_id, n, timezone.now(), kinds, payloads]
-    rows = sql.fetch_all(riding.statement, params)
-    if not rows:
+    written = rows.fetch_all(riding.statement, params)
+    if not written:
         return None
-    seqs = sorted(row[0] for row in rows)
+    seqs = sorted(row[0] for row in written)
     assert len(seqs) == n, f"no run {run_id}"
     published = [
         {"seq": seq, "kind": kind, "data": data}
         for seq, (kind, data) in zip(seqs, frames, strict=True)
     ]
     transaction.on_commit(lambda: publish(run_id, published))
-    return rows[0]
+    return written[0]
 
 
 def publish(run_id: str, frames: list[dict[str, Any]]) -> None:

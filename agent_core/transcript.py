@@ -8,7 +8,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from . import ids, sql
+from . import ids, rows, sql
 from .agents import Agent, describe
 from .choices import CallStatus, Role
 from .models import Run, ToolCall
@@ -21,7 +21,7 @@ def append(run: Run, role: Role, content: list[dict[str, Any]]) -> str:
     """Append a message to the run's thread; returns its id. The caller holds the run's lock."""
     params = appended(run, role, content)
     # One statement: the next number of the thread and the message that takes it.
-    sql.fetch_one(sql.APPEND_MESSAGE, params)
+    rows.fetch_one(sql.APPEND_MESSAGE, params)
     message_id: str = params[0]
     return message_id
 
@@ -86,8 +86,8 @@ def append_results(run: Run, calls: list[ToolCall]) -> None:
 def build_request(run: Run, agent: Agent) -> ModelRequest:
     """The model request for the run's next step: the thread's whole transcript and the tools."""
     tools = tool_definitions(agent)
-    rows = sql.fetch_all(sql.TRANSCRIPT, [run.thread_id])
-    return request(agent, [(role, json.loads(content)) for role, content in rows], tools)
+    said = rows.fetch_all(sql.TRANSCRIPT, [run.thread_id])
+    return request(agent, [(role, json.loads(content)) for role, content in said], tools)
 
 
 def tool_definitions(agent: Agent) -> list[ToolDefinition]:

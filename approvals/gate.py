@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from django.db.models import Q
 from django.utils import timezone
 
-from agent_core import sql
+from agent_core import rows
 from agent_core.actors import Actor
 from agent_core.gate import Verdict
 from agent_core.models import Thread, ToolCall
@@ -42,7 +42,7 @@ class ApprovalGate:
             # A standing yes is one person's: it never stands in for several.
             quorum.stamp(call, requirement)
         elif tool.rememberable:
-            grant = sql.fetch_one(
+            grant = rows.fetch_one(
                 statements.REMEMBERED_GRANT, [thread.pk, tool.name, timezone.now()]
             )
             if grant is not None:

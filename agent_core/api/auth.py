@@ -18,7 +18,7 @@ from django.db.models import Model
 from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
 
-from .. import sql
+from .. import rows, sql
 from ..actors import ROLES_ATTRIBUTE
 
 
@@ -26,7 +26,7 @@ class TokenAuthentication(authentication.TokenAuthentication):
     """``Authorization: Token <key>``, as DRF's, in one query with the user's roles."""
 
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
-        found = sql.fetch_models(_token_user(self.get_model()), [key], get_user_model())
+        found = rows.fetch_models(_token_user(self.get_model()), [key], get_user_model())
         if found is None:
             raise exceptions.AuthenticationFailed(_("Invalid token."))
         [user], (roles,) = found
@@ -38,7 +38,7 @@ class TokenAuthentication(authentication.TokenAuthentication):
 
 @functools.cache
 def _token_user(token_model: type[Model]) -> str:
-    """``sql.TOKEN_USER`` for these models (the user's columns as ``sql.fetch_models`` reads)."""
+    """``sql.TOKEN_USER`` for these models (the user's columns as ``rows.fetch_models`` reads)."""
     user_model = get_user_model()
     fields = user_model._meta.concrete_fields
     groups = user_model._meta.get_field("groups")

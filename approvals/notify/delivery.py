@@ -29,7 +29,7 @@ from django.db import DatabaseError, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from agent_core import sql
+from agent_core import rows
 from agent_core.conf import agent_settings
 from agent_core.dispatch import get_runner
 from agent_core.models import ToolCall
@@ -65,16 +65,16 @@ def record(
     asks; a database error is raised: the request and its record commit together or not at all.
     """
     try:
-        rows = _rows(calls, event, refs)
+        wanted = _rows(calls, event, refs)
     except DatabaseError:
         raise
     except Exception:
         logger.exception("could not record the notifications of %s", [c.pk for c in calls])
         return 0
-    if not rows:
+    if not wanted:
         return 0
     # One statement: the rows, less whoever opted out.
-    inserted = sql.fetch_all(statements.RECORD_DELIVERIES, [sql.json_rows(rows)])
+    inserted = rows.fetch_all(statements.RECORD_DELIVERIES, [rows.json_rows(wanted)])
     pending = [(pk, 0) for pk, status in inserted if status == DeliveryStatus.PENDING]
     if pending:
         transaction.on_commit(functools.partial(_schedule_all, pending))
@@ -90,13 +90,13 @@ def _rows(calls: Sequence[ToolCall], event: str, refs: list[str] | None) -> list
     personal = any(backend.per_recipient for backend in backends)
     everyone = {ref for people in wanted.values() for ref in people}
     contacts = contacts_of(everyone) if personal else {}
-    rows = []
+    deliveries = []
     for call in calls:
         people = list(dict.fromkeys(wanted[call.pk]))
         for backend in backends:
             for ref in people if backend.per_recipient else [""]:
-                rows.append(_row(call, event, backend, contacts.get(ref)))
-    return rows
+                deliveries.append(_row(call, event, backend, contacts.get(ref)))
+    return deliveries
 
 
 def _row(call: ToolCall, event: str, backend: NotificationBackend, to: Contact | None) -> Delivery:
@@ -162,7 +162,7 @@ def attempt(delivery_id: int, ticket: int = 0) -> Next | None:
     """
     settings = approvals_settings()
     lease = settings.NOTIFICATION_LEASE
-    claimed = sql.fetch_one(
+    claimed = rows.fetch_one(
         statements.CLAIM_DELIVERY,
         [lease, delivery_id, settings.NOTIFICATION_ATTEMPTS, ticket, lease],
     )
@@ -211,7 +211,7 @@ def resume_lost() -> int:
     """
     settings = approvals_settings()
     lease, limit = settings.NOTIFICATION_LEASE, settings.NOTIFICATION_SWEEP_LIMIT
-    lost = sql.fetch_all(statements.RESUME_LOST, [lease, lease, limit])
+    lost = rows.fetch_all(statements.RESUME_LOST, [lease, lease, limit])
     if lost:
         transaction.on_commit(functools.partial(_schedule_all, lost))
     return len(lost)
@@ -222,7 +222,7 @@ def _refused(delivery_id: int, ticket: int, settings: ApprovalsSettings) -> Next
     (come back when it is over: it may have died), another attempt was made since (its own
     retries follow: ``None``), the row is settled (``None``), or every attempt is used up: the
     row fails, saying why — an attempt that died is only known by its lease running out."""
-    found = sql.fetch_one(statements.CLAIM_REFUSED, [settings.NOTIFICATION_LEASE, delivery_id])
+    found = rows.fetch_one(statements.CLAIM_REFUSED, [settings.NOTIFICATION_LEASE, delivery_id])
     if found is None:
         return None
     attempts, unfinished, lease_left, last_error = found
