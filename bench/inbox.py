@@ -17,9 +17,9 @@ With ``--at-scale``, on the pending benchmark's data instead (``<name>_bench``, 
 which 10,000 pending, ``bench.pending.shape``; ``--reuse`` keeps it if loaded): the first page of
 each tab, server time (median, p99 over ``--requests``, default 200 there), as the finance
 approver fran, the requester alice (whose threads hold 2,000 pending calls) and the operator otto.
-The process is settled first as a web worker is (``agent_core.gunicorn.settle``: the URLconf
-loaded, start-up frozen out of the collector); each row also gives the median CPU time of this
-process per request (the Python side, PostgreSQL's not counted) and counts the collections of
+The process is settled first as a web worker is (``agent_core.gunicorn.post_worker_init``: the
+URLconf loaded, start-up frozen out of the collector); each row also gives the median CPU time of
+this process per request (the Python side, PostgreSQL's not counted) and counts the collections of
 each generation during its requests, their total pause and the longest (``gc.callbacks``).
 Before the table, the machine's own spread: a fixed ~20 ms of pure Python with the collector
 off, 200 times (no database, no Django), its median and p99: what the p99 of a page cannot be
@@ -188,7 +188,7 @@ def at_scale(n: int, *, reuse: bool) -> None:
     people = users()
     pending.load(f"user:{people['alice'].pk}", reuse=reuse)
     inbox = reverse("console:inbox")
-    gunicorn.settle()  # what a web worker does before its first request
+    gunicorn.post_worker_init(worker=None)  # what a web worker does before its first request
     median, p99 = machine_spread()
     print(f"\nthe machine: ~20 ms of pure Python, median {median:.1f} ms, p99 {p99:.1f} ms")
     print(
