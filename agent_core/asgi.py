@@ -139,21 +139,23 @@ def with_airlock(
 
 
 class _StreamRouter:
-    """HTTP: the views marked ``sse.lean`` to ``streams`` (a ``StreamHandler``), the rest to
-    Django's application."""
+    """HTTP: the views marked ``sse.lean`` to ``streams`` (a ``StreamHandler``, handed the path's
+    ``ResolverMatch`` so the path is resolved once per stream), the rest to Django's
+    application."""
 
     def __init__(self, django_app: ASGIApp, streams: ASGIApp) -> None:
         self.django_app = django_app
         self.streams = streams
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        app = self.streams if _is_lean(scope) else self.django_app
-        await app(scope, receive, send)
+        await self._route(scope, receive, send)
 
+    def _route(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        # Apart from __call__: its frame lives as long as the stream, the ResolverMatch need not
+        # (the handler drops it once the view has answered).
+        from .sse import is_lean
 
-def _is_lean(scope: dict[str, Any]) -> bool:
-    # Apart from __call__: its frame lives as long as the stream, the ResolverMatch need not.
-    from .sse import is_lean
-
-    match = _resolve(scope)
-    return match is not None and is_lean(match.func)
+        match = _resolve(scope)
+        if match is not None and is_lean(match.func):
+            return self.streams(scope, receive, send, match)
+        return self.django_app(scope, receive, send)
