@@ -381,11 +381,12 @@ OWNED_RUN = (
 
 
 # A run's end and its frames after a seq, in one statement and so one snapshot (live._catch_up:
-# a stream attaching, catching up, or ending): seq, run id. A row per frame, in seq order, each
-# with the run's status, error code and message; one row of the run's alone when no frame
-# follows; none when the run is gone.
+# a stream attaching, catching up, or ending): run id, run id, seq. The run's row first (its
+# status, error code and message), then a row per frame in seq order (its seq, kind, data and
+# whether superseded), each with NULL in the other's columns; none when the run is gone (its
+# frames go with it, in the same transaction).
 CATCH_UP = (
-    f"SELECT r.status, r.error_code, r.error_message, f.seq, f.kind, f.data, f.superseded"
-    f" FROM {_RUN} r LEFT JOIN {_FRAME} f ON f.run_id = r.id AND f.seq > %s"
-    " WHERE r.id = %s ORDER BY f.seq"
+    f"SELECT status, error_code, error_message, NULL, NULL, NULL, NULL FROM {_RUN} WHERE id = %s"
+    f" UNION ALL SELECT NULL, NULL, NULL, seq, kind, data, superseded FROM {_FRAME}"
+    " WHERE run_id = %s AND seq > %s ORDER BY 4 NULLS FIRST"
 )
