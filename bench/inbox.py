@@ -1,6 +1,7 @@
 """Benchmark: the console's inbox with 10,000 pending calls visible to the user (issue #19).
 
-    DATABASE_URL=postgres://…/airlock python bench/inbox.py [--requests 50] [--at-scale [--reuse] [--sort newest]]
+    DATABASE_URL=postgres://…/airlock python bench/inbox.py [--requests 50]
+                                                            [--at-scale [--reuse] [--sort newest]]
 
 Uses the database ``<name>_bench_inbox`` next to ``DATABASE_URL`` (created if missing, its agent
 tables emptied and refilled by ``bench.database.bulk_load``): 10,000 threads, each with one waiting
