@@ -31,7 +31,8 @@ R = TypeVar("R")  # a page's row: a model instance, or a row tuple with ``pk`` a
 
 @dataclass(frozen=True)
 class Ordering:
-    """A list's order: a datetime field (nulls last), then the primary key as the tie-break."""
+    """A list's order: a datetime field (nulls last where it may be null), then the primary key
+    as the tie-break."""
 
     field: str
     descending: bool = False
