@@ -204,7 +204,12 @@ def _take(
             case RunTool(call):
                 outcome = tool_step.execute(lease, run, agent, call, abort)
                 # A tool whose effect lies outside this database recorded its outcome itself.
-                return outcome if isinstance(outcome, Next) else _recorded(lease, go_on, outcome)
+                if isinstance(outcome, Next):
+                    return outcome
+                try:
+                    return _recorded(lease, go_on, outcome)
+                except tool_step.AtomicToolRaised as raised:  # rolled back: record the failure
+                    return _recorded(lease, go_on, raised.record)
             case Recover(call):
                 return tool_step.recover(lease, run, agent, call)
     except LeaseLost:
