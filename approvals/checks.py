@@ -66,11 +66,19 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
 
 
 def _check_notification_numbers(settings: ApprovalsSettings) -> None:
-    if settings.NOTIFICATION_ATTEMPTS < 1 or settings.NOTIFICATION_LEASE <= 0:
+    lease = settings.NOTIFICATION_LEASE
+    if settings.NOTIFICATION_ATTEMPTS < 1 or lease <= 0:
         raise ValueError("NOTIFICATION_ATTEMPTS must be 1 or more, NOTIFICATION_LEASE above 0")
     limit = settings.NOTIFICATION_SWEEP_LIMIT
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise ValueError(f"NOTIFICATION_SWEEP_LIMIT must be a whole number above 0, not {limit!r}")
+    # The sweep's first wait is a lease: a maximum below it would shorten every wait, not cap it.
+    longest = settings.NOTIFICATION_SWEEP_BACKOFF_MAX
+    if not isinstance(longest, int | float) or isinstance(longest, bool) or longest < lease:
+        raise ValueError(
+            "NOTIFICATION_SWEEP_BACKOFF_MAX must be seconds, at least NOTIFICATION_LEASE, "
+            f"not {longest!r}"
+        )
 
 
 @register()

@@ -52,6 +52,9 @@ class ApprovalsSettings:
     NOTIFICATION_LEASE: float = 60.0
     # How many lost deliveries one sweep schedules again at most (the most overdue first).
     NOTIFICATION_SWEEP_LIMIT: int = 100
+    # The longest the sweep waits (s) before it queues a delivery again while none of the copies
+    # it queued ran (a backed-up queue, or lost again): from a lease, the wait doubles up to this.
+    NOTIFICATION_SWEEP_BACKOFF_MAX: float = 3600.0
     # Absolute URL of the site, for the links in notifications (e.g. "https://airlock.example").
     BASE_URL: str = ""
     # How long a signed approve / reject link in a notification stays usable (seconds).

@@ -146,6 +146,9 @@ class Delivery(models.Model):
     # re-schedules a pending row that is a whole lease past it: the attempts that would have
     # come were lost with their process or message.
     due_at = models.DateTimeField(default=timezone.now)
+    # How many times the sweep queued the row again since an attempt of it was last claimed: each
+    # time it waits twice as long before the next (a backed-up queue is not lost, only late).
+    sweeps = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -93,7 +93,8 @@ RECORD_DELIVERIES = (
 )
 
 # Claim the next attempt of a pending delivery before sending (notify.delivery.attempt), in its
-# own commit: count it and start its lease (the next attempt is due when it is over). Claimed by
+# own commit: count it and start its lease (the next attempt is due when it is over), and start
+# the sweep's backoff over (a task of the row runs: its queue moves). Claimed by
 # the one chain of attempts whose turn it is — no attempt in flight and the row's attempts still
 # those its task was scheduled with (its ticket) — or, once an attempt in flight outlived its
 # lease (it died), by whichever task comes first; never once the attempts are used up. Any other
@@ -104,7 +105,7 @@ _PENDING = f"'{DeliveryStatus.PENDING.value}'"
 _LEASE_ON = "statement_timestamp() + make_interval(secs => %s)"
 CLAIM_DELIVERY = (
     f"UPDATE {_DELIVERY} SET attempts = attempts + 1, claimed_at = statement_timestamp(),"
-    f" due_at = {_LEASE_ON} WHERE id = %s AND status = {_PENDING} AND attempts < %s"
+    f" due_at = {_LEASE_ON}, sweeps = 0 WHERE id = %s AND status = {_PENDING} AND attempts < %s"
     " AND (claimed_at IS NULL AND attempts = %s"
     "  OR claimed_at <= statement_timestamp() - make_interval(secs => %s))"
     " RETURNING attempts"
@@ -121,12 +122,19 @@ CLAIM_REFUSED = (
 
 # Pending deliveries nobody is working on (notify.delivery.resume_lost, the sweep): their next
 # attempt a whole lease overdue, the most overdue first, at most NOTIFICATION_SWEEP_LIMIT (the
-# partial index on pending rows' ``due_at``); each is due again a lease from now, so that the
-# next sweeps (of this or another process) leave it to the attempt this one schedules.
+# partial index on pending rows' ``due_at``). Each is due again after a wait that doubles with
+# every time the sweep queued it since its last claim (``sweeps``): a lease, two, four, … at most
+# NOTIFICATION_SWEEP_BACKOFF_MAX; the next sweeps (of this or another process) leave it to the
+# attempt this one schedules until then and a lease more. So a task late in a backed-up queue
+# gets copies ever further apart (2, 3, 5, 9, … leases), not one every other lease, and a copy
+# that was lost too is still followed by another. (The exponent stops at 60: 2^60 leases is past
+# any maximum, and the power does not overflow.) NOTIFICATION_SWEEP_BACKOFF_MAX (s),
 # NOTIFICATION_LEASE (s), NOTIFICATION_LEASE (s), limit. Returns their ids and attempts (the
 # ticket of the attempt scheduled: if the one it stands for was merely late, only one claims).
 RESUME_LOST = (
-    f"UPDATE {_DELIVERY} SET due_at = {_LEASE_ON} WHERE id IN (SELECT id FROM {_DELIVERY}"
+    f"UPDATE {_DELIVERY} SET sweeps = sweeps + 1, due_at = statement_timestamp()"
+    "  + make_interval(secs => LEAST(%s, %s * power(2, LEAST(sweeps, 60))))"
+    f" WHERE id IN (SELECT id FROM {_DELIVERY}"
     f"  WHERE status = {_PENDING} AND due_at <= statement_timestamp() - make_interval(secs => %s)"
     "  ORDER BY due_at LIMIT %s FOR UPDATE SKIP LOCKED)"
     " RETURNING id, attempts"

@@ -205,13 +205,18 @@ def resume_lost() -> int:
     broker, a failure to queue after commit), nothing else would try the row again. One whose
     next attempt (``due_at``) is a whole lease overdue has lost it — the lease bounds how late an
     attempt may start or finish — and is scheduled again, at most ``NOTIFICATION_SWEEP_LIMIT``
-    per sweep. A task merely late by a lease looks the same: the one scheduled here carries the
-    same ticket, so whichever claims first makes the attempt and the other ends. The claim still
-    keeps two attempts from sending at once, and one whose attempts are used up fails, saying why.
+    per sweep. A task merely late by a lease (a backed-up queue) looks the same: the one
+    scheduled here carries the same ticket, so whichever claims first makes the attempt and the
+    other ends; and each time the sweep schedules a row whose attempts do not start, it waits
+    twice as long before the next (from a lease to ``NOTIFICATION_SWEEP_BACKOFF_MAX``; a claim
+    starts it over), so a long backlog gets a few copies of each delivery, not one every other
+    lease, while copies that were lost too are followed by others. The claim still keeps two
+    attempts from sending at once, and one whose attempts are used up fails, saying why.
     """
     settings = approvals_settings()
     lease, limit = settings.NOTIFICATION_LEASE, settings.NOTIFICATION_SWEEP_LIMIT
-    lost = rows.fetch_all(statements.RESUME_LOST, [lease, lease, limit])
+    longest = settings.NOTIFICATION_SWEEP_BACKOFF_MAX
+    lost = rows.fetch_all(statements.RESUME_LOST, [longest, lease, lease, limit])
     if lost:
         transaction.on_commit(functools.partial(_schedule_all, lost))
     return len(lost)

@@ -154,6 +154,8 @@ def test_the_inline_runner_comes_back_when_a_dead_attempts_lease_is_over(
         {"NOTIFICATION_LEASE": 0},
         {"NOTIFICATION_SWEEP_LIMIT": 0},
         {"NOTIFICATION_SWEEP_LIMIT": 2.5},
+        {"NOTIFICATION_SWEEP_BACKOFF_MAX": 59},  # below the lease (60)
+        {"NOTIFICATION_SWEEP_BACKOFF_MAX": "1h"},
     ],
 )
 def test_no_attempts_no_lease_or_no_sweep_is_reported(setting):
