@@ -16,12 +16,11 @@ approval port answers 404 for a call outside them that the policy does not let t
 
 from __future__ import annotations
 
-import re
 from typing import Any, cast
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from . import rows, sql
+from . import approvers, rows, sql
 from .actors import Actor
 from .choices import REQUESTER
 from .conf import agent_settings
@@ -39,18 +38,11 @@ def _roles(actor: Actor) -> list[str]:
     return sorted(actor.roles - {REQUESTER})
 
 
-def _one_of(roles: list[str]) -> Q:
-    """Calls that any of several roles may approve, one of them in ``roles``: the approver
-    stores them joined by "|" ("legal|marketing")."""
-    alternatives = "|".join(re.escape(role) for role in roles)
-    return Q(approver__contains="|", approver__regex=rf"(^|\|)({alternatives})(\||$)")
-
-
 def _approves(actor: Actor, **on: OuterRef) -> Exists:
     roles = _roles(actor)
     approver = Q(approver__in=roles)
     if roles:
-        approver |= _one_of(roles)
+        approver |= approvers.one_of(roles)
     return Exists(ToolCall.objects.filter(approver | get_gate().decidable(actor), **on))
 
 
@@ -101,7 +93,10 @@ def _approved_run_ids(actor: Actor) -> QuerySet[ToolCall, Any]:
     reasons = [calls.filter(case) for case in cases_of(get_gate().decidable(actor))]
     if roles := _roles(actor):
         # A role approves many calls of a run: each run once (the index walk is in run order).
-        reasons += [calls.filter(approver__in=roles).distinct(), calls.filter(_one_of(roles))]
+        reasons += [
+            calls.filter(approver__in=roles).distinct(),
+            calls.filter(approvers.one_of(roles)),
+        ]
     return reasons[0].union(*reasons[1:], all=True)
 
 

@@ -11,14 +11,14 @@ and re-drives runs whose driver died.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.urls import Resolver404, ResolverMatch, get_resolver, resolve
+from django.urls import Resolver404, ResolverMatch, resolve
 
 from .dispatch import start_background
+from .startup import load_urlconf, settle
 
 if TYPE_CHECKING:
     from django.core.handlers.asgi import ASGIHandler
@@ -44,7 +44,7 @@ def websocket_view(consumer: Any) -> Callable[..., HttpResponse]:
 def websocket_application() -> ASGIApp:
     """The WebSocket router, with the project's URLconf loaded now rather than by the first
     connection (importing every view takes a while, and would block the event loop)."""
-    get_resolver().url_patterns  # noqa: B018
+    load_urlconf()
     return _route_websocket
 
 
@@ -73,7 +73,8 @@ class AirlockApplication:
 
     The inline runner's sweeper starts with the first event the server sends (lifespan startup
     under uvicorn or hypercorn, the first request under daphne), not at import: importing the
-    project's asgi.py (``manage.py check`` does) has no side effects. So does ``settle``.
+    project's asgi.py (``manage.py check`` does) has no side effects. So does the process's
+    ``settle`` (``agent_core.startup``: the channel layer made, start-up frozen).
     """
 
     def __init__(self, router: ASGIApp) -> None:
@@ -84,29 +85,20 @@ class AirlockApplication:
         if not self._started:
             self._started = True
             start_background()  # starts a thread: nothing here blocks the event loop
-            settle()
+            settle(_make_channel_layer)
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
         await self.router(scope, receive, send)
 
 
-def settle() -> None:
-    """Start-up work that would otherwise fall on the first streams to attach.
-
-    The channel layer is made now: importing its Redis client blocked the event loop for ~0.2 s
-    under the first of a thousand streams attaching at once (a restart's reconnecting clients).
-    Then what start-up loaded (~150,000 objects: modules, classes, the URLconf) is frozen out of
-    CPython's collector: a thousand streams attaching add ~100,000 objects that live as long as
-    their stream, which sets off several full collections while they attach, and each of them
-    walked the start-up heap again (pauses of up to ~1 s; bench/README.md, "Attaching 1,000
-    streams").
-    """
+def _make_channel_layer() -> None:
+    # Now, not under the first streams to attach: importing its Redis client blocked the event
+    # loop for ~0.2 s under the first of a thousand streams attaching at once (a restart's
+    # reconnecting clients).
     from channels.layers import get_channel_layer
 
     get_channel_layer()
-    gc.collect()  # what start-up left as garbage is not frozen with the rest
-    gc.freeze()
 
 
 async def _lifespan(receive: Any, send: Any) -> None:
@@ -147,21 +139,23 @@ def with_airlock(
 
 
 class _StreamRouter:
-    """HTTP: the views marked ``sse.lean`` to ``streams`` (a ``StreamHandler``), the rest to
-    Django's application."""
+    """HTTP: the views marked ``sse.lean`` to ``streams`` (a ``StreamHandler``, handed the path's
+    ``ResolverMatch`` so the path is resolved once per stream), the rest to Django's
+    application."""
 
     def __init__(self, django_app: ASGIApp, streams: ASGIApp) -> None:
         self.django_app = django_app
         self.streams = streams
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        app = self.streams if _is_lean(scope) else self.django_app
-        await app(scope, receive, send)
+        await self._route(scope, receive, send)
 
+    def _route(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        # Apart from __call__: its frame lives as long as the stream, the ResolverMatch need not
+        # (the handler drops it once the view has answered).
+        from .sse import is_lean
 
-def _is_lean(scope: dict[str, Any]) -> bool:
-    # Apart from __call__: its frame lives as long as the stream, the ResolverMatch need not.
-    from .sse import is_lean
-
-    match = _resolve(scope)
-    return match is not None and is_lean(match.func)
+        match = _resolve(scope)
+        if match is not None and is_lean(match.func):
+            return self.streams(scope, receive, send, match)
+        return self.django_app(scope, receive, send)

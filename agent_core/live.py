@@ -154,22 +154,20 @@ def _catch_up(run_id: str, after: int) -> tuple[Event | None, list[tuple[Event, 
     the followers that share the read (``_read_shared``), and so is their encoding, as a live
     frame's is (``_shared``).
     """
-    read = rows.fetch_all(sql.CATCH_UP, [after, run_id])
+    read = rows.fetch_all(sql.CATCH_UP, [run_id, run_id, after])
     if not read:  # its thread was deleted while we followed it
         return Event("error", {"code": "not_found", "message": "The run was deleted."}), []
-    status, code, message = read[0][:3]
+    (status, code, message, *_), *frame_rows = read
     ending = _closing(status, code, message) if status in RUN_TERMINAL else None
     found = []
-    for *_, seq, kind, text, superseded in read:
-        if seq is not None:  # None: the run's row alone, no frame follows
-            data = json.loads(text)  # Django reads jsonb as text (``JSONField`` decodes it)
-            if superseded:
-                # Text of a model attempt a crash cut short is replayed as it was streamed live,
-                # so ids stay the same on every attach, flagged (a field added, never a kind
-                # changed).
-                data["superseded"] = True
-            event = Event("frame", {"kind": kind, **data}, seq)
-            found.append((event, frames.ends_stream(kind, data)))
+    for *_, seq, kind, text, superseded in frame_rows:
+        data = json.loads(text)  # Django reads jsonb as text (``JSONField`` decodes it)
+        if superseded:
+            # Text of a model attempt a crash cut short is replayed as it was streamed live, so
+            # ids stay the same on every attach, flagged (a field added, never a kind changed).
+            data["superseded"] = True
+        event = Event("frame", {"kind": kind, **data}, seq)
+        found.append((event, frames.ends_stream(kind, data)))
     return ending, found
 
 

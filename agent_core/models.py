@@ -10,6 +10,7 @@ from typing import Any
 from django.db import models
 
 from . import ids
+from .approvers import ROLE_SEPARATOR
 from .choices import (
     CALL_TERMINAL,
     RUN_TERMINAL,
@@ -169,13 +170,13 @@ class ToolCall(models.Model):
                 name="call_pending_by_approver",
                 condition=models.Q(status__in=["pending_approval", "pending_input"]),
             ),
-            # Calls that any of several roles may approve ("legal|finance", the separator of
-            # approvals.requirement): few, so a role's inbox reads them all instead of testing
-            # every pending call's approver against a pattern.
+            # Calls that any of several roles may approve ("legal|finance", agent_core.approvers):
+            # few, so a role's inbox reads them all instead of testing every pending call's
+            # approver against a pattern.
             models.Index(
                 fields=["requested_at"],
                 name="call_pending_any_of_roles",
-                condition=models.Q(status="pending_approval", approver__contains="|"),
+                condition=models.Q(status="pending_approval", approver__contains=ROLE_SEPARATOR),
             ),
             # The pending inbox of a requester (approvals.selectors): walk in order, stop early.
             models.Index(
@@ -208,7 +209,7 @@ class ToolCall(models.Model):
             models.Index(
                 fields=["approver", "run"],
                 name="call_any_of_roles_run",
-                condition=models.Q(approver__contains="|"),
+                condition=models.Q(approver__contains=ROLE_SEPARATOR),
             ),
             # The calls waiting on a person in the runs a viewer may see (the console's *Waiting
             # on others*), with what its filter tests, read from the index alone.

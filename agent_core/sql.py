@@ -109,13 +109,18 @@ BEGIN_STEP = (
     " ON CONFLICT (run_id, name) DO UPDATE SET attempts = s.attempts + 1 RETURNING s.attempts"
 )
 
-# The thread's next message number and the message that takes it (transcript.append): id,
-# thread id, run id, role, JSON content, created at, thread id.
-APPEND_MESSAGE = (
-    f"INSERT INTO {_MESSAGE} (id, thread_id, run_id, seq, role, content, created_at)"
-    " SELECT %s, %s, %s, COALESCE(MAX(seq), 0) + 1, %s, %s::jsonb, %s"
-    f" FROM {_MESSAGE} WHERE thread_id = %s RETURNING seq"
-)
+
+# The thread's next message number and the message that takes it (transcript.append), if ``held``
+# (a condition) holds, when given: id, thread id, run id, role, JSON content, created at, thread id.
+def append_message(held: str = "") -> str:
+    return (
+        f"INSERT INTO {_MESSAGE} (id, thread_id, run_id, seq, role, content, created_at)"
+        " SELECT %s, %s, %s, COALESCE(MAX(seq), 0) + 1, %s, %s::jsonb, %s"
+        f" FROM {_MESSAGE} WHERE thread_id = %s{f' HAVING {held}' if held else ''} RETURNING seq"
+    )
+
+
+APPEND_MESSAGE = append_message()
 
 
 def with_frames(
@@ -164,9 +169,8 @@ MIRROR_FRAMES = with_frames(only=" AND status NOT IN ('completed', 'failed', 'ca
 # array, NULL: none).
 def _record(held: str = "") -> str:
     """The record's writes; each only ``held`` (a condition), when given."""
-    message = APPEND_MESSAGE.replace(" RETURNING", f" HAVING {held} RETURNING") if held else ""
     return (
-        f"m AS ({message or APPEND_MESSAGE}),"
+        f"m AS ({append_message(held)}),"
         f" c AS ({insert_rows(ToolCall)}{f' WHERE {held}' if held else ''} RETURNING *),"
         f" s AS (UPDATE {_STEP} SET status = %s, output = %s::jsonb, finished_at = %s,"
         " input_tokens = %s, output_tokens = %s, cached_tokens = %s"
@@ -321,7 +325,7 @@ ADVISORY_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s))"
 TRY_ADVISORY_LOCK = "SELECT pg_try_advisory_xact_lock(hashtext(%s))"
 
 
-# ---- Decisions (agent_core.decisions, the approval port) and API token authentication ----
+# ---- Decisions (agent_core.decisions, the approval port) and streams attaching ----
 
 
 def lock_call(columns: str = "", joins: str = "") -> str:
@@ -369,16 +373,6 @@ def settle_call(also: str = "") -> str:
 
 SETTLE_CALL = settle_call()
 
-# A token's user, whole, and the names of the user's groups (its roles) in one read
-# (api.auth.TokenAuthentication): token key. Formatted once per process with the tables and
-# columns of the configured token and user models.
-TOKEN_USER = (
-    "SELECT {columns}, ARRAY(SELECT g.{group_name} FROM {user_groups} ug"
-    " JOIN {group} g ON g.{group_pk} = ug.{group_fk} WHERE ug.{user_fk} = u.{user_pk})"
-    " FROM {token} t JOIN {user} u ON u.{user_pk} = t.{token_user_fk} WHERE t.{token_key} = %s"
-)
-
-
 # A run as its thread's owner follows it (access.visible_run: a stream attaching): run id, owner.
 OWNED_RUN = (
     f"SELECT {_columns(Run, 'r')} FROM {_RUN} r JOIN {Thread._meta.db_table} t"
@@ -387,11 +381,12 @@ OWNED_RUN = (
 
 
 # A run's end and its frames after a seq, in one statement and so one snapshot (live._catch_up:
-# a stream attaching, catching up, or ending): seq, run id. A row per frame, in seq order, each
-# with the run's status, error code and message; one row of the run's alone when no frame
-# follows; none when the run is gone.
+# a stream attaching, catching up, or ending): run id, run id, seq. The run's row first (its
+# status, error code and message), then a row per frame in seq order (its seq, kind, data and
+# whether superseded), each with NULL in the other's columns; none when the run is gone (its
+# frames go with it, in the same transaction).
 CATCH_UP = (
-    f"SELECT r.status, r.error_code, r.error_message, f.seq, f.kind, f.data, f.superseded"
-    f" FROM {_RUN} r LEFT JOIN {_FRAME} f ON f.run_id = r.id AND f.seq > %s"
-    " WHERE r.id = %s ORDER BY f.seq"
+    f"SELECT status, error_code, error_message, NULL, NULL, NULL, NULL FROM {_RUN} WHERE id = %s"
+    f" UNION ALL SELECT NULL, NULL, NULL, seq, kind, data, superseded FROM {_FRAME}"
+    " WHERE run_id = %s AND seq > %s ORDER BY 4 NULLS FIRST"
 )

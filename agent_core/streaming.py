@@ -5,10 +5,11 @@ Under Django's ASGI handler, every one of the project's middleware classes runs 
 a hop to the one thread that sync code shares (about twenty hops per request with the default
 middleware), and each block of events passes through the response's async iterators. A thousand
 streams attaching at once queued for tens of seconds behind that one thread. Here a view marked
-``sse.lean`` runs through the same Django code (the project's middleware, the URL resolver, the
-view) synchronously, in one call on a stream-reader thread (``live.read``); an ``EventStream``
-it answers is then written here, block by block, and any other answer (405, 401, 404, 400) is
-sent by Django's own ``send_response``.
+``sse.lean`` runs through the same Django code (the project's middleware, the view)
+synchronously, in one call on a stream-reader thread (``live.read``), with the URL resolver's
+match that the router found it by (the path is resolved once); an ``EventStream`` it answers is
+then written here, block by block, and any other answer (405, 401, 404, 400) is sent by Django's
+own ``send_response``.
 
 The request signals (``request_started`` / ``request_finished``) are not sent for these streams:
 their receivers close the calling thread's database connections, and the reader threads manage
@@ -25,11 +26,15 @@ from typing import Any
 
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.base import BaseHandler
-from django.http import HttpResponseBase
+from django.http import HttpRequest, HttpResponseBase
+from django.urls import ResolverMatch
 
 from . import live
 from .models import Run
 from .sse import EventStream, block
+
+# The request's attribute holding the match ``StreamHandler`` was handed.
+_RESOLVED = "_airlock_resolved"
 
 
 class StreamHandler(ASGIHandler):
@@ -39,12 +44,18 @@ class StreamHandler(ASGIHandler):
         BaseHandler.__init__(self)  # not ASGIHandler's: that loads the middleware for async
         self.load_middleware()
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(
+        self, scope: dict[str, Any], receive: Any, send: Any, match: ResolverMatch | None = None
+    ) -> None:
+        """``match``: the path's, when the caller resolved it already (``with_airlock``'s router,
+        to find the view lean), so it is not resolved again."""
         request, refused = self.create_request(scope, io.BytesIO())  # a GET has no body
         if request is None:
             assert refused is not None  # Django's 400 / 413
             await self.send_response(refused, send)
             return
+        setattr(request, _RESOLVED, match)
+        del match
         response = await live.read(self.get_response, request)
         if not isinstance(response, EventStream):
             await self.send_response(response, send)
@@ -57,6 +68,15 @@ class StreamHandler(ASGIHandler):
         del request, response
         await send(start)
         await _serve(run, after, receive, send)
+
+    def resolve_request(self, request: HttpRequest) -> ResolverMatch:
+        """The match the router found, unless the project's middleware gave the request a URLconf
+        of its own (``request.urlconf``), which Django's resolves it by."""
+        match: ResolverMatch | None = getattr(request, _RESOLVED, None)
+        if match is None or hasattr(request, "urlconf"):
+            return super().resolve_request(request)
+        request.resolver_match = match
+        return match
 
 
 async def _serve(run: Run, after: int, receive: Any, send: Any) -> None:

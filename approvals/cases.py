@@ -16,10 +16,11 @@ from typing import Any
 
 from django.db.models import BooleanField, Expression, F, Q
 
+from agent_core import approvers
 from agent_core.actors import Actor
 
 from . import sql
-from .requirement import REQUESTER, ROLE_SEPARATOR
+from .requirement import REQUESTER
 
 _NAMED = re.compile(r"%\((\w+)\)s")
 
@@ -62,10 +63,7 @@ class Condition(Expression):
 def parameters(actor: Actor) -> dict[str, Any]:
     """The actor as the cases take it: its ref, roles and roles pattern."""
     roles = sorted(actor.roles - {REQUESTER})
-    alternatives = "|".join(re.escape(role) for role in roles)
-    sep = re.escape(ROLE_SEPARATOR)
-    pattern = f"(^|{sep})({alternatives})({sep}|$)" if roles else None
-    return {"ref": actor.ref, "roles": roles, "pattern": pattern}
+    return {"ref": actor.ref, "roles": roles, "pattern": approvers.one_of_pattern(roles)}
 
 
 def decidable(actor: Actor) -> Q:

@@ -107,9 +107,11 @@ def read(query: str, params: Any) -> list[PendingRow]:
 
 
 def order_of(ordering: Ordering, field: str, pk: str = "c.id") -> str:
-    """``ordering`` as SQL on the columns ``field`` and ``pk`` (nulls last, then the id)."""
+    """``ordering`` as SQL on the columns ``field`` and ``pk`` (as ``Ordering.order_by``: nulls
+    last where the field may be null, then the id)."""
     direction = "DESC" if ordering.descending else "ASC"
-    return f"{field} {direction} NULLS LAST, {pk} {direction}"
+    nulls = " NULLS LAST" if ordering.nulls_last(ToolCall) else ""
+    return f"{field} {direction}{nulls}, {pk} {direction}"
 
 
 def waiting(case: Q) -> Q:

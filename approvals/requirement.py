@@ -5,12 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from agent_core.approvers import ROLE_SEPARATOR
 from agent_core.choices import REQUESTER
 
 __all__ = ["REQUESTER", "ROLE_SEPARATOR", "Escalate", "Requirement", "approver_roles"]
-
-# Joins several approver roles in the call's ``approver`` column ("legal|marketing").
-ROLE_SEPARATOR = "|"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from agent_core import sql
+from agent_core import approvers, sql
 from agent_core.choices import REQUESTER, CallStatus
 from agent_core.models import Run, Thread, ToolCall
 
@@ -182,11 +182,9 @@ BY_REQUESTER = Case(_APPROVAL, f"{{c}}.approver = '{REQUESTER}' AND {{c}}.reques
 BY_ROLE = Case(_APPROVAL, "{c}.approver {in_roles}", of_roles=True)
 # A question the actor asked is answered by the actor.
 ASKED = Case(_INPUT, "{c}.requester_ref = %(ref)s")
-# Several roles may approve (stored joined: "legal|marketing"), one of them the actor's; ``LIKE``
-# names the predicate of the partial indexes of those few calls.
-BY_ONE_OF_ROLES = Case(
-    _APPROVAL, "{c}.approver LIKE '%%|%%' AND {c}.approver ~ %(pattern)s", of_roles=True
-)
+# Several roles may approve (stored joined: "legal|marketing"), one of them the actor's
+# (``agent_core.approvers``: its ``LIKE`` names the partial indexes of those few calls).
+BY_ONE_OF_ROLES = Case(_APPROVAL, approvers.one_of_sql("{c}", "%(pattern)s"), of_roles=True)
 # Escalated to one of the actor's roles with the power to decide (``approvals.escalation``).
 ESCALATED = Case(
     _APPROVAL,

@@ -1,6 +1,7 @@
 """Benchmark: the console's inbox with 10,000 pending calls visible to the user (issue #19).
 
-    DATABASE_URL=postgres://…/airlock python bench/inbox.py [--requests 50] [--at-scale [--reuse]]
+    DATABASE_URL=postgres://…/airlock python bench/inbox.py [--requests 50]
+                                                            [--at-scale [--reuse] [--sort newest]]
 
 Uses the database ``<name>_bench_inbox`` next to ``DATABASE_URL`` (created if missing, its agent
 tables emptied and refilled by ``bench.database.bulk_load``): 10,000 threads, each with one waiting
@@ -15,11 +16,12 @@ half of them). In process (Django's test client, no network), as the finance app
 
 With ``--at-scale``, on the pending benchmark's data instead (``<name>_bench``, 1,000,000 calls of
 which 10,000 pending, ``bench.pending.shape``; ``--reuse`` keeps it if loaded): the first page of
-each tab, server time (median, p99 over ``--requests``, default 200 there), as the finance
-approver fran, the requester alice (whose threads hold 2,000 pending calls) and the operator otto.
-The process is settled first as a web worker is (``agent_core.gunicorn.settle``: the URLconf
-loaded, start-up frozen out of the collector); each row also gives the median CPU time of this
-process per request (the Python side, PostgreSQL's not counted) and counts the collections of
+each tab (in ``--sort``'s order, oldest first by default), server time (median, p99 over
+``--requests``, default 200 there), as the finance approver fran, the requester alice (whose
+threads hold 2,000 pending calls) and the operator otto.
+The process is settled first as a web worker is (``agent_core.gunicorn.post_worker_init``: the
+URLconf loaded, start-up frozen out of the collector); each row also gives the median CPU time of
+this process per request (the Python side, PostgreSQL's not counted) and counts the collections of
 each generation during its requests, their total pause and the longest (``gc.callbacks``).
 Before the table, the machine's own spread: a fixed ~20 ms of pure Python with the collector
 off, 200 times (no database, no Django), its median and p99: what the p99 of a page cannot be
@@ -177,8 +179,9 @@ def tabs(user: Any) -> str:
     return f"{counts['yours']:,} / {counts['others']:,}"
 
 
-def at_scale(n: int, *, reuse: bool) -> None:
-    """The first page of each tab at 1M calls / 10k pending, for each viewer."""
+def at_scale(n: int, *, reuse: bool, sort: str | None = None) -> None:
+    """The first page of each tab at 1M calls / 10k pending, for each viewer (in ``sort``'s
+    order; the default, oldest first, without)."""
     setup_django(bench_database_url("_bench"))
     from django.urls import reverse
 
@@ -188,7 +191,7 @@ def at_scale(n: int, *, reuse: bool) -> None:
     people = users()
     pending.load(f"user:{people['alice'].pk}", reuse=reuse)
     inbox = reverse("console:inbox")
-    gunicorn.settle()  # what a web worker does before its first request
+    gunicorn.post_worker_init(worker=None)  # what a web worker does before its first request
     median, p99 = machine_spread()
     print(f"\nthe machine: ~20 ms of pure Python, median {median:.1f} ms, p99 {p99:.1f} ms")
     print(
@@ -199,7 +202,11 @@ def at_scale(n: int, *, reuse: bool) -> None:
     print("|---|---|---|---|---|---|---|---|")
     for who in ("fran", "alice", "otto"):
         client = logged_in(people[who])
-        for tab, params in (("Waiting on you", {}), ("Waiting on others", {"show": "others"})):
+        ordered = {"sort": sort} if sort else {}
+        for tab, params in (
+            ("Waiting on you", ordered),
+            ("Waiting on others", {"show": "others", **ordered}),
+        ):
             with Collections() as collections:
                 _, median, p99, cpu = measure(client, inbox, params, n)
             verdict = "met" if p99 <= FIRST_PAGE_P99_MS else "not met"
@@ -214,9 +221,10 @@ def main() -> None:
     parser.add_argument("--requests", type=int, help="requests per measurement (50; 200 at scale)")
     parser.add_argument("--at-scale", action="store_true", help="1M calls / 10k pending, each tab")
     parser.add_argument("--reuse", action="store_true", help="at scale: keep data already loaded")
+    parser.add_argument("--sort", choices=["oldest", "newest", "deadline"], help="at scale: order")
     args = parser.parse_args()
     if args.at_scale:
-        at_scale(args.requests or 200, reuse=args.reuse)
+        at_scale(args.requests or 200, reuse=args.reuse, sort=args.sort)
         return
     args.requests = args.requests or 50
     setup_django(bench_database_url("_bench_inbox"))

@@ -2,7 +2,7 @@
 
 DRF's ``TokenAuthentication`` reads the token with its user, then the actor resolver reads the
 user's groups: two queries, each compiled by the ORM, on every API request. This one runs one named
-statement (``sql.TOKEN_USER``) and hands the groups to ``actors.actor_for_user`` on the user, so
+statement (``api.sql.TOKEN_USER``) and hands the groups to ``actors.actor_for_user`` on the user, so
 the default resolvers need no query of their own. Its answers (401 for an unknown key or an
 inactive user) are DRF's.
 """
@@ -18,8 +18,9 @@ from django.db.models import Model
 from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
 
-from .. import rows, sql
+from .. import rows
 from ..actors import ROLES_ATTRIBUTE
+from . import sql
 
 
 class TokenAuthentication(authentication.TokenAuthentication):

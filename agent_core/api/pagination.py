@@ -31,15 +31,25 @@ R = TypeVar("R")  # a page's row: a model instance, or a row tuple with ``pk`` a
 
 @dataclass(frozen=True)
 class Ordering:
-    """A list's order: a datetime field (nulls last), then the primary key as the tie-break."""
+    """A list's order: a datetime field (nulls last where it may be null), then the primary key
+    as the tie-break."""
 
     field: str
     descending: bool = False
 
-    def order_by(self) -> tuple[OrderBy, OrderBy]:
+    def nulls_last(self, model: type[Model]) -> bool:
+        """Whether the order says where nulls go (last): only for a field of ``model`` that may
+        be null. Without nulls the order is the same, and a descending ``NULLS LAST`` is not the
+        order of an index walked backwards (nulls first there): PostgreSQL sorted every row of
+        the list instead of stopping after the page (newest first, bench/README.md)."""
+        return bool(model._meta.get_field(self.field).null)
+
+    def order_by(self, model: type[Model]) -> tuple[OrderBy, OrderBy]:
+        """The order of ``model``'s rows (``nulls_last``), then the primary key."""
+        nulls = True if self.nulls_last(model) else None
         if self.descending:
-            return F(self.field).desc(nulls_last=True), F("pk").desc()
-        return F(self.field).asc(nulls_last=True), F("pk").asc()
+            return F(self.field).desc(nulls_last=nulls), F("pk").desc()
+        return F(self.field).asc(nulls_last=nulls), F("pk").asc()
 
     def after(self, value: datetime | None, pk: str) -> Q:
         """The rows after the position ``(value, pk)`` in this order."""
@@ -131,7 +141,7 @@ class KeysetPagination(BasePagination):
             # Django cannot use an ordered UNION as an ``__in`` subquery; the SQL it compiled can.
             page = RawSQL(f"SELECT page.{pk.column} FROM ({sql}) AS page", sql_params)
             queryset = queryset.filter(pk__in=page)
-        return queryset.order_by(*ordering.order_by())[:n]
+        return queryset.order_by(*ordering.order_by(queryset.model))[:n]
 
     def keys_queryset(
         self, queryset: QuerySet[M], params: Any, *, branches: Q | None = None
@@ -139,7 +149,7 @@ class KeysetPagination(BasePagination):
         """The ``(pk, sort key)`` pairs of one page's rows and one more, in the page's order."""
         ordering = self.orderings[self.sort_of(params)]
         n = self.limit_of(params) + 1
-        order = ordering.order_by()
+        order = ordering.order_by(queryset.model)
         pk = queryset.model._meta.pk
         after = self._after_cursor(queryset, params).select_related(None).order_by(*order)
         keys = after.values(pk.name, ordering.field)

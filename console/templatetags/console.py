@@ -44,7 +44,14 @@ def when(value: datetime | None) -> SafeString | str:
 class _Unit:
     """One of ``timesince``'s units ("%(num)d minute" / "…minutes") in one language: Django's
     own lazy plural, translated once per number instead of on every call (the translation
-    lookups were half of ``timesince``'s time on an inbox page)."""
+    lookups were half of ``timesince``'s time on an inbox page).
+
+    Only numbers below ``KEPT_BELOW`` are kept: every unit but years stays below it (59 minutes,
+    23 hours, 11 months), and a count of years past it is translated each time rather than kept
+    for good.
+    """
+
+    KEPT_BELOW = 60
 
     def __init__(self, unit: str) -> None:
         self.unit = unit
@@ -53,8 +60,10 @@ class _Unit:
     def __mod__(self, values: dict[str, int]) -> str:
         number = values["num"]
         said = self.said.get(number)
-        if said is None:  # two threads may both translate it: the same string either way
-            said = self.said[number] = str(TIME_STRINGS[self.unit] % values)
+        if said is None:
+            said = str(TIME_STRINGS[self.unit] % values)
+            if number < self.KEPT_BELOW:  # two threads may both keep it: the same string
+                self.said[number] = said
         return said
 
 

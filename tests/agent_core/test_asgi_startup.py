@@ -13,7 +13,7 @@ from channels.layers import channel_layers
 from django.conf import settings
 from django.urls import clear_url_caches, get_resolver
 
-from agent_core import asgi, gunicorn
+from agent_core import asgi, gunicorn, startup
 from agent_core.asgi import AirlockApplication
 
 
@@ -56,4 +56,12 @@ def test_a_web_worker_loads_its_views_and_freezes_what_start_up_loaded(unfrozen)
     clear_url_caches()  # as a worker that has served nothing yet
     gunicorn.post_worker_init(worker=None)
     assert "url_patterns" in vars(get_resolver())  # the URLconf, and every view, imported
+    assert gc.get_freeze_count() > 10_000
+
+
+def test_settle_does_each_warm_up_in_order_then_freezes_what_it_left(unfrozen):
+    gc.unfreeze()
+    done: list[str] = []
+    startup.settle(lambda: done.append("first"), lambda: done.append("second"))
+    assert done == ["first", "second"]
     assert gc.get_freeze_count() > 10_000

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from django.db import connection, connections
 
-from agent_core import access, live
+from agent_core import access, live, rows, sql
 from agent_core.choices import RunStatus
 from agent_core.models import Run, StreamFrame
 from tests.conftest import ALICE
@@ -34,6 +34,29 @@ def test_superseded_text_is_replayed_with_its_id_and_flagged(turn):
     flagged = {event.seq: event.data.get("superseded", False) for event, _ in frames}
     assert flagged[text.seq] is True
     assert sum(flagged.values()) == 1
+
+
+def test_a_failed_run_with_many_frames_catches_up_with_its_error_read_once(turn, settings):
+    settings.AGENT = {**settings.AGENT, "EXPOSE_ERROR_DETAILS": True}
+    run = turn("hello there")
+    message = "the model provider said no " * 40  # ~1 KB, as a traceback-sized message is
+    Run.objects.filter(pk=run.pk).update(
+        status=RunStatus.FAILED, error_code="model_error", error_message=message
+    )
+    last = StreamFrame.objects.filter(run=run).count()
+    StreamFrame.objects.bulk_create(
+        StreamFrame(run=run, seq=last + n, kind="data-note", data={"n": n}) for n in range(1, 301)
+    )
+    read = rows.fetch_all(sql.CATCH_UP, [run.pk, run.pk, 0])
+    # The run's columns once (its row first), not repeated on each of the frames' rows.
+    assert [row[2] for row in read].count(message) == 1 and read[0][2] == message
+    assert [row[3] for row in read[1:]] == list(range(1, last + 301))
+    ending, frames = live._catch_up(run.pk, 0)
+    assert ending == live.Event("error", {"code": "model_error", "message": message})
+    assert [event.seq for event, _ in frames] == list(range(1, last + 301))
+    ending, frames = live._catch_up(run.pk, last + 300)  # resumed after the last frame
+    assert ending == live.Event("error", {"code": "model_error", "message": message})
+    assert frames == []
 
 
 async def _waiting_reads_are_shared() -> None:

@@ -256,3 +256,18 @@ def test_the_console_others_first_page_is_read_by_the_named_statement(every_reas
     assert named_seen_reads(client, {"limit": "1", "cursor": cursor}) == 0  # a cursor: compiled
     assert named_seen_reads(client, {"tool": "issue_refund"}) == 0  # a filter: compiled
     assert named_seen_reads(client, {"q": "refund"}) == 0
+
+
+def test_newest_first_walks_the_time_indexes_backwards():
+    """A field that cannot be null is ordered without ``NULLS LAST`` (the same order), named or
+    compiled: newest first is then the order of a ``requested_at`` index walked backwards, not a
+    sort of every call of a branch; a deadline (nullable) keeps its nulls last."""
+    orderings, pagination = PendingPagination.orderings, PendingPagination()
+    newest = pending.first_statement(sql.DECIDABLE_KEYS, orderings["newest"])
+    assert "requested_at DESC, id DESC LIMIT" in newest and "NULLS" not in newest
+    deadline = pending.first_statement(sql.DECIDABLE_KEYS, orderings["deadline"])
+    assert "expires_at ASC NULLS LAST, id ASC LIMIT" in deadline
+    branches = selectors.pending_branches(FRAN)
+    for sort, nulls in (("newest", False), ("oldest", False), ("deadline", True)):
+        keys = pagination.keys_queryset(selectors.all_calls(), {"sort": sort}, branches=branches)
+        assert ("NULLS LAST" in str(keys.query)) is nulls, sort

@@ -15,7 +15,7 @@ from django.utils.timesince import timesince, timeuntil
 
 from console import rows
 from console.rows import Row
-from console.templatetags.console import when
+from console.templatetags.console import _units, when
 
 MARGIN = timedelta(seconds=30)  # away from a minute's edge: `when` reads the clock itself
 _SELECT = (
@@ -141,3 +141,12 @@ def test_relative_times_follow_the_active_language():
     with translation.override("de"):
         german = when(value)
     assert "5 Minuten" in german and "5 minutes" in when(value)
+
+
+def test_a_unit_keeps_its_small_numbers_only():
+    """Translated strings are kept per number below ``KEPT_BELOW`` (all but years stay below),
+    so years far away (a date a century off) do not grow the cache without end."""
+    years = _units("en-us")["year"]
+    for number in range(5_000):
+        assert years % {"num": number} == (f"{number} year" + ("" if number == 1 else "s"))
+    assert 1 in years.said and len(years.said) < 100
