@@ -17,7 +17,7 @@ from agent_core import runs, sql
 from agent_core.choices import RunStatus
 from agent_core.dispatch import set_runner
 from agent_core.runner.inline import InlineRunner
-from tests.conftest import ALICE
+from tests.conftest import ALICE, REFUND
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,3 +71,20 @@ def test_a_model_step_proposing_a_read_is_recorded_without_begin_or_commit(shop:
     # Three transactions of more than one statement: the claim with the first step's opening;
     # the read's record with the next step's opening; the answer's record with the run's end.
     assert log.count("BEGIN") == log.count("COMMIT") == 3, log
+
+
+def test_a_model_step_with_a_call_waiting_on_a_person_is_recorded_in_a_transaction(
+    shop: None,
+) -> None:
+    # The read runs first, but the refund waits on a person: the gate records its request (the
+    # approver's notifications) with the step, so the record is not one statement any more.
+    set_runner(InlineRunner(workers=0))
+    try:
+        with sent() as log:
+            run = runs.start_run(agent="support", message=f"{READ}\n{REFUND}", actor=ALICE)
+    finally:
+        set_runner(None)
+    run.refresh_from_db()
+    assert run.status == RunStatus.WAITING
+    [record] = [line for line in log if sql.RECORD_MODEL_STEP_LOCKING[:40] in line]
+    assert not record.startswith("[auto] "), log
