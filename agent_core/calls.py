@@ -32,11 +32,11 @@ logger = logging.getLogger(__name__)
 def claim_call(lease: Lease, call_id: str) -> Run:
     """``approved → executing``, fenced by the lease token: the side effect may start now.
 
-    Returns the run, locked until the caller's transaction ends."""
+    Returns the run, locked until the caller's transaction ends (if it is in one)."""
     state.check(ToolCall, CallStatus.APPROVED, CallStatus.EXECUTING)  # sql.CLAIM_CALL writes it
     locking = [lease.run_id, lease.token, lease.owner]
-    # No savepoint when nested (the atomic tool's transaction): an error here ends it anyway.
-    with transaction.atomic(savepoint=False):
+    # Joins the atomic tool's transaction; on its own, one statement needs none.
+    with rows.one_statement():
         row = rows.fetch_one(sql.CLAIM_CALL, [*locking, lease.token, timezone.now(), call_id])
         run, (won,) = locked(row)
         if not won:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,8 +77,10 @@ def record_model_step(
     """
     reviewed = any(c.status == CallStatus.PROPOSED for c in calls)
     locking = not reviewed and not (calls and parks({c.status for c in calls}))
-    # No savepoint when nested (the inline driver opens the next step in it): one transaction.
-    with transaction.atomic(savepoint=False):
+    # No savepoint when nested (the inline driver opens the next step in it): one transaction;
+    # none at all when the record is one statement (``records_alone``).
+    alone = records_alone(planned, calls)
+    with nullcontext() if alone else transaction.atomic(savepoint=False):
         run = planned if locking else lock(lease)
         parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         parts += [
@@ -109,7 +112,8 @@ def record_model_step(
             assert not parking
             held = [lease.run_id, lease.token, lease.owner, *recorded]
             riding = Riding(sql.RECORD_MODEL_STEP_LOCKING, held, tokens)
-            run, stored = locked(streams.emit_if(run.pk, announce, riding))
+            with rows.one_statement():
+                run, stored = locked(streams.emit_if(run.pk, announce, riding))
         else:
             statement = sql.RECORD_MODEL_STEP_AND_PARK if parking else sql.RECORD_MODEL_STEP
             stored = streams.emit(run.pk, announce, Riding(statement, recorded, tokens))
@@ -124,6 +128,19 @@ def record_model_step(
             return Next.STOP
         written = [stored_call(row) for row in stored[0]]
         return Recorded(continue_or_park(run, statuses), run, name, written)
+
+
+def records_alone(planned: Run, calls: list[ProposedCall]) -> bool:
+    """Whether a model step's record is one statement after which a tool step comes, which
+    opens without writing: no call for the gate, one approved (so none parks the run), no
+    ancestor's stream to mirror the frames into. Then the record needs no transaction of its own
+    (``rows.one_statement``), nor does the opening of the step after it (``loop._recorded``)."""
+    statuses = {c.status for c in calls}
+    return (
+        CallStatus.APPROVED in statuses
+        and CallStatus.PROPOSED not in statuses
+        and planned.parent_tool_call_id is None
+    )
 
 
 def _apply_verdict(row: ToolCall, verdict: Verdict) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -27,6 +29,33 @@ def json_rows(rows: Sequence[Model]) -> str:
         found.append(values)
         row._state.adding, row._state.db = False, DEFAULT_DB_ALIAS
     return json.dumps(found)
+
+
+_alone: ContextVar[bool] = ContextVar("one_statement", default=False)
+
+
+@contextmanager
+def one_statement() -> Iterator[None]:
+    """A transaction of exactly one statement: sent in autocommit, outside a transaction; inside
+    one, it joins it (nothing changes).
+
+    PostgreSQL makes one statement atomic by itself, so ``transaction.atomic()`` around it buys
+    nothing but two round trips (psycopg's ``BEGIN`` before it, the ``COMMIT``). Only for a block
+    whose writes are that one statement: no signal receiver, no mirrored frame, nothing else.
+    ``transaction.on_commit`` callbacks registered in it run at once, when registered: after the
+    statement, whose data every reader sees by then. ``in_one_statement`` says whether the caller
+    is in such a block (``streams.emit_if``: frames written with their state, by one statement).
+    """
+    token = _alone.set(True)
+    try:
+        yield
+    finally:
+        _alone.reset(token)
+
+
+def in_one_statement() -> bool:
+    """Whether the caller runs in ``one_statement`` (in autocommit, or joined to a transaction)."""
+    return _alone.get()
 
 
 def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:

@@ -33,7 +33,6 @@ BLOCKING = frozenset({*CALL_PENDING, CallStatus.IN_DOUBT, CallStatus.EXECUTING})
 OPEN = sorted({CallStatus.APPROVED.value, *BLOCKING})
 
 
-@transaction.atomic
 def start_run(
     *,
     agent: str,
@@ -65,22 +64,30 @@ def start_run(
         owner = parent.thread.owner_ref if parent is not None else actor.ref
         run.thread = Thread(owner_ref=owner, agent=agent, title=message[:80], active_run_id=run.pk)
         born = [rows.json_rows([run.thread]), rows.json_rows([run])]
-        rows.fetch_one(sql.START_RUN, [*born, *transcript.appended(run, Role.USER, said)])
+        with rows.one_statement():
+            rows.fetch_one(sql.START_RUN, [*born, *transcript.appended(run, Role.USER, said)])
     else:
-        thread = Thread.objects.filter(pk=thread_id).first()
-        if thread is None:
-            raise NotFound(f"no thread {thread_id}")
-        run.thread = thread
-        run.save(force_insert=True)
-        claimed = Thread.objects.filter(pk=thread.pk, active_run__isnull=True).update(
-            active_run=run, updated_at=timezone.now()
-        )
-        if not claimed:
-            raise RunActive()
-        transcript.append(run, Role.USER, said)
+        with transaction.atomic():
+            _start_on(run, thread_id, said)
+    # After the commit (at once after an autocommitted statement): announced, then driven.
     transaction.on_commit(lambda: signals.run_started.send(Run, run=run))
     dispatch.on_commit(run.id, Next.MODEL)
     return run
+
+
+def _start_on(run: Run, thread_id: str, said: list[dict[str, Any]]) -> None:
+    """``start_run`` on an existing thread: the run, the thread's claim and the message."""
+    thread = Thread.objects.filter(pk=thread_id).first()
+    if thread is None:
+        raise NotFound(f"no thread {thread_id}")
+    run.thread = thread
+    run.save(force_insert=True)
+    claimed = Thread.objects.filter(pk=thread.pk, active_run__isnull=True).update(
+        active_run=run, updated_at=timezone.now()
+    )
+    if not claimed:
+        raise RunActive()
+    transcript.append(run, Role.USER, said)
 
 
 def end_run(

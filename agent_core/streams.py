@@ -55,13 +55,16 @@ def emit_if(run_id: str, frames: Sequence[Frame], riding: Riding) -> tuple[Any, 
     """``emit``, with writes that may match nothing (a compare-and-set whose frames are written
     only when it wins, ``sql.settle_call``): ``None`` when the statement answered no row, and
     no frame was written."""
-    assert connection.in_atomic_block, "frames are written with the state they announce"
+    assert connection.in_atomic_block or rows.in_one_statement(), (
+        "frames are written with the state they announce"
+    )
     row = _write(riding, run_id, frames)
     if row is None:
         return None
     parent, extra = row[1:3], row[3:]
     origin = {"run_id": run_id, "parent_tool_call_id": parent[1]}
     while parent[0] is not None and parent[1] is not None:
+        assert connection.in_atomic_block, "a mirrored frame is a second statement"
         # Frames mirrored from a grandchild already say where they come from.
         mirrored = [Frame(kind, {**origin, **data}) for kind, data in frames]
         frames, run_id = mirrored, parent[0]

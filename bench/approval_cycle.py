@@ -28,7 +28,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -49,7 +48,7 @@ from agent_core.models import Run, StreamFrame, ToolCall  # noqa: E402
 from agent_core.runner.durable import DurableRunner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
 from approvals import services as port  # noqa: E402
-from bench import hops  # noqa: E402
+from bench import hops, statement_floor  # noqa: E402
 from bench.cycle_report import Result, against_targets, report  # noqa: E402
 from demo.models import Order  # noqa: E402
 
@@ -199,19 +198,6 @@ def commit_records(start: str, end: str) -> int | None:
     return 0 if row is None else int(row[0])
 
 
-@contextmanager
-def counting() -> Iterator[list[int]]:
-    """Count the statements this thread's connection sends (one counter, in a list)."""
-    count = [0]
-
-    def add(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        count[0] += 1
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(add):
-        yield count
-
-
 def measure(
     name: str, runner: Runner, synchronous: bool, cycles: int, batch: int, delegated: bool = False
 ) -> Result:
@@ -224,25 +210,37 @@ def measure(
     before_commits = settle_stats()
     before_wal = wal_position()
     before_rows, before_bytes = table_totals()
-    waits, dones, floors = [], [], []
+    waits, dones, floors, statement_floors = [], [], [], []
+    floor_commits = floor_writes = 0  # the statement floor's own transactions
     for _ in range(cycles):
-        with counting() as count:
+        polled = POLLS.count
+        with statement_floor.recording(statement_floor.Shape()) as shape:
             w, d = cycle(synchronous, delegated)
-        statements += count[0]
+        statements += shape.statements
         waits.append(w)
         dones.append(d)
         floors.append(floor_sample())
+        if synchronous:  # the statements are this thread's: the same round trips, empty
+            shape.reads -= POLLS.count - polled  # the benchmark's own status reads
+            t0 = time.perf_counter()
+            statement_floor.replay(shape)
+            statement_floors.append(time.perf_counter() - t0)
+            floor_commits += shape.reads + shape.writes + len(shape.transactions)
+            floor_writes += shape.writes + len(shape.transactions)
     after_rows, after_bytes = table_totals()
     after_wal = wal_position()
     # The benchmark's own transactions: status reads, table totals, WAL positions, floor samples
     # (the only ones that write), the first commit-counter read.
-    polls = POLLS.count + 2 * len(TABLES) + 2 + FLOOR_TRANSACTIONS * cycles + 1
+    polls = POLLS.count + 2 * len(TABLES) + 2 + FLOOR_TRANSACTIONS * cycles + floor_commits + 1
     after_commits = settle_stats()
     result = Result(name, waits, dones, floor=statistics.median(floors))
+    if statement_floors:
+        result.statement_floor = statistics.median(statement_floors)
+        result.round_trips = shape.round_trips  # the last cycle's
     result.commits = (after_commits - before_commits - polls) / cycles
     written = commit_records(before_wal, after_wal)
     if written is not None:
-        result.writes = (written - FLOOR_TRANSACTIONS * cycles) / cycles
+        result.writes = (written - FLOOR_TRANSACTIONS * cycles - floor_writes) / cycles
     result.rows = (after_rows - before_rows) / cycles
     result.bytes = (after_bytes - before_bytes) / cycles
     if synchronous:

@@ -2,8 +2,10 @@
 
 The benchmark's ``cycle`` (inline runner, same thread) timed with ``time.process_time()``:
 ``--rounds`` rounds of ``--cycles`` after ``--warm`` cycles to warm up; prints each round's CPU
-per cycle and their median. ``--profile N``: prints cProfile's top N entries (by own time) of one
-more round instead.
+per cycle and their median, then the same for the cycle's statement floor (its round trips with
+trivial statements, ``bench.statement_floor``): the CPU the driver and Django's cursor spend on
+that many round trips, before any of our Python. ``--profile N``: prints cProfile's top N
+entries (by own time) of one more round instead.
 
     DATABASE_URL=... REDIS_URL=... .venv/bin/python bench/cycle_cpu.py [--profile 30]
 
@@ -30,10 +32,12 @@ import django
 django.setup()
 
 from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
 
 from agent_core.dispatch import set_runner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
-from bench.approval_cycle import cycle  # noqa: E402
+from bench import statement_floor  # noqa: E402
+from bench.approval_cycle import POLLS, cycle  # noqa: E402
 from demo.models import Order  # noqa: E402
 
 
@@ -59,13 +63,34 @@ def main() -> None:
         profile.disable()
         pstats.Stats(profile).sort_stats("tottime").print_stats(args.profile)
         return
-    rounds = []
-    for _ in range(args.rounds):
-        start = time.process_time()
-        for _ in range(args.cycles):
-            cycle(True)
-        rounds.append((time.process_time() - start) / args.cycles * 1000)
-    print(" ".join(f"{r:.2f}" for r in rounds), f"median {statistics.median(rounds):.2f} ms/cycle")
+    polled = POLLS.count
+    with statement_floor.recording(statement_floor.Shape()) as shape:
+        cycle(True)
+    shape.reads -= POLLS.count - polled  # the benchmark's own status reads
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE IF NOT EXISTS bench_floor (id bigserial PRIMARY KEY, d jsonb)")
+    try:
+        for name, one in [
+            ("cycle", lambda: cycle(True)),
+            (
+                f"statement floor ({shape.round_trips} round trips)",
+                lambda: statement_floor.replay(shape),
+            ),
+        ]:
+            rounds = []
+            for _ in range(args.rounds):
+                start = time.process_time()
+                for _ in range(args.cycles):
+                    one()
+                rounds.append((time.process_time() - start) / args.cycles * 1000)
+            print(
+                name,
+                " ".join(f"{r:.2f}" for r in rounds),
+                f"median {statistics.median(rounds):.2f} ms",
+            )
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE bench_floor")
 
 
 if __name__ == "__main__":

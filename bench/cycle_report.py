@@ -32,6 +32,9 @@ class Result:
     statements: float | None = None
     # Durable only: the same cycle's five step tasks sent through the broker doing nothing.
     empty: float | None = None
+    # Inline only: the cycle's round trips with trivial statements (``bench.statement_floor``).
+    statement_floor: float | None = None
+    round_trips: int | None = None  # its statements, and each transaction's BEGIN and COMMIT
 
 
 def report(results: list[Result]) -> str:
@@ -40,11 +43,13 @@ def report(results: list[Result]) -> str:
         "| approve→completed p50 / p95 (ms) | cycle p50 (ms) | x floor | cycles/s (1) "
         "| cycles/s (8) | commits / cycle | rows / cycle | "
         "bytes / cycle | SQL statements / cycle | write transactions / cycle "
-        "| 5 empty tasks (ms) | x floor |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| 5 empty tasks (ms) | x floor | round trips / cycle | statement floor p50 (ms) "
+        "| x statement floor |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         total = [w + d for w, d in zip(r.to_waiting, r.to_completed, strict=True)]
+        by_statements = None if r.statement_floor is None else _cycle(r) / r.statement_floor
         lines.append(
             f"| {r.name} | {ms(r.floor)} "
             f"| {ms(statistics.median(r.to_waiting))} / {ms(pct(r.to_waiting, 0.95))} "
@@ -52,7 +57,8 @@ def report(results: list[Result]) -> str:
             f"| {ms(statistics.median(total))} | {statistics.median(total) / r.floor:.1f} "
             f"| {r.rate1:.1f} | {r.rate8:.1f} | {r.commits:.1f} | {r.rows:.0f} | {r.bytes:.0f} "
             f"| {_opt(r.statements)} | {_opt(r.writes)} "
-            f"| {_ms_opt(r.empty)} | {_opt(None if r.empty is None else r.empty / r.floor)} |"
+            f"| {_ms_opt(r.empty)} | {_opt(None if r.empty is None else r.empty / r.floor)} "
+            f"| {_opt(r.round_trips)} | {_ms_opt(r.statement_floor)} | {_opt(by_statements)} |"
         )
     return "\n".join(lines)
 
@@ -70,11 +76,15 @@ TARGETS = [
 ]
 
 
+def _cycle(r: Result) -> float:
+    """The cycle's median (seconds)."""
+    return statistics.median(w + d for w, d in zip(r.to_waiting, r.to_completed, strict=True))
+
+
 def measured(r: Result, what: str) -> float | None:
     """One of a result's figures, by the name ``TARGETS`` gives it."""
-    cycle = statistics.median(w + d for w, d in zip(r.to_waiting, r.to_completed, strict=True))
     return {
-        "cycle / floor": cycle / r.floor,
+        "cycle / floor": _cycle(r) / r.floor,
         "write transactions / cycle": r.writes,
         "bytes / cycle": r.bytes,
         "cycles/s, 8 in flight": r.rate8,

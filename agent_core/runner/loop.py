@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeAlias
 
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 
 from .. import quotas, tracing, transcript
 from ..agents import Agent, get_agent
@@ -125,6 +126,8 @@ def _open(
         queue = queue_of(agent, None if isinstance(step, CallModel) else step.call.tool_name)
         if queue != only:
             return Elsewhere(queue)
+    # After a record that committed by itself (``_recorded``): its approved call comes next.
+    assert connection.in_atomic_block or isinstance(step, RunTool | Recover), step
     # What an opening writes comes last: one statement, or several in a savepoint (an opening
     # joined to a record must never commit half, see ``_recorded``).
     match step:
@@ -194,14 +197,19 @@ def _take(
         match opened.step:
             case CallModel(index):
                 assert opened.request is not None
-                record = model_step.call_model(
+                record, alone = model_step.call_model(
                     lease, run, agent, index, opened.attempt, opened.request, abort
                 )
-                return _recorded(lease, go_on, record)
+                return _recorded(lease, go_on, record, alone=alone)
             case RunTool(call):
                 outcome = tool_step.execute(lease, run, agent, call, abort)
                 # A tool whose effect lies outside this database recorded its outcome itself.
-                return outcome if isinstance(outcome, Next) else _recorded(lease, go_on, outcome)
+                if isinstance(outcome, Next):
+                    return outcome
+                try:
+                    return _recorded(lease, go_on, outcome)
+                except tool_step.AtomicToolRaised as raised:  # rolled back: record the failure
+                    return _recorded(lease, go_on, raised.record)
             case Recover(call):
                 return tool_step.recover(lease, run, agent, call)
     except LeaseLost:
@@ -216,7 +224,11 @@ def _take(
 
 
 def _recorded(
-    lease: Lease, go_on: Opener | None, record: Callable[[], Next | Recorded]
+    lease: Lease,
+    go_on: Opener | None,
+    record: Callable[[], Next | Recorded],
+    *,
+    alone: bool = False,
 ) -> Opened | Next | Elsewhere:
     """Run a step's ``record`` transaction; with ``go_on``, open the next step in it too.
 
@@ -225,10 +237,13 @@ def _recorded(
     journal that diverged, the step budget spent) leaves the record to commit, and the run
     fails after it. No savepoint is taken for the rest: a database error breaks the whole
     transaction, and then neither commits (the run fails, as for an error in the record).
+
+    ``alone``: the record is one statement followed by a tool step, which opens without writing
+    (``proposals.records_alone``): no transaction at all, the statement commits by itself.
     """
     if go_on is None:
         return _next(record())
-    with transaction.atomic():
+    with nullcontext() if alone else transaction.atomic():
         after = record()
         if _next(after) == Next.STOP:
             return Next.STOP

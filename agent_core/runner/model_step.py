@@ -21,7 +21,7 @@ from ..gate import get_gate
 from ..journal import Recorded, emit_text
 from ..leases import Lease
 from ..models import Run, ToolCall
-from ..proposals import ProposedCall, record_model_step
+from ..proposals import ProposedCall, record_model_step, records_alone
 from ..providers.base import ModelRequest, ModelResponse, TextDelta, ToolCallPart
 from ..tools import AbortSignal, AlreadyDone, Confirm, Refuse, to_jsonable
 from .context import actor_of, tool_context
@@ -46,9 +46,10 @@ def call_model(
     attempt: int,
     request: ModelRequest,
     abort: AbortSignal,
-) -> Callable[[], Next | Recorded]:
+) -> tuple[Callable[[], Next | Recorded], bool]:
     """The model step whose ``attempt`` and ``request`` ``loop.open_step`` read under the run's
-    lock; returns its record, still to be made."""
+    lock; returns its record, still to be made, and whether it is one statement after which a
+    tool step comes (``proposals.records_alone``)."""
     name = f"llm:{index}"
     settings = agent_settings()
     if attempt > settings.MODEL_STEP_ATTEMPTS:
@@ -87,7 +88,7 @@ def call_model(
             row, tool=agent.get_tool(row.tool_name), actor=actor_of(locked), thread=locked.thread
         )
 
-    return partial(
+    record = partial(
         record_model_step,
         lease,
         run,
@@ -99,6 +100,7 @@ def call_model(
         finish_reason=response.finish_reason,
         review=review,
     )
+    return record, records_alone(run, calls)
 
 
 def _propose(

@@ -81,16 +81,37 @@ def _invoke(tool: ToolSpec, ctx: ToolContext, args: dict[str, Any]) -> tuple[Any
         return None, f"{type(exc).__name__}: {exc}"
 
 
+class AtomicToolRaised(Exception):
+    """An atomic tool raised: the transaction it ran in is rolled back, its claim and whatever it
+    wrote with it (and the opening of the next step that was to join it). ``record`` records the
+    failure, in a transaction of its own."""
+
+    def __init__(self, record: Callable[[], Recorded]) -> None:
+        super().__init__("an atomic tool raised")
+        self.record = record
+
+
 def _run_atomic(lease: Lease, tool: ToolSpec, ctx: ToolContext, call: ToolCall) -> Recorded:
-    # No savepoint when nested (the opening of the next step joins it): one transaction.
+    # No savepoint when nested (the opening of the next step joins it): one transaction. None
+    # around the tool either (two round trips on every call): one that raises takes the whole
+    # transaction down (``AtomicToolRaised``), and the caller records the failure after it.
     with transaction.atomic(savepoint=False):
         held = calls.claim_call(lease, call.pk)
         try:
-            with transaction.atomic(), tracing.tool_call(tool.name, tool.kind, ctx):
-                result, error = tool(ctx, call.args), None
+            with tracing.tool_call(tool.name, tool.kind, ctx):
+                result = tool(ctx, call.args)
         except Exception as exc:
-            result, error = None, f"{type(exc).__name__}: {exc}"
-        return calls.finish_call(lease, call.pk, result=result, error=error, held=held)
+            error = f"{type(exc).__name__}: {exc}"
+            raise AtomicToolRaised(partial(_record_failure, lease, call.pk, error)) from exc
+        return calls.finish_call(lease, call.pk, result=result, held=held)
+
+
+def _record_failure(lease: Lease, call_id: str, error: str) -> Recorded:
+    """The record of an atomic tool that raised, once its transaction rolled back: claimed again
+    and failed, as if the tool had run in a savepoint of the claim's transaction."""
+    with transaction.atomic(savepoint=False):
+        held = calls.claim_call(lease, call_id)
+        return calls.finish_call(lease, call_id, error=error, held=held)
 
 
 def recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> Next:

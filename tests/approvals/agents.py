@@ -31,4 +31,11 @@ def wire_money(ctx: ToolContext, to: str, amount: int) -> dict[str, Any]:
     return {"wired": amount, "to": to}
 
 
-ops_agent = Agent(name="ops", tools=(guarded_purge, wire_money))
+@tool(kind="action", atomic=True)
+def purge_then_fail(ctx: ToolContext, path: str) -> dict[str, Any]:
+    """Record a purge, then fail: an atomic tool whose write must not outlive its error."""
+    CachePurge.objects.create(path=path, tool_call_id=ctx.tool_call_id)
+    raise RuntimeError("the edge refused")
+
+
+ops_agent = Agent(name="ops", tools=(guarded_purge, wire_money, purge_then_fail))
