@@ -15,16 +15,16 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
-from asgiref.testing import ApplicationCommunicator
 from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient, Client
 
-from agent_core import access, fanout
+from agent_core import access
 from agent_core.actors import actor_for_user
 from agent_core.models import Run, ToolCall
 from config.asgi import application
 from tests.conftest import calls_of
 from tests.factories import make_user
+from tests.lean import lean_stream, session_cookie
 
 pytestmark = pytest.mark.django_db
 
@@ -115,11 +115,6 @@ LIVE = [
 ]  # fmt: skip
 
 
-def _cookie(client: Client) -> str:
-    """The session cookie ``force_login`` gave ``client`` (none for the anonymous)."""
-    return client.cookies.output(attrs=[], header="", sep=";").strip()
-
-
 async def _stream(client: Client, url: str) -> tuple[int, dict[str, str], bytes]:
     """The stream's status, headers and body: for a stream, its first event (``meta``) only."""
     browser = AsyncClient()
@@ -135,30 +130,10 @@ async def _stream(client: Client, url: str) -> tuple[int, dict[str, str], bytes]
         await events.aclose()
 
 
-async def _lean_stream(client: Client, url: str) -> tuple[int, dict[str, str], bytes]:
-    """``_stream`` as ``with_airlock`` serves it (``agent_core.streaming``: the project's
-    middleware and the view in one call, the events written with ``send``); the stream ends
-    when the client leaves, and its live feed with it."""
-    scope = {
-        **{"type": "http", "http_version": "1.1", "method": "GET", "scheme": "http"},
-        **{"path": url, "root_path": "", "query_string": b"", "server": ("testserver", 80)},
-        "headers": [(b"host", b"testserver"), (b"cookie", _cookie(client).encode())],
-    }
-    communicator = ApplicationCommunicator(application.router, scope)
-    await communicator.send_input({"type": "http.request", "body": b""})
-    start = await communicator.receive_output(10)
-    body = await communicator.receive_output(10)
-    await communicator.send_input({"type": "http.disconnect"})
-    await communicator.wait(10)
-    assert fanout.followed() == {}
-    headers = {name.decode(): value.decode() for name, value in start["headers"]}
-    return start["status"], headers, body["body"]
-
-
 async def _handshake(client: Client, url: str) -> bool:
     # The project's ASGI stack (origin check, session, routing) without its start-up hook,
     # which would start the inline runner's sweeper in the test process.
-    headers = [(b"origin", b"http://localhost"), (b"cookie", _cookie(client).encode())]
+    headers = [(b"origin", b"http://localhost"), (b"cookie", session_cookie(client).encode())]
     communicator = WebsocketCommunicator(application.router, url, headers=headers)
     accepted, _ = await communicator.connect(timeout=10)
     await communicator.disconnect()
@@ -174,7 +149,7 @@ def test_the_stream_and_the_websockets_answer_each_actor(scene, who, kind, path,
     if kind == "ws":
         assert async_to_sync(_handshake)(_client(scene, who), url) is want
         return
-    stream = _lean_stream if kind == "lean" else _stream
+    stream = lean_stream if kind == "lean" else _stream
     status, headers, body = async_to_sync(stream)(_client(scene, who), url)
     assert status == want, body[:300]
     assert headers["X-Frame-Options"] == "DENY"  # the project's middleware ran

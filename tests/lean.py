@@ -1,0 +1,34 @@
+"""A lean stream as ``with_airlock`` serves it (``agent_core.streaming``), driven in process."""
+
+from __future__ import annotations
+
+from asgiref.testing import ApplicationCommunicator
+from django.test import Client
+
+from agent_core import fanout
+from config.asgi import application
+
+
+def session_cookie(client: Client) -> str:
+    """The session cookie ``force_login`` gave ``client`` (none for the anonymous)."""
+    return client.cookies.output(attrs=[], header="", sep=";").strip()
+
+
+async def lean_stream(client: Client, url: str) -> tuple[int, dict[str, str], bytes]:
+    """The stream's status, headers and first body part: the project's middleware and the view
+    in one call, the events written with ``send``; the stream ends when the client leaves, and
+    its live feed with it."""
+    scope = {
+        **{"type": "http", "http_version": "1.1", "method": "GET", "scheme": "http"},
+        **{"path": url, "root_path": "", "query_string": b"", "server": ("testserver", 80)},
+        "headers": [(b"host", b"testserver"), (b"cookie", session_cookie(client).encode())],
+    }
+    communicator = ApplicationCommunicator(application.router, scope)
+    await communicator.send_input({"type": "http.request", "body": b""})
+    start = await communicator.receive_output(10)
+    body = await communicator.receive_output(10)
+    await communicator.send_input({"type": "http.disconnect"})
+    await communicator.wait(10)
+    assert fanout.followed() == {}
+    headers = {name.decode(): value.decode() for name, value in start["headers"]}
+    return start["status"], headers, body["body"]
