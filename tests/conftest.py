@@ -30,6 +30,11 @@ REFUND = '/call issue_refund {"order_id": "A-1001", "amount": 10}'
 WAIT_SECONDS = 90.0
 
 
+def refund(amount: int) -> str:
+    """A message that asks for a refund of ``amount`` (``REFUND`` is one of 10)."""
+    return f'/call issue_refund {{"order_id": "A-1001", "amount": {amount}}}'
+
+
 @pytest.fixture
 def shop(db: None) -> None:
     Order.objects.create(pk="A-1001", customer_email="maria@example.com", total=Decimal("59.90"))

@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from django.contrib.auth.models import User
 
-from agent_core import runs
+from agent_core import runs, signals
 from agent_core.models import ToolCall
 from agent_core.runner.inline import InlineRunner
 from approvals.models import Delivery
 from approvals.notify.notice import REQUESTED
 from tests.approvals.receiver import Receiver
+from tests.approvals.rest import client_for
 from tests.conftest import ALICE, REFUND
 
 
@@ -30,3 +32,33 @@ def pending(shop: None, sync_runner: InlineRunner) -> Delivery:
     return Delivery.objects.create(
         tool_call=ToolCall.objects.get(run=run), event=REQUESTED, channel="webhook"
     )
+
+
+@pytest.fixture
+def post(django_capture_on_commit_callbacks):
+    """POST as ``person`` and let the run the decision resumes be driven before returning."""
+
+    def call(person: User | None, url: str, body: dict) -> tuple[int, dict]:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client_for(person).post(url, body, format="json")
+        return response.status_code, response.json()
+
+    return call
+
+
+@pytest.fixture
+def sent():
+    """Every ``approval_requested`` / ``approval_settled`` signal: (signal, call id, status)."""
+    log: list[tuple[str, str, str]] = []
+
+    def requested(sender, call, **kwargs):
+        log.append(("requested", call.pk, call.status))
+
+    def settled(sender, call, **kwargs):
+        log.append(("settled", call.pk, call.status))
+
+    signals.approval_requested.connect(requested)
+    signals.approval_settled.connect(settled)
+    yield log
+    signals.approval_requested.disconnect(requested)
+    signals.approval_settled.disconnect(settled)

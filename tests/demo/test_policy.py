@@ -20,7 +20,7 @@ from agent_core.models import Run, ToolCall
 from approvals import services as port
 from approvals.exceptions import NotApprover
 from demo.models import CachePurge, Campaign, Customer, Order, Refund
-from tests.conftest import ALICE, FRAN, calls_of
+from tests.conftest import ALICE, FRAN, calls_of, refund
 from tests.processes import ROOT
 
 pytestmark = pytest.mark.django_db
@@ -29,10 +29,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def demo_policy(settings):
     settings.AGENT = {**settings.AGENT, "APPROVAL_POLICY": "demo.policy.DemoPolicy"}
-
-
-def refund(amount: int) -> str:
-    return f'/call issue_refund {{"order_id": "A-1001", "amount": {amount}}}'
 
 
 def test_a_small_refund_needs_no_approval(turn):
