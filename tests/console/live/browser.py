@@ -116,6 +116,9 @@ def row(page: Page, call: ToolCall) -> Any:
 
 def open_card(page: Page, call: ToolCall) -> Any:
     """Open the call's row into its card (fetched on opening) and return the card."""
+    # The inbox's script is deferred: a click before it ran follows the row's link to the card's
+    # own page, without the list (a freshly logged-in page, once in CI).
+    page.wait_for_load_state("domcontentloaded")
     row(page, call).locator("[data-open]").click()
     opened = card(page, call)
     expect(opened).to_be_visible()
