@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+
 from asgiref.testing import ApplicationCommunicator
 from django.test import Client
 
-from agent_core import fanout
+from agent_core import fanout, live
 from config.asgi import application
 
 
@@ -30,5 +32,18 @@ async def lean_stream(client: Client, url: str) -> tuple[int, dict[str, str], by
     await communicator.send_input({"type": "http.disconnect"})
     await communicator.wait(10)
     assert fanout.followed() == {}
+    readers_idle()
     headers = {name.decode(): value.decode() for name, value in start["headers"]}
     return start["status"], headers, body["body"]
+
+
+def readers_idle() -> None:
+    """Wait until every read queued on the stream-reader threads has finished. A stream that
+    ended still leaves the read it was awaiting running on its thread (cancelling the await does
+    not stop the thread); one still reading when a ``transaction=True`` test flushes the tables
+    deadlocked with the flush's ``TRUNCATE`` once in CI. One waiting task per thread, queued after
+    those reads, all meet only once each thread is done with what came before."""
+    met = threading.Barrier(live.READER_THREADS + 1)
+    for _ in range(live.READER_THREADS):
+        live._readers.submit(met.wait, 10)
+    met.wait(10)
