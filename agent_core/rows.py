@@ -12,8 +12,19 @@ from datetime import datetime
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection
+from django.db.backends.postgresql.psycopg_any import register_tzloader
+from django.db.backends.utils import CursorWrapper
 from django.db.models import Model, signals
 from django.db.models.base import ModelState
+from psycopg import ClientCursor, Connection, Cursor, adapters
+from psycopg.pq import Format
+
+from .conf import agent_settings
+
+# A connection prepares one of the core's statements the second time it runs it: a statement run
+# once (a process's start-up, a rare path) costs no extra round trip to prepare.
+PREPARE_THRESHOLD = 2
+_TIMESTAMPTZ = adapters.types["timestamptz"].oid
 
 
 def json_rows(rows: Sequence[Model]) -> str:
@@ -58,9 +69,36 @@ def in_one_statement() -> bool:
     return _alone.get()
 
 
+@contextmanager
+def _cursor() -> Iterator[CursorWrapper]:
+    """Django's cursor (its connection checks, execute wrappers, query log and error
+    translation), bound on the server when ``AGENT["PREPARED_STATEMENTS"]``: psycopg sends the
+    parameters apart from the statement instead of quoting them into its text in Python, and
+    the connection prepares the statement on its second run, so PostgreSQL parses and plans each
+    of the core's statements once per connection. Django's own queries keep the project's binding:
+    the threshold set here only reaches server-bound cursors, which a project binding on the
+    client has none of but these; a project binding on the server keeps its own threshold."""
+    with connection.cursor() as cursor:
+        if isinstance(cursor.cursor, ClientCursor) and agent_settings().PREPARED_STATEMENTS:
+            cursor.cursor.close()
+            cursor.cursor = _bound_on_server(connection.connection)
+        yield cursor
+
+
+def _bound_on_server(raw: Connection[Any]) -> Cursor[Any]:
+    if raw.prepare_threshold is None:
+        raw.prepare_threshold = PREPARE_THRESHOLD
+    bound: Cursor[Any] = Cursor(raw)
+    # As Django's ``create_cursor``: the cursor reads times in the connection's time zone.
+    loader = raw.adapters.get_loader(_TIMESTAMPTZ, Format.TEXT)
+    if getattr(loader, "timezone", None) != connection.timezone:
+        register_tzloader(connection.timezone, bound)
+    return bound
+
+
 def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
     """Run ``statement``; its first row (``None``: no row)."""
-    with connection.cursor() as cursor:
+    with _cursor() as cursor:
         cursor.execute(statement, params)
         row: tuple[Any, ...] | None = cursor.fetchone()
         return row
@@ -130,6 +168,13 @@ def _converters(model: type[Model]) -> list[tuple[int, Any]]:
 
 def fetch_all(statement: str, params: list[Any]) -> list[tuple[Any, ...]]:
     """Run ``statement``; every row."""
-    with connection.cursor() as cursor:
+    with _cursor() as cursor:
         cursor.execute(statement, params)
         return list(cursor.fetchall())
+
+
+def execute(statement: str, params: list[Any]) -> int:
+    """Run ``statement``; the number of rows it wrote."""
+    with _cursor() as cursor:
+        cursor.execute(statement, params)
+        return int(cursor.rowcount)

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from django.db import connection
 from django.db.models import Field, Model, QuerySet
 
+from . import rows
 from .choices import CallStatus, RunStatus
 from .exceptions import InvalidTransition
 from .models import Run, ToolCall
@@ -148,9 +149,7 @@ def transition_one(
         for name, value in zip(names, [target, *fields.values()], strict=True)
     ]
     added: tuple[bool, ...] = tuple(isinstance(v, Added) for v in fields.values())
-    with connection.cursor() as cursor:
-        cursor.execute(_update(model, names, (False, *added)), [*params, pk, found])
-        return cursor.rowcount
+    return rows.execute(_update(model, names, (False, *added)), [*params, pk, found])
 
 
 @functools.cache

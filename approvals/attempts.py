@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from django.db import connection
 from django.utils import timezone
 
-from agent_core import tracing
+from agent_core import rows, tracing
 from agent_core.actors import SYSTEM, Actor
 from agent_core.choices import CallStatus
 from agent_core.decisions import Decision, decision
@@ -176,8 +175,7 @@ def expire(held: Decision) -> bool:
 def audit(entry: Entry) -> None:
     """Append an attempt's ``DecisionAttempt`` row: one named statement and no model built, so
     it is traced here (an attempt saved through the model is traced by ``post_save``)."""
-    with connection.cursor() as cursor:
-        cursor.execute(sql.AUDIT_ATTEMPT, entry.params())
+    rows.execute(sql.AUDIT_ATTEMPT, entry.params())
     entry.trace()
 
 

@@ -88,11 +88,12 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
-# Server-side binding with prepared statements (``DATABASE_PREPARED=1``): psycopg sends the
-# parameters apart from the statement (no quoting them into its text in Python) and prepares a
-# statement the second time a connection runs it, so PostgreSQL parses and plans the hot path's
-# statements once per connection (bench/README.md, "Prepared statements"). Off by default: a
-# pooler in transaction mode that cannot keep prepared statements (PgBouncer before 1.21) breaks.
+# Server-side binding with prepared statements for every query (``DATABASE_PREPARED=1``): psycopg
+# sends the parameters apart from the statement (no quoting them into its text in Python) and
+# prepares a statement the second time a connection runs it, so PostgreSQL parses and plans each
+# once per connection (bench/README.md, "Prepared statements"). Airlock's own statements are
+# prepared either way (``AGENT["PREPARED_STATEMENTS"]``). Off by default: a pooler in transaction
+# mode that cannot keep prepared statements (PgBouncer before 1.21) breaks.
 if os.environ.get("DATABASE_PREPARED") == "1":
     DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 2}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -1,0 +1,91 @@
+"""The core's named statements are bound on the server and prepared once per connection
+(``rows``, ``AGENT["PREPARED_STATEMENTS"]``); Django's own queries keep the project's binding.
+What a connection has prepared is read from PostgreSQL (``pg_prepared_statements``)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import IntegrityError, connection
+from django.test import override_settings
+
+from agent_core import rows
+from agent_core.models import Run
+from tests.conftest import ALICE
+
+pytestmark = pytest.mark.django_db
+
+
+def prepared() -> list[str]:
+    """The statements this thread's connection has prepared."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [statement for (statement,) in cursor.fetchall()]
+
+
+def core(name: str) -> str:
+    """A statement run through ``rows``, told apart from every other by ``name``."""
+    return f"SELECT %s::text AS {name}, now()"
+
+
+def test_a_core_statement_is_prepared_the_second_time_its_connection_runs_it() -> None:
+    statement = core("second_run")
+    assert rows.fetch_one(statement, ["a"])[0] == "a"  # type: ignore[index]
+    assert not [s for s in prepared() if "second_run" in s]
+    assert rows.fetch_all(statement, ["b"])[0][0] == "b"
+    [text] = [s for s in prepared() if "second_run" in s]
+    assert "$1" in text  # the parameter travels apart from the statement
+    assert rows.fetch_one(statement, ["c"])[0] == "c"  # type: ignore[index]
+    assert len([s for s in prepared() if "second_run" in s]) == 1  # prepared once
+
+
+def test_django_queries_keep_binding_on_the_client() -> None:
+    for _ in range(3):
+        list(Run.objects.filter(agent="prepared-check").values_list("id"))
+    assert not [s for s in prepared() if '"agent_core_run"' in s]
+
+
+@override_settings(AGENT={"PREPARED_STATEMENTS": False})
+def test_off_the_core_binds_on_the_client_too() -> None:
+    statement = core("switched_off")
+    for value in "abc":
+        assert rows.fetch_one(statement, [value])[0] == value  # type: ignore[index]
+    assert not [s for s in prepared() if "switched_off" in s]
+
+
+def test_a_project_binding_on_the_server_keeps_its_own_threshold() -> None:
+    # Django's ``server_side_binding``: its cursors bind on the server, and the threshold is the
+    # project's (None: never prepare), which the core leaves as it is.
+    connection.ensure_connection()
+    raw: Any = connection.connection
+    factory, threshold = raw.cursor_factory, raw.prepare_threshold
+    raw.cursor_factory, raw.prepare_threshold = psycopg.Cursor, None
+    try:
+        statement = core("server_side_project")
+        for value in "abc":
+            assert rows.fetch_one(statement, [value])[0] == value  # type: ignore[index]
+        assert raw.prepare_threshold is None
+    finally:
+        raw.cursor_factory, raw.prepare_threshold = factory, threshold
+    assert not [s for s in prepared() if "server_side_project" in s]
+
+
+def test_times_read_by_a_prepared_statement_are_aware_and_in_utc() -> None:
+    statement = core("times")
+    for value in "ab":
+        found = rows.fetch_one(statement, [value])
+        assert found is not None
+        assert found[1].tzinfo is not None and found[1].utcoffset() == datetime.timedelta(0)
+
+
+def test_errors_of_a_prepared_statement_are_djangos() -> None:
+    insert = (
+        "INSERT INTO agent_core_thread (id, owner_ref, agent, title, created_at, updated_at)"
+        " VALUES (%s, %s, 'support', '', now(), now())"
+    )
+    assert rows.execute(insert, ["thr_prepared", ALICE.ref]) == 1
+    with pytest.raises(IntegrityError):  # its second run is prepared, and fails as the first would
+        rows.execute(insert, ["thr_prepared", ALICE.ref])
