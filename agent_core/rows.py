@@ -21,9 +21,10 @@ from psycopg.pq import Format
 
 from .conf import agent_settings
 
-# A connection prepares one of the core's statements the second time it runs it: a statement run
-# once (a process's start-up, a rare path) costs no extra round trip to prepare.
-PREPARE_THRESHOLD = 2
+# A connection prepares one of the core's statements the second time it runs it (psycopg's
+# threshold counts the runs before the one that prepares): a statement run once (a process's
+# start-up, a rare path) costs no extra round trip to prepare.
+PREPARE_THRESHOLD = 1
 _TIMESTAMPTZ = adapters.types["timestamptz"].oid
 
 
@@ -77,9 +78,17 @@ def _cursor() -> Iterator[CursorWrapper]:
     the connection prepares the statement on its second run, so PostgreSQL parses and plans each
     of the core's statements once per connection. Django's own queries keep the project's binding:
     the threshold set here only reaches server-bound cursors, which a project binding on the
-    client has none of but these; a project binding on the server keeps its own threshold."""
+    client has none of but these; a project binding on the server keeps its own threshold.
+
+    Not while Django logs queries (``DEBUG``, ``CaptureQueriesContext``): its log shows a
+    statement with its values only when the values were quoted into it (of a prepared one it
+    would show nothing), so then the core's statements are bound on the client as Django's are."""
     with connection.cursor() as cursor:
-        if isinstance(cursor.cursor, ClientCursor) and agent_settings().PREPARED_STATEMENTS:
+        if (
+            isinstance(cursor.cursor, ClientCursor)
+            and not connection.queries_logged
+            and agent_settings().PREPARED_STATEMENTS
+        ):
             cursor.cursor.close()
             cursor.cursor = _bound_on_server(connection.connection)
         yield cursor

@@ -5,12 +5,14 @@ What a connection has prepared is read from PostgreSQL (``pg_prepared_statements
 from __future__ import annotations
 
 import datetime
+from contextlib import nullcontext
 from typing import Any
 
 import psycopg
 import pytest
-from django.db import IntegrityError, connection
+from django.db import IntegrityError, connection, transaction
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 
 from agent_core import rows
 from agent_core.models import Run
@@ -89,3 +91,39 @@ def test_errors_of_a_prepared_statement_are_djangos() -> None:
     assert rows.execute(insert, ["thr_prepared", ALICE.ref]) == 1
     with pytest.raises(IntegrityError):  # its second run is prepared, and fails as the first would
         rows.execute(insert, ["thr_prepared", ALICE.ref])
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("savepoint", [False, True], ids=["rollback", "savepoint-rollback"])
+def test_after_a_rollback_the_core_statements_still_run_and_are_prepared_again(
+    savepoint: bool,
+) -> None:
+    # psycopg forgets what a connection prepared when a transaction or a savepoint rolls back,
+    # and deallocates it on the server: nothing may still run by a forgotten name.
+    statement = core("rolled_back")
+    insert = (
+        "INSERT INTO agent_core_thread (id, owner_ref, agent, title, created_at, updated_at)"
+        " VALUES (%s, %s, 'support', '', now(), now())"
+    )
+    rows.execute(insert, ["thr_rolled_back", ALICE.ref])
+    with transaction.atomic() if savepoint else nullcontext():
+        with pytest.raises(IntegrityError), transaction.atomic():
+            for value in "ab":
+                assert rows.fetch_one(statement, [value])[0] == value  # type: ignore[index]
+            assert [s for s in prepared() if "rolled_back" in s]
+            rows.execute(insert, ["thr_rolled_back", ALICE.ref])  # a duplicate key
+        for value in "cde":
+            assert rows.fetch_one(statement, [value])[0] == value  # type: ignore[index]
+        assert len([s for s in prepared() if "rolled_back" in s]) == 1
+
+
+def test_while_django_logs_queries_they_are_logged_with_their_values() -> None:
+    statement = core("logged")
+    with CaptureQueriesContext(connection) as queries:
+        for value in ("first", "second", "third"):
+            assert rows.fetch_one(statement, [value])[0] == value  # type: ignore[index]
+    logged = [q["sql"] for q in queries.captured_queries]
+    assert len(logged) == 3 and all(
+        f"'{v}'" in logged[i] for i, v in enumerate(["first", "second", "third"])
+    ), logged
+    assert not [s for s in prepared() if "logged" in s]
