@@ -21,6 +21,13 @@ from tests.conftest import ALICE
 pytestmark = pytest.mark.django_db
 
 
+# A thread inserted by id: run twice with one id, its second run fails on the primary key.
+INSERT_THREAD = (
+    "INSERT INTO agent_core_thread (id, owner_ref, agent, title, created_at, updated_at)"
+    " VALUES (%s, %s, 'support', '', now(), now())"
+)
+
+
 def prepared() -> list[str]:
     """The statements this thread's connection has prepared."""
     with connection.cursor() as cursor:
@@ -84,13 +91,9 @@ def test_times_read_by_a_prepared_statement_are_aware_and_in_utc() -> None:
 
 
 def test_errors_of_a_prepared_statement_are_djangos() -> None:
-    insert = (
-        "INSERT INTO agent_core_thread (id, owner_ref, agent, title, created_at, updated_at)"
-        " VALUES (%s, %s, 'support', '', now(), now())"
-    )
-    assert rows.execute(insert, ["thr_prepared", ALICE.ref]) == 1
+    assert rows.execute(INSERT_THREAD, ["thr_prepared", ALICE.ref]) == 1
     with pytest.raises(IntegrityError):  # its second run is prepared, and fails as the first would
-        rows.execute(insert, ["thr_prepared", ALICE.ref])
+        rows.execute(INSERT_THREAD, ["thr_prepared", ALICE.ref])
 
 
 @pytest.mark.django_db(transaction=True)
@@ -101,17 +104,13 @@ def test_after_a_rollback_the_core_statements_still_run_and_are_prepared_again(
     # psycopg forgets what a connection prepared when a transaction or a savepoint rolls back,
     # and deallocates it on the server: nothing may still run by a forgotten name.
     statement = core("rolled_back")
-    insert = (
-        "INSERT INTO agent_core_thread (id, owner_ref, agent, title, created_at, updated_at)"
-        " VALUES (%s, %s, 'support', '', now(), now())"
-    )
-    rows.execute(insert, ["thr_rolled_back", ALICE.ref])
+    rows.execute(INSERT_THREAD, ["thr_rolled_back", ALICE.ref])
     with transaction.atomic() if savepoint else nullcontext():
         with pytest.raises(IntegrityError), transaction.atomic():
             for value in "ab":
                 assert rows.fetch_one(statement, [value])[0] == value  # type: ignore[index]
             assert [s for s in prepared() if "rolled_back" in s]
-            rows.execute(insert, ["thr_rolled_back", ALICE.ref])  # a duplicate key
+            rows.execute(INSERT_THREAD, ["thr_rolled_back", ALICE.ref])  # a duplicate key
         for value in "cde":
             assert rows.fetch_one(statement, [value])[0] == value  # type: ignore[index]
         assert len([s for s in prepared() if "rolled_back" in s]) == 1
