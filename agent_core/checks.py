@@ -154,7 +154,7 @@ def check_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[CheckMes
             "CHANNEL_LAYERS has no default layer: the SSE and WebSocket streams would stay empty.",
             id="agent_core.E006",
             hint='CHANNEL_LAYERS = {"default": {"BACKEND": '
-            '"channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": '
+            '"channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {"hosts": '
             '[{"address": "redis://…", "socket_timeout": None}]}}}',
         )
     ]

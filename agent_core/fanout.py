@@ -4,8 +4,10 @@ A follower used to join the run's channel-layer group with a channel of its own,
 cost one Redis write per follower (25 followers of a run per daphne process kept p99 under 100 ms,
 50 did not). Here the first follower of a run in an event loop starts its *feed*: one channel in
 the run's group and one task that receives from it and puts each message in the inbox of every
-local follower. The last follower to leave stops it. Whatever the number of followers, a frame
-costs one Redis write per process that follows the run.
+local follower. The last follower to leave stops it. Whatever the number of followers, a
+process holds one membership of the run's group: with the pub/sub layer (the documented
+setting) one Redis subscription, so a frame is one PUBLISH whatever the number of processes
+that follow the run; with the core layer, one Redis write per such process.
 
 Delivery stays best effort: a follower whose inbox is full misses the message (and sees the gap
 in ``seq``, or waits for its keep-alive, then reads the table); a failed receive tells every

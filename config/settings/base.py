@@ -101,13 +101,15 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
-# No socket read timeout on the layer's Redis connection: a receive() blocks in BZPOPMIN for up
-# to 5 s, as long as redis-py's default read timeout, so with that default every idle WebSocket
-# and SSE stream failed with "Timeout reading from" and dropped (channels-redis takes a dict of
-# connection-pool options per host).
+# Redis pub/sub: a group message is one PUBLISH, which Redis hands to every process subscribed
+# to the group (the core RedisChannelLayer spends two more round trips a send on a sorted set of
+# members, one write per member, and twice the sender's CPU: bench/README.md, "Frames published").
+# Messages are not kept while no one listens; a stream reads the table for what it missed.
+# No socket read timeout on the layer's Redis connections: a listener waits on Redis for as long
+# as its streams stay quiet (channels-redis takes a dict of connection-pool options per host).
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
         "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]},
     }
 }
