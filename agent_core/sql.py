@@ -143,14 +143,15 @@ def with_frames(
     comma); ``extra``, more columns of the one row it answers (each starting with a comma), which
     may read the common table expressions named in ``joined`` (each starting with a comma).
     Parameters: those of ``before``, count, those of ``sets``, run id, run id, count, created at,
-    kinds, JSON payloads.
+    the frames as one JSON array of ``[kind, data]`` pairs (one text parameter: psycopg quotes
+    and backslash-escapes every element of a text array in Python, by regular expression).
     """
     return (
         f"WITH {before}r AS (UPDATE {_RUN} SET last_seq = last_seq + %s{sets} WHERE id = %s{only}"
         " RETURNING id, thread_id, last_seq, parent_run_id, parent_tool_call_id),"
         f" f AS (INSERT INTO {_FRAME} (run_id, seq, kind, data, superseded, created_at)"
-        " SELECT %s, r.last_seq - %s + f.n, f.kind, f.data::jsonb, false, %s"
-        " FROM r, unnest(%s::varchar[], %s::text[]) WITH ORDINALITY AS f(kind, data, n)"
+        " SELECT %s, r.last_seq - %s + f.n, f.frame ->> 0, f.frame -> 1, false, %s"
+        " FROM r, jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS f(frame, n)"
         f" RETURNING seq){after}"
         f" SELECT f.seq, r.parent_run_id, r.parent_tool_call_id{extra} FROM f, r{joined}"
     )

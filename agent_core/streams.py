@@ -79,9 +79,8 @@ def _write(riding: Riding, run_id: str, frames: Sequence[Frame]) -> tuple[Any, .
     """Number and insert ``frames`` in the run's stream; the statement's first row (``seq``,
     ``parent_run_id``, ``parent_tool_call_id``, extras), or ``None`` when it matched no run."""
     n = len(frames)
-    kinds = [kind for kind, _ in frames]
-    payloads = [json.dumps(data) for _, data in frames]
-    params = [*riding.before, n, *riding.sets, run_id, run_id, n, timezone.now(), kinds, payloads]
+    written_frames = json.dumps([[kind, data] for kind, data in frames])
+    params = [*riding.before, n, *riding.sets, run_id, run_id, n, timezone.now(), written_frames]
     written = rows.fetch_all(riding.statement, params)
     if not written:
         return None
