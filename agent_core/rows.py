@@ -11,7 +11,8 @@ from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.postgresql.psycopg_any import register_tzloader
 from django.db.backends.utils import CursorWrapper
 from django.db.models import Model, signals
@@ -83,25 +84,28 @@ def _cursor() -> Iterator[CursorWrapper]:
     Not while Django logs queries (``DEBUG``, ``CaptureQueriesContext``): its log shows a
     statement with its values only when the values were quoted into it (of a prepared one it
     would show nothing), so then the core's statements are bound on the client as Django's are."""
-    with connection.cursor() as cursor:
+    # This thread's connection, looked up once: each use of the ``connection`` proxy looks it up.
+    db = connections[DEFAULT_DB_ALIAS]
+    with db.cursor() as cursor:
         if (
             isinstance(cursor.cursor, ClientCursor)
-            and not connection.queries_logged
+            and not db.queries_logged
             and agent_settings().PREPARED_STATEMENTS
         ):
             cursor.cursor.close()
-            cursor.cursor = _bound_on_server(connection.connection)
+            cursor.cursor = _bound_on_server(db)
         yield cursor
 
 
-def _bound_on_server(raw: Connection[Any]) -> Cursor[Any]:
+def _bound_on_server(db: BaseDatabaseWrapper) -> Cursor[Any]:
+    raw: Connection[Any] = db.connection
     if raw.prepare_threshold is None:
         raw.prepare_threshold = PREPARE_THRESHOLD
     bound: Cursor[Any] = Cursor(raw)
     # As Django's ``create_cursor``: the cursor reads times in the connection's time zone.
     loader = raw.adapters.get_loader(_TIMESTAMPTZ, Format.TEXT)
-    if getattr(loader, "timezone", None) != connection.timezone:
-        register_tzloader(connection.timezone, bound)
+    if getattr(loader, "timezone", None) != db.timezone:
+        register_tzloader(db.timezone, bound)
     return bound
 
 
