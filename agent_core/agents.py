@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -99,8 +100,15 @@ def describe(tool: ToolSpec) -> str:
 
 def registered_agents() -> dict[str, Agent]:
     """Every agent listed in ``AGENT["AGENTS"]``, by name."""
+    return dict(_agents(tuple(agent_settings().AGENTS)))
+
+
+@functools.cache
+def _agents(paths: tuple[str, ...]) -> dict[str, Agent]:
+    # Once per list of paths (an agent is a module's object: importing it again finds the same
+    # one), not at every step's ``get_agent``.
     agents: dict[str, Agent] = {}
-    for path in agent_settings().AGENTS:
+    for path in paths:
         agent = import_string(path)
         if not isinstance(agent, Agent):
             raise TypeError(f"{path} is not an agent_core.agents.Agent")
