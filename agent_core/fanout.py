@@ -11,9 +11,12 @@ that follow the run; with the core layer, one Redis write per such process.
 
 Delivery stays best effort: a follower whose inbox is full misses the message (and sees the gap
 in ``seq``, or waits for its keep-alive, then reads the table); a failed receive tells every
-follower to read the table (``LOST``). When no message has come for the keep-alive interval, the
-feed tells every follower so (``QUIET``): one timer per run per process, not one per follower and
-message.
+follower to read the table (``LOST``). The pub/sub layer receives from Redis on a task of its own
+and subscribes again after a lost connection, pausing a second: what was published meanwhile
+comes late, or is lost and shows as a gap in ``seq`` or a quiet interval, after which the
+follower reads the table (``tests/agent_core/test_fanout.py``). When no message has come for the
+keep-alive interval, the feed tells every follower so (``QUIET``): one timer per run per process,
+not one per follower and message.
 """
 
 from __future__ import annotations

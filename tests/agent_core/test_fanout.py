@@ -69,6 +69,36 @@ def test_a_quiet_run_is_told_once_per_keepalive_interval() -> None:
     asyncio.run(_a_quiet_run_is_told_once_per_interval())
 
 
+async def _a_feed_follows_again_after_redis_drops_it() -> None:
+    layer = get_channel_layer()
+    run_id = f"run_dropped_{uuid.uuid4().hex}"
+    group = streams.group_name(run_id)
+    async with fanout.subscribe(run_id, 60) as inbox:
+        await layer.group_send(group, {"type": "run.frames", "n": 1})
+        assert (await _next(inbox))["n"] == 1
+        # Redis drops every subscriber's connection (a restart, a failover, a network cut).
+        Redis.from_url(settings.REDIS_URL).client_kill_filter(_type="pubsub")
+        # What is published before the layer has subscribed again is lost (a stream reads it from
+        # the table), and what follows waits for its receiver's pause (1 s) after the error; the
+        # feed itself must not be lost: within seconds it gets what is published, in order.
+        got: list[int] = []
+        for n in range(2, 100):
+            await layer.group_send(group, {"type": "run.frames", "n": n})
+            try:
+                got += [int(m["n"]) for m in await asyncio.wait_for(inbox.take(), 0.2)]
+            except TimeoutError:
+                continue
+            break
+        await layer.group_send(group, {"type": "run.frames", "n": 100})
+        while got[-1:] != [100]:
+            got += [int(m["n"]) for m in await asyncio.wait_for(inbox.take(), 10)]
+        assert got == sorted(got) and len(set(got)) == len(got), got
+
+
+def test_a_feed_follows_again_after_redis_drops_its_connection() -> None:
+    asyncio.run(_a_feed_follows_again_after_redis_drops_it())
+
+
 async def _an_idle_follower_is_handed_messages() -> None:
     inbox, handled = fanout.Inbox(), []
 
