@@ -83,17 +83,25 @@ def _cursor() -> Iterator[CursorWrapper]:
 
     Not while Django logs queries (``DEBUG``, ``CaptureQueriesContext``): its log shows a
     statement with its values only when the values were quoted into it (of a prepared one it
-    would show nothing), so then the core's statements are bound on the client as Django's are."""
+    would show nothing), so then the core's statements are bound on the client as Django's are.
+
+    One cursor a statement: Django's ``cursor()`` would make a client-bound one to be replaced, so
+    its steps before it wraps a cursor (``BaseDatabaseWrapper._cursor``: the health check, the
+    connection, the thread check, database errors translated) are taken here around the bound
+    one."""
     # This thread's connection, looked up once: each use of the ``connection`` proxy looks it up.
     db = connections[DEFAULT_DB_ALIAS]
-    with db.cursor() as cursor:
-        if (
-            isinstance(cursor.cursor, ClientCursor)
-            and not db.queries_logged
-            and agent_settings().PREPARED_STATEMENTS
-        ):
-            cursor.cursor.close()
-            cursor.cursor = _bound_on_server(db)
+    if not db.queries_logged and agent_settings().PREPARED_STATEMENTS:
+        db.close_if_health_check_failed()
+        db.ensure_connection()
+        if issubclass(db.connection.cursor_factory, ClientCursor):
+            db.validate_thread_sharing()
+            with db.wrap_database_errors:
+                bound = _bound_on_server(db)
+            with CursorWrapper(bound, db) as cursor:  # as ``make_cursor`` wraps it
+                yield cursor
+            return
+    with db.cursor() as cursor:  # the project's own binding
         yield cursor
 
 

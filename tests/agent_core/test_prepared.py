@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
@@ -114,6 +114,29 @@ def test_after_a_rollback_the_core_statements_still_run_and_are_prepared_again(
         for value in "cde":
             assert rows.fetch_one(statement, [value])[0] == value  # type: ignore[index]
         assert len([s for s in prepared() if "rolled_back" in s]) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dead_connection_is_replaced_before_a_core_statement_with_health_checks_on() -> None:
+    # The core makes its cursor itself (one a statement), so it must take Django's checks first:
+    # with CONN_HEALTH_CHECKS, a connection that died since the request began is replaced.
+    kept = connection.settings_dict.copy()
+    # A connection kept between requests (not closed at the next one) and checked at each.
+    connection.settings_dict.update(CONN_MAX_AGE=60, CONN_HEALTH_CHECKS=True)
+    connection.close()
+    try:
+        [before] = rows.fetch_one("SELECT pg_backend_pid()", [])  # type: ignore[misc]
+        other = connections.create_connection(DEFAULT_DB_ALIAS)
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [before])
+        other.close()
+        connection.close_if_unusable_or_obsolete()  # what a request's start does: kept
+        assert rows.fetch_one(core("healthy"), ["a"])[0] == "a"  # type: ignore[index]
+        [after] = rows.fetch_one("SELECT pg_backend_pid()", [])  # type: ignore[misc]
+        assert after != before
+    finally:
+        connection.settings_dict.update(kept)
+        connection.close()
 
 
 def test_while_django_logs_queries_they_are_logged_with_their_values() -> None:
