@@ -4,9 +4,11 @@
 Redis connection, for every call (~9 ms each, ten per approval cycle). Here one daemon thread per
 process owns an event loop, and so the channel layer's connection pool for that loop; callers queue
 a message and return at once. Messages leave in the order they were queued, one at a time, so a
-run's frames reach Redis in ``seq`` order; a run's frame messages queued together (the several
-statements of one commit) leave as one (``merge``). Delivery stays best effort, as before: a send
-that fails is logged, and every reader can fall back to the table.
+run's frames reach Redis in ``seq`` order; messages that say they merge, queued together for one
+group (a run's frames from the several statements of one commit, the console's events of several
+runs under load), leave as one (``merge``): one Redis write instead of several. Delivery stays
+best effort, as before: a send that fails is logged, and every reader can fall back to the
+table.
 
 The state is rebuilt in a forked child (Celery's prefork pool): the thread does not survive a
 fork. At interpreter exit, what is queued is flushed for a moment before the process ends.
@@ -21,7 +23,7 @@ import os
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from channels.layers import get_channel_layer
 
@@ -30,10 +32,14 @@ logger = logging.getLogger(__name__)
 EXIT_FLUSH_SECONDS = 2.0
 
 
+# A message queued for a group: (group, message, the name of its list that merges, or ``""``).
+Queued: TypeAlias = tuple[str, dict[str, Any], str]
+
+
 @dataclass
 class _Sender:
     loop: asyncio.AbstractEventLoop
-    queue: asyncio.Queue[tuple[str, dict[str, Any]]]
+    queue: asyncio.Queue[Queued]
     thread: threading.Thread
 
 
@@ -41,13 +47,17 @@ _sender: _Sender | None = None
 _lock = threading.Lock()
 
 
-def send(group: str, message: dict[str, Any]) -> None:
-    """Queue ``message`` for ``group`` on the channel layer; returns without waiting."""
+def send(group: str, message: dict[str, Any], *, merge: str = "") -> None:
+    """Queue ``message`` for ``group`` on the channel layer; returns without waiting.
+
+    ``merge``: the name of the message's list of items; the group's messages of the same type
+    queued just before or after it leave with it, as one message of all their items in order
+    (its consumer takes a list)."""
     if get_channel_layer() is None:
         return
     sender = _get_sender()
     try:
-        sender.loop.call_soon_threadsafe(sender.queue.put_nowait, (group, message))
+        sender.loop.call_soon_threadsafe(sender.queue.put_nowait, (group, message, merge))
     except RuntimeError:  # the loop is gone: the interpreter is shutting down
         logger.warning("could not queue a message for %s: no event loop", group)
 
@@ -70,11 +80,11 @@ def _get_sender() -> _Sender:
         if _sender is None:
             loop = asyncio.new_event_loop()
             ready = threading.Event()
-            holder: list[asyncio.Queue[tuple[str, dict[str, Any]]]] = []
+            holder: list[asyncio.Queue[Queued]] = []
 
             def run() -> None:
                 asyncio.set_event_loop(loop)
-                queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+                queue: asyncio.Queue[Queued] = asyncio.Queue()
                 holder.append(queue)
                 ready.set()
                 loop.run_until_complete(_drain(queue))  # never returns
@@ -86,7 +96,7 @@ def _get_sender() -> _Sender:
         return _sender
 
 
-async def _drain(queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> None:
+async def _drain(queue: asyncio.Queue[Queued]) -> None:
     while True:
         batch = [await queue.get()]
         while not queue.empty():  # what else is queued now: frames of one commit come together
@@ -104,25 +114,23 @@ async def _drain(queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> None:
                 queue.task_done()
 
 
-def merge(batch: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
-    """``batch`` with each group's ``run.frames`` messages that follow one another in it (nothing
-    else for that group between them) as one: one Redis write instead of several. Every group's
-    messages keep their order."""
+def merge(batch: list[Queued]) -> list[tuple[str, dict[str, Any]]]:
+    """``batch`` with each group's merging messages of one type that follow one another in it
+    (nothing else for that group between them) as one: one Redis write instead of several.
+    Every group's messages keep their order."""
     merged: list[tuple[str, dict[str, Any]]] = []
-    last: dict[str, dict[str, Any]] = {}  # each group's last message in ``merged``
-    for group, message in batch:
+    # Each group's last message in ``merged``, with its type and the name of its list that merges.
+    last: dict[str, tuple[dict[str, Any], str, str]] = {}
+    for group, message, items in batch:
         previous = last.get(group)
-        if previous is not None and previous["type"] == message["type"] == FRAMES:
-            previous["frames"] = [*previous["frames"], *message["frames"]]
+        if items and previous is not None and previous[1:] == (message["type"], items):
+            kept = previous[0]
+            kept[items] = [*kept[items], *message[items]]
             continue
         message = dict(message)
         merged.append((group, message))
-        last[group] = message
+        last[group] = message, message["type"], items
     return merged
-
-
-# The message type of a run's committed frames (``streams.publish``): these merge.
-FRAMES = "run.frames"
 
 
 def _forget_after_fork() -> None:

@@ -99,4 +99,4 @@ def publish(run_id: str, frames: list[dict[str, Any]]) -> None:
 
     Queued on this process's broadcast loop: the committing driver does not wait for Redis.
     """
-    broadcast.send(group_name(run_id), {"type": broadcast.FRAMES, "frames": frames})
+    broadcast.send(group_name(run_id), {"type": "run.frames", "frames": frames}, merge="frames")

@@ -48,9 +48,16 @@ class ConsoleConsumer(AsyncJsonWebsocketConsumer):
         for group in getattr(self, "groups", []):
             await self.channel_layer.group_discard(group, self.channel_name)
 
+    async def console_events(self, message: dict[str, Any]) -> None:
+        """Calls or runs changed: each ``{"event", "run_id", "call_id"}`` goes to the page as
+        one ``event`` message."""
+        for event in message["events"]:
+            await self.send_json({"type": "event", **event})
+
     async def console_event(self, message: dict[str, Any]) -> None:
-        """A call or run changed: ``{"event", "run_id", "call_id"}``."""
-        await self.send_json({"type": "event", **message["event"]})
+        """One event, as a process of the version before ``console.events`` sends it (a rolling
+        deploy): without a handler, the page's socket would close."""
+        await self.console_events({"events": [message["event"]]})
 
     async def run_frames(self, message: dict[str, Any]) -> None:
         """Committed frames of the run this page shows."""

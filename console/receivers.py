@@ -12,11 +12,12 @@ from .consumers import CONSOLE_GROUP
 
 def _broadcast(event: str, *, run_id: str, call_id: str = "") -> None:
     # Best effort, queued on the process's broadcast loop: the pages also re-check on their own.
+    # Events queued together (a cycle's several commits, other runs' under load) leave as one.
     message = {
-        "type": "console.event",
-        "event": {"event": event, "run_id": run_id, "call_id": call_id},
+        "type": "console.events",
+        "events": [{"event": event, "run_id": run_id, "call_id": call_id}],
     }
-    broadcast.send(CONSOLE_GROUP, message)
+    broadcast.send(CONSOLE_GROUP, message, merge="events")
 
 
 def _call_receiver(name: str) -> Any:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
@@ -14,6 +15,7 @@ from agent_core import runs
 from agent_core.asgi import websocket_application
 from agent_core.models import ToolCall
 from approvals import services as port
+from console.consumers import CONSOLE_GROUP
 from tests.console.conftest import REFUND, actor
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -80,3 +82,35 @@ def test_a_new_request_and_its_decision_reach_open_pages(people, shop, sync_runn
     assert "approval-settled" in kinds and "tool-output" in kinds and kinds[-1] == "finish"
     events = [m["event"] for m in frames if m["type"] == "event"]
     assert "approval_settled" in events
+
+
+def _on_the_inbox(people: Any, message: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    """What an open inbox page receives after ``message`` is sent to the console's group."""
+
+    async def go() -> list[dict[str, Any]]:
+        inbox = WebsocketCommunicator(application, "/console/ws/")
+        inbox.scope["user"] = people["otto"]
+        assert (await inbox.connect())[0]
+        await get_channel_layer().group_send(CONSOLE_GROUP, message)
+        received = [await inbox.receive_json_from(timeout=10) for _ in range(count)]
+        await inbox.disconnect()
+        return received
+
+    return async_to_sync(go)()
+
+
+def test_events_that_left_as_one_message_reach_the_page_one_by_one_in_order(people):
+    # The broadcast thread merges the events queued together (``broadcast.merge``).
+    events = [
+        {"event": "run_started", "run_id": "run_a", "call_id": ""},
+        {"event": "approval_requested", "run_id": "run_a", "call_id": "tc_a"},
+    ]
+    message = {"type": "console.events", "events": events}
+    assert _on_the_inbox(people, message, 2) == [{"type": "event", **event} for event in events]
+
+
+def test_an_event_as_the_version_before_sent_it_reaches_the_page(people):
+    # During a rolling deploy, an older process's event reaches a newer streams process.
+    event = {"event": "run_started", "run_id": "run_a", "call_id": ""}
+    message = {"type": "console.event", "event": event}
+    assert _on_the_inbox(people, message, 1) == [{"type": "event", **event}]
