@@ -12,15 +12,23 @@ from redis import Redis
 from agent_core import fanout, streams
 
 
+def _unique_run(name: str) -> str:
+    # Pub/sub channels are the Redis server's, not a database's: a run no other suite follows.
+    return f"{name}_{uuid.uuid4().hex}"
+
+
+def _redis() -> Redis:
+    return Redis.from_url(settings.REDIS_URL)
+
+
 async def _followers_share_one_feed() -> None:
     layer = get_channel_layer()
-    redis = Redis.from_url(settings.REDIS_URL)
-    # Pub/sub channels are the Redis server's, not a database's: a run no other suite follows.
-    run_id = f"run_fanout_{uuid.uuid4().hex}"
+    run_id = _unique_run("run_fanout")
 
     def subscriptions() -> list[int]:
-        channels = redis.pubsub_channels(f"*{run_id}")
-        return [count for _, count in redis.pubsub_numsub(*channels)] if channels else []
+        with _redis() as redis:
+            channels = redis.pubsub_channels(f"*{run_id}")
+            return [count for _, count in redis.pubsub_numsub(*channels)] if channels else []
 
     async with (
         fanout.subscribe(run_id, 60) as first,
@@ -52,12 +60,13 @@ async def _next(inbox: fanout.Inbox) -> dict[str, object]:
 async def _a_quiet_run_is_told_once_per_interval() -> None:
     layer = get_channel_layer()
     loop = asyncio.get_running_loop()
+    run_id = _unique_run("run_quiet")
     began = loop.time()  # before the feed starts its interval
-    async with fanout.subscribe("run_quiet", 2.0) as inbox:
+    async with fanout.subscribe(run_id, 2.0) as inbox:
         assert await _next(inbox) is fanout.QUIET
         assert loop.time() - began >= 2.0
         await asyncio.sleep(0.3)
-        await layer.group_send(streams.group_name("run_quiet"), {"type": "run.frames", "n": 1})
+        await layer.group_send(streams.group_name(run_id), {"type": "run.frames", "n": 1})
         assert (await _next(inbox))["n"] == 1
         # A message restarts the interval: the next QUIET comes a full interval after it.
         delivered = loop.time()
@@ -71,13 +80,14 @@ def test_a_quiet_run_is_told_once_per_keepalive_interval() -> None:
 
 async def _a_feed_follows_again_after_redis_drops_it() -> None:
     layer = get_channel_layer()
-    run_id = f"run_dropped_{uuid.uuid4().hex}"
+    run_id = _unique_run("run_dropped")
     group = streams.group_name(run_id)
     async with fanout.subscribe(run_id, 60) as inbox:
         await layer.group_send(group, {"type": "run.frames", "n": 1})
         assert (await _next(inbox))["n"] == 1
         # Redis drops every subscriber's connection (a restart, a failover, a network cut).
-        Redis.from_url(settings.REDIS_URL).client_kill_filter(_type="pubsub")
+        with _redis() as redis:
+            redis.client_kill_filter(_type="pubsub")
         # What is published before the layer has subscribed again is lost (a stream reads it from
         # the table), and what follows waits for its receiver's pause (1 s) after the error; the
         # feed itself must not be lost: within seconds it gets what is published, in order.
