@@ -20,7 +20,7 @@ from . import frames, rows, sql, streams, transcript
 from .agents import Agent
 from .choices import CallStatus, Role, StepStatus
 from .dispatch import Next
-from .leases import Claim, Lease, acquire_reading, lock
+from .leases import Lease, lock
 from .models import Run, Step, StreamFrame, Thread, ToolCall
 from .providers.base import ModelRequest
 
@@ -35,25 +35,13 @@ def read_run(
     With ``lease``: the run's row locked, or ``None`` when the lease no longer holds it.
     """
     if lease is None:
-        row = rows.fetch_one(sql.READ_RUN, [run_id])
+        found = rows.fetch_models(sql.READ_RUN, [run_id], Run, Thread)
     else:
-        row = rows.fetch_one(sql.READ_RUN_LOCKED, [run_id, lease.token, lease.owner])
-    return None if row is None else _run_read(row)
-
-
-def claim_run(claim: Claim) -> tuple[Lease, tuple[Run, dict[str, str], list[ToolCall]]] | None:
-    """Take the run's lease for ``claim`` (``leases.acquire``) and ``read_run`` it, locked, in
-    one statement; ``None``: another driver holds the run."""
-    row = acquire_reading(claim)
-    if row is None:
+        locking = [run_id, lease.token, lease.owner]
+        found = rows.fetch_models(sql.READ_RUN_LOCKED, locking, Run, Thread)
+    if found is None:
         return None
-    found = _run_read(row)
-    return Lease(claim.run_id, found[0].lease_token, claim.owner), found
-
-
-def _run_read(row: tuple[Any, ...]) -> tuple[Run, dict[str, str], list[ToolCall]]:
-    # A row of ``sql.READ_RUN`` (or a statement reading as it does).
-    (run, thread), (journal, calls) = rows.models_of(row, Run, Thread)
+    (run, thread), (journal, calls) = found
     assert isinstance(run, Run) and isinstance(thread, Thread)
     run.thread = thread  # read with it: ``run.thread`` costs no query
     pairs = (entry.rsplit(" ", 1) for entry in journal)

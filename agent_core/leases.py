@@ -21,8 +21,8 @@ from .conf import agent_settings
 from .exceptions import LeaseLost
 from .models import Run, Thread
 
-# The statuses a lease is taken in (``sql.ACQUIRE_LEASE``, ``sql.CLAIM_RUN``): a queued run, or a
-# running one whose driver died or passed the lease on.
+# The statuses a lease is taken in (``sql.ACQUIRE_LEASE``): a queued run, or a running one whose
+# driver died or passed the lease on.
 _TAKEN_FROM = [
     str(status) for status in state.check(Run, [RunStatus.QUEUED, RunStatus.RUNNING], "running")
 ]
@@ -58,22 +58,12 @@ def acquire(run_id: str, owner: str, *, passed: int | None = None) -> Lease | No
     ``passed``: the token of the lease the previous step's driver passed on with the task (it
     wrote nothing more after enqueueing it); still current, it is taken over at once.
     """
-    row = rows.fetch_one(sql.ACQUIRE_LEASE, _acquiring(run_id, owner, passed))
-    return None if row is None else Lease(run_id, row[0], owner)
-
-
-def acquire_reading(claim: Claim) -> tuple[Any, ...] | None:
-    """``acquire`` for ``claim``, in the statement that reads the run as the lease left it
-    (``sql.CLAIM_RUN``, read by ``journal.claim_run``); ``None``: another driver has it."""
-    return rows.fetch_one(sql.CLAIM_RUN, _acquiring(claim.run_id, claim.owner, claim.passed))
-
-
-def _acquiring(run_id: str, owner: str, passed: int | None) -> list[Any]:
     # One compare-and-set. It waits for the row lock rather than skipping it (a decision holds it
     # only for a moment, and giving up would strand a run that decision just queued), then
     # re-checks its conditions against the row as the lock holder left it.
     params = [RunStatus.RUNNING.value, owner, deadline(), run_id, *_TAKEN_FROM]
-    return [*params, timezone.now(), passed]
+    row = rows.fetch_one(sql.ACQUIRE_LEASE, [*params, timezone.now(), passed])
+    return None if row is None else Lease(run_id, row[0], owner)
 
 
 def renew(leases: Iterable[Lease]) -> list[Lease]:

@@ -29,13 +29,13 @@ def insert_rows(model: type[Model]) -> str:
 
 # Take a run's lease (leases.acquire): status, owner, deadline, run id, the two statuses a run
 # may be taken in, now, the token passed on. Waits for the row lock, then re-checks the row.
-_ACQUIRE = (
+ACQUIRE_LEASE = (
     f"UPDATE {_RUN} SET status = %s, lease_owner = %s,"
     " lease_token = lease_token + 1, lease_expires_at = %s"
     " WHERE id = %s AND status IN (%s, %s)"
     " AND (lease_owner = '' OR lease_expires_at < %s OR lease_token = %s)"
+    " RETURNING lease_token"
 )
-ACQUIRE_LEASE = f"{_ACQUIRE} RETURNING lease_token"
 
 # The conditions of a write fenced by a lease: token, owner.
 FENCED = "AND lease_token = %s AND lease_owner = %s"
@@ -81,24 +81,15 @@ _RUN_CALLS = (
     f" WHERE k.parent_tool_call_id = c.id) AS delegated FROM {_CALL} c WHERE c.run_id = r.id) c)"
 )
 
-
-# A run ``r`` read from ``runs`` with its thread (as LOCK_RUN), its journal (``name status`` pairs)
-# and its calls.
-def _read_run(runs: str) -> str:
-    return (
-        f"SELECT {_columns(Run, 'r')}, {_columns(Thread, 't', 'thread_')},"
-        f" ARRAY(SELECT s.name || ' ' || s.status FROM {_STEP} s WHERE s.run_id = r.id),"
-        f" {_RUN_CALLS} FROM {runs} JOIN {Thread._meta.db_table} t ON t.id = r.thread_id"
-    )
-
-
-# A run, its thread, journal and calls in one read (journal.read_run): run id.
-READ_RUN = f"{_read_run(f'{_RUN} r')} WHERE r.id = %s"
+# A run and its thread (as LOCK_RUN), its journal (``name status`` pairs) and its calls in one
+# read (journal.read_run): run id.
+READ_RUN = (
+    f"SELECT {_columns(Run, 'r')}, {_columns(Thread, 't', 'thread_')},"
+    f" ARRAY(SELECT s.name || ' ' || s.status FROM {_STEP} s WHERE s.run_id = r.id), {_RUN_CALLS}"
+    f" FROM {_RUN} r JOIN {Thread._meta.db_table} t ON t.id = r.thread_id WHERE r.id = %s"
+)
 # The same, locked, while a lease holds it: run id, token, owner.
 READ_RUN_LOCKED = f"{READ_RUN} {FENCED} FOR UPDATE OF r"
-# The same read of the run whose lease this statement takes (journal.claim_run: ACQUIRE_LEASE's
-# parameters): the row as the lease left it, locked; no row when another driver holds it.
-CLAIM_RUN = f"WITH r AS ({_ACQUIRE} RETURNING *) {_read_run('r')}"
 
 # A run and its ancestors, nearest first, as ``(id, agent, parent_tool_call_id)`` (delegation's
 # depth and cycle checks, the chain an inbox card names): run id.

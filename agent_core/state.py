@@ -92,7 +92,6 @@ ALLOWED: dict[type[Model], frozenset[tuple[str, str]]] = {Run: RUN_ALLOWED, Tool
 SQL_TRANSITIONS = frozenset(
     {
         "ACQUIRE_LEASE",
-        "CLAIM_RUN",
         "CLAIM_CALL",
         "END_RUN",
         "END_RUN_AND_FINISH",

@@ -30,7 +30,7 @@ from ..cancel import finish_cancel
 from ..choices import RunStatus
 from ..dispatch import Next
 from ..exceptions import AgentCoreError, LeaseLost
-from ..journal import Recorded, after_record, begin_model_step, claim_run, read_run
+from ..journal import Recorded, after_record, begin_model_step, read_run
 from ..leases import Claim, Lease, acquire
 from ..models import Run, ToolCall
 from ..providers.base import ModelRequest
@@ -89,11 +89,10 @@ def claim_step(
     lease: Lease | None = None
     try:
         with transaction.atomic():
-            claimed = claim_run(claim)
-            if claimed is None:
+            lease = acquire(claim.run_id, claim.owner, passed=claim.passed)
+            if lease is None:
                 return None
-            lease, known = claimed
-            return lease, _open(lease, only, known)
+            return lease, _open(lease, only)
     except Exception as exc:
         if lease is None:  # taking the lease failed: the task fails, the sweeper re-drives
             raise
@@ -111,7 +110,7 @@ def _open(
     known: tuple[Run, dict[str, str], list[ToolCall]] | None = None,
 ) -> Opened | Next | Elsewhere:
     """``known``: the run, its journal and calls as a read under its lock would return them
-    (the claim's read, ``_open_after``); else they are read."""
+    (``_open_after``); else they are read."""
     found = known or read_run(lease.run_id, lease=lease)
     if found is None:  # another driver holds the run now
         return Next.STOP

@@ -27,10 +27,8 @@ def statements(queries: CaptureQueriesContext) -> list[str]:
 
 
 def run_reads(sent: list[str]) -> int:
-    """The reads of a run with its journal and calls (``sql.READ_RUN``, locked or not, or with its
-    lease taken: ``sql.CLAIM_RUN``)."""
-    reads = (sql.READ_RUN.split("%s")[0], sql.CLAIM_RUN.split("%s")[0])
-    return sum(1 for statement in sent if statement.startswith(reads))
+    """The reads of a run with its journal and calls (``sql.READ_RUN``, locked or not)."""
+    return sum(1 for statement in sent if statement.startswith(sql.READ_RUN.split("%s")[0]))
 
 
 def test_a_read_tool_turn_reads_its_run_once(turn: Any) -> None:
@@ -41,11 +39,10 @@ def test_a_read_tool_turn_reads_its_run_once(turn: Any) -> None:
     assert run.status == RunStatus.COMPLETED
     sent = statements(queries)
     assert run_reads(sent) == 1, sent
-    # The last one is the fixture's ``refresh_from_db``. 10, not 15: the claim reads the run it
-    # takes (``sql.CLAIM_RUN``); the read's record and the two model steps' lock the run
-    # themselves (``sql.FINISH_CALL_LOCKING``, ``sql.RECORD_MODEL_STEP_LOCKING``: no call of
-    # theirs goes to the gate).
-    assert len(sent) == 10, sent
+    # The last one is the fixture's ``refresh_from_db``. 11, not 14: the read's record and the
+    # two model steps' lock the run themselves (``sql.FINISH_CALL_LOCKING``,
+    # ``sql.RECORD_MODEL_STEP_LOCKING``: no call of theirs goes to the gate).
+    assert len(sent) == 11, sent
 
 
 def test_an_approved_call_is_recorded_and_answered_without_reading_the_run_again(
@@ -59,10 +56,9 @@ def test_an_approved_call_is_recorded_and_answered_without_reading_the_run_again
     assert run.status == RunStatus.COMPLETED
     sent = statements(queries)
     assert run_reads(sent) == 1, sent  # the claim's, after the decision resumed the run
-    # 10, not 14: the claim reads the run it takes (``sql.CLAIM_RUN``); the refund's claim and
-    # the answer's record lock the run themselves (``sql.CLAIM_CALL``,
-    # ``sql.RECORD_MODEL_STEP_LOCKING``).
-    assert len(sent) == 10, sent
+    # 11, not 13: the refund's claim and the answer's record lock the run themselves
+    # (``sql.CLAIM_CALL``, ``sql.RECORD_MODEL_STEP_LOCKING``).
+    assert len(sent) == 11, sent
 
 
 def test_a_second_approved_call_of_the_step_runs_without_reading_the_run_again(turn: Any) -> None:

@@ -177,12 +177,11 @@ _STATUS_SQL = re.compile(
 
 def test_a_status_written_in_sql_is_a_named_statement_state_lists():
     """Raw SQL that writes a Run or ToolCall status lives in ``sql.py`` only, as a statement
-    ``state.SQL_TRANSITIONS`` names. A private fragment (``_ACQUIRE``) is run only inside the
-    statements built from it, which are found here themselves."""
+    ``state.SQL_TRANSITIONS`` names."""
     writing = {
         name
         for name, value in vars(sql).items()
-        if isinstance(value, str) and not name.startswith("_") and _STATUS_SQL.search(value)
+        if isinstance(value, str) and _STATUS_SQL.search(value)
     }
     assert writing == state.SQL_TRANSITIONS
     root = Path(__file__).resolve().parents[2]
