@@ -4,9 +4,9 @@ doubt — each under the run's row lock, which ``decision`` takes itself.
 ``with decision(call_id) as d:`` opens a transaction, locks the call's run and then the call (a
 run before its calls: the order every writer takes them) and reads both as the lock found them,
 in one statement (``sql.lock_call``); ``d``'s methods are the only way to write a decision, so
-none is ever made without the lock. A settlement is one more statement, with its frames and
-whatever rides on it (``sql.settle_call``). The run resumes after commit when the decision was
-the last thing it waited for.
+none is ever made without the lock. A settlement is one more statement, with its frames,
+whatever rides on it and, when the decision was the last thing the run waited for, the run's
+``waiting → queued`` (``sql.settle_call``); the run is dispatched after commit.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from . import calls, frames, journal, rows, signals, sql, state, streams
-from .choices import CallStatus
+from .choices import CallStatus, RunStatus
 from .frames import Frames
+from .leases import deadline
 from .models import Run, ToolCall
-from .runs import OPEN, resume_if_unblocked
+from .runs import BLOCKING, OPEN, resume_if_unblocked, resumed
 from .streams import Riding
 from .tools import args_digest
 
@@ -73,6 +74,7 @@ class Decision:
         longer pending. ``riding``: ``sql.settle_call`` with more writes, and their parameters."""
         run, call = self.run, self.call
         (source,) = state.check(ToolCall, CallStatus.PENDING_APPROVAL, status)
+        (freed,) = state.check(Run, RunStatus.WAITING, RunStatus.QUEUED)  # the run it may free
         now = timezone.now()
         fields: dict[str, Any] = {
             "status": status,
@@ -104,6 +106,7 @@ class Decision:
             call.pk,
             source,
             OPEN,
+            sorted(BLOCKING),
         ]
         for key, value in fields.items():
             setattr(call, key, value)
@@ -112,14 +115,17 @@ class Decision:
             denied = "approval expired" if status == CallStatus.EXPIRED else reason or status.value
             announce.append(frames.tool_output_denied(call.pk, denied))
         riding = riding or Riding(sql.SETTLE_CALL)
-        riding = Riding(riding.statement, [*settle, *riding.before])
+        queued = [RunStatus.QUEUED.value, deadline()]
+        riding = Riding(riding.statement, [*settle, *riding.before], queued)
         found = streams.emit_if(run.pk, announce, riding)
         if found is None:
             call.refresh_from_db()  # not what this decision wrote: what is there
             return False
         transaction.on_commit(lambda: signals.approval_settled.send(ToolCall, call=call))
-        # The run's other open calls, and this one if it is still open (approved).
-        resume_if_unblocked(run, {*found[0], *({status} & set(OPEN))})
+        others, after = found
+        if run.status == freed and after == RunStatus.QUEUED:
+            # The run's other open calls, and this one if it is still open (approved).
+            resumed(run, {*others, *({status} & set(OPEN))})
         return True
 
     def answer(self, answer: Any, *, decided_by_ref: str, via: str) -> bool:

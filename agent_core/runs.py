@@ -301,5 +301,11 @@ def resume_if_unblocked(run: Run, statuses: set[str] | None = None) -> bool:
         lease_owner="",
         lease_expires_at=deadline(),
     )
-    dispatch.on_commit(run.pk, continue_or_park(run, statuses))  # nothing blocks: tool or model
+    resumed(run, statuses)
     return True
+
+
+def resumed(run: Run, statuses: set[str]) -> None:
+    """Dispatch, after commit, a run this transaction moved ``waiting → queued`` (here, or in a
+    decision's own statement: ``sql.SETTLE_CALL``), given the statuses of its open calls."""
+    dispatch.on_commit(run.pk, continue_or_park(run, statuses))  # nothing blocks: tool or model

@@ -139,16 +139,17 @@ def with_frames(
     Writes the frames announce may ride on it: ``before``, common table expressions (each ending
     with a comma); ``sets``, more assignments of the run's row (each starting with a comma);
     ``only``, more conditions on it; ``after``, common table expressions without parameters that
-    read the run's row as written (``r``: its ``id`` and ``thread_id``; each starting with a
-    comma); ``extra``, more columns of the one row it answers (each starting with a comma), which
-    may read the common table expressions named in ``joined`` (each starting with a comma).
+    read the run's row as written (``r``: its ``id``, ``thread_id`` and ``status``; each starting
+    with a comma); ``extra``, more columns of the one row it answers (each starting with a comma),
+    which may read ``r`` and the common table expressions named in ``joined`` (each starting with
+    a comma).
     Parameters: those of ``before``, count, those of ``sets``, run id, run id, count, created at,
     the frames as one JSON array of ``[kind, data]`` pairs (one text parameter: psycopg quotes
     and backslash-escapes every element of a text array in Python, by regular expression).
     """
     return (
         f"WITH {before}r AS (UPDATE {_RUN} SET last_seq = last_seq + %s{sets} WHERE id = %s{only}"
-        " RETURNING id, thread_id, last_seq, parent_run_id, parent_tool_call_id),"
+        " RETURNING id, thread_id, last_seq, parent_run_id, parent_tool_call_id, status),"
         f" f AS (INSERT INTO {_FRAME} (run_id, seq, kind, data, superseded, created_at)"
         " SELECT %s, r.last_seq - %s + f.n, f.frame ->> 0, f.frame -> 1, false, %s"
         " FROM r, jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS f(frame, n)"
@@ -350,14 +351,16 @@ LOCK_CALL = lock_call()
 
 def settle_call(also: str = "") -> str:
     """A decision on a pending call, as one compare-and-set with its stream frames
-    (decisions.Decision.settle): the new status, decided by, via, at, reason, remember, edited
+    (decisions.Decision.settle), which frees the run when no other call of it waits on a person
+    (``runs.resume_if_unblocked``): the new status, decided by, via, at, reason, remember, edited
     args as JSON (NULL: unchanged; the old ones are kept as ``original_args``) twice, their
     digest, finished at (NULL: unchanged), call id, the status it must still have, the statuses
-    ``runs.open_calls`` asks about; then the parameters of ``also``, more common table expressions
-    riding on it (each ending with a comma: the approval port's audit row), then the frames' (as
-    ``with_frames``). Answers, after the frames' columns, the statuses among those of the run's
-    other calls (every writer of a call holds its run's lock, which the decision holds); no row
-    and no frame when the call was no longer pending."""
+    ``runs.open_calls`` asks about, the blocking ones; then the parameters of ``also``, more common
+    table expressions riding on it (each ending with a comma: the approval port's audit row), then
+    the frames' (as ``with_frames``, with the freed run's status and lease deadline as those of
+    ``sets``). Answers, after the frames' columns, the statuses among those of the run's other
+    calls (every writer of a call holds its run's lock, which the decision holds) and the run's
+    status after it; no row and no frame when the call was no longer pending."""
     settle = (
         f"c AS (UPDATE {_CALL} c SET status = %s, decided_by_ref = %s, decided_via = %s,"
         " decided_at = %s, reason = %s, remember = %s, args = COALESCE(%s::jsonb, c.args),"
@@ -366,9 +369,22 @@ def settle_call(also: str = "") -> str:
         " WHERE c.id = %s AND c.status = %s"
         f" RETURNING ARRAY(SELECT DISTINCT o.status FROM {_CALL} o"
         " WHERE o.run_id = c.run_id AND o.id <> c.id AND o.status = ANY(%s)) AS open),"
+        " u AS (SELECT NOT open && %s::varchar[] AS unblocked FROM c),"
+    )
+    # Each assignment reads the row as it was: a waiting run that nothing blocks any more.
+    freed = f"status = '{RunStatus.WAITING.value}' AND (SELECT unblocked FROM u)"
+    frees = (
+        f", status = CASE WHEN {freed} THEN %s ELSE status END,"
+        f" error_code = CASE WHEN {freed} THEN '' ELSE error_code END,"
+        f" error_message = CASE WHEN {freed} THEN '' ELSE error_message END,"
+        f" lease_owner = CASE WHEN {freed} THEN '' ELSE lease_owner END,"
+        f" lease_expires_at = CASE WHEN {freed} THEN %s ELSE lease_expires_at END"
     )
     return with_frames(
-        before=settle + also, only=" AND EXISTS (SELECT FROM c)", extra=", (SELECT open FROM c)"
+        before=settle + also,
+        sets=frees,
+        only=" AND EXISTS (SELECT FROM c)",
+        extra=", (SELECT open FROM c), r.status",
     )
 
 

@@ -56,9 +56,10 @@ def test_an_approved_call_is_recorded_and_answered_without_reading_the_run_again
     assert run.status == RunStatus.COMPLETED
     sent = statements(queries)
     assert run_reads(sent) == 1, sent  # the claim's, after the decision resumed the run
-    # 11, not 13: the refund's claim and the answer's record lock the run themselves
-    # (``sql.CLAIM_CALL``, ``sql.RECORD_MODEL_STEP_LOCKING``).
-    assert len(sent) == 11, sent
+    # 10, not 14: the decision's settlement queues the run it frees (``sql.SETTLE_CALL``); the
+    # refund's claim and the answer's record lock the run themselves (``sql.CLAIM_CALL``,
+    # ``sql.RECORD_MODEL_STEP_LOCKING``).
+    assert len(sent) == 10, sent
 
 
 def test_a_second_approved_call_of_the_step_runs_without_reading_the_run_again(turn: Any) -> None:

@@ -14,7 +14,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from agent_core import runs
-from agent_core.choices import SYSTEM_VIAS, CallStatus
+from agent_core.choices import SYSTEM_VIAS, CallStatus, RunStatus
 from agent_core.models import StreamFrame, ToolCall
 from approvals import services as port
 from approvals import sql as approvals_sql
@@ -52,9 +52,9 @@ def test_approve_then_repeat_then_conflict(turn, people, post):
 def test_an_approval_takes_one_statement_per_thing_it_does(turn, people):
     """The decision path's statements (issue 18), over token authentication: the token with its
     user and roles; the run and the call locked and read with the call's quorum; the
-    compare-and-set with the stream frame and the audit row, which returns the run's other open
-    calls; the run resumed. The answer is the call as the decision left it: nothing is read
-    again."""
+    compare-and-set with the stream frame and the audit row, which resumes the run it frees and
+    returns the run's other open calls. The answer is the call as the decision left it: nothing
+    is read again."""
     run = turn(refund(10), actor=actor(people["alice"]))
     [call] = calls_of(run)
     client = APIClient()
@@ -63,12 +63,13 @@ def test_an_approval_takes_one_statement_per_thing_it_does(turn, people):
         response = client.post("/agent/tool-call/approve", {"tool_call_id": call.pk}, format="json")
     assert response.json()["status"] == "approved"
     statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
-    assert len(statements) == 4, statements
+    assert len(statements) == 3, statements
     assert "authtoken_token" in statements[0]
     locking = approvals_sql.LOCK_CALL_WITH_QUORUM.split("%s")
     assert statements[1].startswith(locking[0]) and statements[1].endswith(locking[1])
     assert statements[2].startswith(approvals_sql.SETTLE_AUDITED.split("%s")[0])
-    assert statements[3].startswith('UPDATE "agent_core_run"')  # waiting → queued: none waits
+    run.refresh_from_db()
+    assert run.status == RunStatus.QUEUED  # waiting → queued: none waits (the test drives none)
     assert DecisionAttempt.objects.get().outcome == "applied"
     [frame] = StreamFrame.objects.filter(run=run, kind="approval-settled")
     assert frame.data["decided_by"] == f"user:{people['alice'].pk}"
