@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from bench.database import bulk_load  # noqa: E402
 from bench.deciders import Batch, decide  # noqa: E402
 from bench.pending import free_port, percentiles, shape  # noqa: E402
+from bench.proc import processes  # noqa: E402
 
 THREADS, CALLS_PER_RUN, DECIDERS, WARM_UP = 80_000, 3, 50, 100
 P99_TARGET_MS, RATE_TARGET = 100.0, 200.0
@@ -118,19 +119,9 @@ def cpu(server: subprocess.Popen[bytes]) -> tuple[float, float]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
         backends = {pid for (pid,) in cursor.fetchall()}
-    stats = {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # After the command: state, ppid, …, utime and stime (fields 14 and 15 of stat(5)).
-        stats[int(entry)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
-    workers = {server.pid} | {pid for pid, (ppid, _) in stats.items() if ppid == server.pid}
-    tick = os.sysconf("SC_CLK_TCK")
-    used = [
-        sum(stats[pid][1] for pid in pids if pid in stats) / tick for pids in (workers, backends)
-    ]
+    found = processes()
+    workers = {server.pid} | {p.pid for p in found.values() if p.ppid == server.pid}
+    used = [sum(found[pid].cpu for pid in pids if pid in found) for pids in (workers, backends)]
     return used[0], used[1]
 
 

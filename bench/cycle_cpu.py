@@ -21,7 +21,6 @@ import pstats
 import statistics
 import sys
 import time
-from decimal import Decimal
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -31,14 +30,12 @@ import django
 
 django.setup()
 
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from agent_core.dispatch import set_runner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
 from bench import statement_floor  # noqa: E402
-from bench.approval_cycle import POLLS, cycle  # noqa: E402
-from demo.models import Order  # noqa: E402
+from bench.approval_cycle import POLLS, cycle, prepare_database  # noqa: E402
 
 
 def main() -> None:
@@ -48,10 +45,7 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=40)
     parser.add_argument("--profile", type=int, default=0, help="top entries of a profiled round")
     args = parser.parse_args()
-    call_command("migrate", verbosity=0)
-    Order.objects.update_or_create(
-        pk="B-1", defaults={"customer_email": "b@example.com", "total": Decimal("1000000")}
-    )
+    prepare_database()
     set_runner(InlineRunner(workers=0))
     for _ in range(args.warm):
         cycle(True)

@@ -55,6 +55,7 @@ from django.db import transaction  # noqa: E402
 from agent_core import frames, streams  # noqa: E402
 from agent_core.frames import Frame  # noqa: E402
 from agent_core.models import Run, Thread  # noqa: E402
+from bench.proc import cpu_seconds  # noqa: E402
 from bench.sse_clients import ACTOR, PER_CLIENT, run_clients  # noqa: E402
 from tests.live.server import Server, start_server  # noqa: E402
 
@@ -206,11 +207,6 @@ class Latency:
     server_cpu_seconds: float  # the serving process's, from the warm-up frame to the last frame
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def latency(
     server: Server, subscribers: int, frames: int, gap: float, per_client: int, emitter: Emitter
 ) -> Latency:
@@ -223,24 +219,24 @@ async def latency(
         context.Process(target=run_clients, args=(server.url, run_id, n, ready, results))
         for n in sizes
     ]
-    attach_cpu = _cpu_seconds(server.process.pid)
+    attach_cpu = cpu_seconds(server.process.pid)
     for process in clients:
         process.start()
     try:
         attached = [await asyncio.to_thread(ready.get, True, 300) for _ in clients]
         assert all(what == "attached" for what, _, _ in attached), attached
         await asyncio.sleep(0.5)  # every stream has read the table after its meta
-        attach_cpu = _cpu_seconds(server.process.pid) - attach_cpu
+        attach_cpu = cpu_seconds(server.process.pid) - attach_cpu
         warm_up = time.time()
         await emitter.warm_up()
         warm = [await asyncio.to_thread(ready.get, True, 300) for _ in clients]
         assert all(what == "warm" for what, _, _ in warm), warm
-        cpu = _cpu_seconds(server.process.pid)
+        cpu = cpu_seconds(server.process.pid)
         for i in range(frames):
             await emitter.frame(i)
             await asyncio.sleep(gap)
         await asyncio.sleep(1.0)  # the last deliveries; the streams' closing reads not counted
-        cpu = _cpu_seconds(server.process.pid) - cpu
+        cpu = cpu_seconds(server.process.pid) - cpu
         await emitter.end()
         samples: list[float] = []
         client_cpu = 0.0
