@@ -87,8 +87,9 @@ def _cursor() -> Iterator[CursorWrapper]:
 
     One cursor a statement: Django's ``cursor()`` would make a client-bound one to be replaced, so
     its steps before it wraps a cursor (``BaseDatabaseWrapper._cursor``: the health check, the
-    connection, the thread check, database errors translated) are taken here around the bound
-    one."""
+    connection, which refuses an event loop, the thread check, database errors translated) are
+    taken here around the bound one. ``tests/agent_core/test_prepared.py`` pins the text of the
+    steps copied: a Django release that changes them fails it until they are read again."""
     # This thread's connection, looked up once: each use of the ``connection`` proxy looks it up.
     db = connections[DEFAULT_DB_ALIAS]
     if not db.queries_logged and agent_settings().PREPARED_STATEMENTS:

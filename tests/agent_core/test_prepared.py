@@ -4,13 +4,18 @@ What a connection has prepared is read from PostgreSQL (``pg_prepared_statements
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import hashlib
+import inspect
 from contextlib import nullcontext
 from typing import Any
 
 import psycopg
 import pytest
+from django.core.exceptions import SynchronousOnlyOperation
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
@@ -137,6 +142,32 @@ def test_a_dead_connection_is_replaced_before_a_core_statement_with_health_check
     finally:
         connection.settings_dict.update(kept)
         connection.close()
+
+
+def test_a_core_statement_on_an_event_loop_is_refused_as_djangos_are() -> None:
+    # Django refuses to block an event loop (``async_unsafe`` on ``cursor()`` and on
+    # ``ensure_connection()``); the core's cursor is made apart from ``cursor()`` and must refuse
+    # too: a view or consumer that forgot ``sync_to_async`` gets Django's error, not a stalled
+    # loop.
+    async def on_the_loop() -> None:
+        rows.fetch_one(core("on_the_loop"), ["a"])
+
+    with pytest.raises(SynchronousOnlyOperation):
+        asyncio.run(on_the_loop())
+
+
+def test_the_steps_the_core_cursor_copies_from_django_are_djangos() -> None:
+    # ``rows._cursor`` takes the steps of Django's private ``_cursor`` and ``_prepare_cursor``
+    # itself (one cursor a statement): a Django release that changes them must be read again.
+    steps = [
+        inspect.getsource(BaseDatabaseWrapper._cursor),
+        inspect.getsource(BaseDatabaseWrapper._prepare_cursor),
+    ]
+    assert hashlib.sha256("".join(steps).encode()).hexdigest()[:16] == DJANGO_CURSOR_STEPS
+
+
+# ``test_the_steps_the_core_cursor_copies_from_django_are_djangos``: Django 5.2's.
+DJANGO_CURSOR_STEPS = "26161e5671540d67"
 
 
 def test_while_django_logs_queries_they_are_logged_with_their_values() -> None:
