@@ -369,7 +369,7 @@ def settle_call(also: str = "") -> str:
         " WHERE c.id = %s AND c.status = %s"
         f" RETURNING ARRAY(SELECT DISTINCT o.status FROM {_CALL} o"
         " WHERE o.run_id = c.run_id AND o.id <> c.id AND o.status = ANY(%s)) AS open),"
-        " u AS (SELECT NOT open && %s::varchar[] AS unblocked FROM c),"
+        " u AS (SELECT NOT (open && %s::varchar[]) AS unblocked FROM c),"
     )
     # Each assignment reads the row as it was: a waiting run that nothing blocks any more.
     freed = f"status = '{RunStatus.WAITING.value}' AND (SELECT unblocked FROM u)"
