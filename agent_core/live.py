@@ -28,7 +28,7 @@ from typing import Any, Literal, ParamSpec, TypeVar, cast
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from . import fanout, frames, rows, sql
+from . import fanout, follow_sql, frames, rows
 from .choices import RUN_TERMINAL, RunStatus
 from .conf import agent_settings
 from .models import Run
@@ -148,13 +148,13 @@ def _catch_up(run_id: str, after: int) -> tuple[Event | None, list[tuple[Event, 
     """The closing event if the run has ended, and its frames after ``after`` as Events, each
     with whether it ends the stream.
 
-    One statement (``sql.CATCH_UP``), so one snapshot: a run read as ended comes with every frame
-    (its ``finish`` frame commits with its end). Read as two, the end had to be read first, and a
-    finish frame among the frames then needed a third read for the end. The Events are shared by
-    the followers that share the read (``_read_shared``), and so is their encoding, as a live
-    frame's is (``_shared``).
+    One statement (``follow_sql.CATCH_UP``), so one snapshot: a run read as ended comes with
+    every frame (its ``finish`` frame commits with its end). Read as two, the end had to be read
+    first, and a finish frame among the frames then needed a third read for the end. The Events
+    are shared by the followers that share the read (``_read_shared``), and so is their encoding,
+    as a live frame's is (``_shared``).
     """
-    read = rows.fetch_all(sql.CATCH_UP, [run_id, run_id, after])
+    read = rows.fetch_all(follow_sql.CATCH_UP, [run_id, run_id, after])
     if not read:  # its thread was deleted while we followed it
         return Event("error", {"code": "not_found", "message": "The run was deleted."}), []
     (status, code, message, *_), *frame_rows = read

@@ -129,10 +129,10 @@ def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
 def fetch_models(
     statement: str, params: list[Any], *models: type[Model]
 ) -> tuple[list[Model], tuple[Any, ...]] | None:
-    """Run ``statement`` (the columns of each of ``models`` as ``_columns`` lists them, then
-    others); its first row as instances of ``models``, made as the ORM would have read them, and
-    the other columns (``None``: no row). Cheaper than ``Model.objects.raw``, which resolves the
-    columns of every row it reads by name."""
+    """Run ``statement`` (the columns of each of ``models`` as ``sql.model_columns`` lists them,
+    then others); its first row as instances of ``models``, made as the ORM would have read them,
+    and the other columns (``None``: no row). Cheaper than ``Model.objects.raw``, which resolves
+    the columns of every row it reads by name."""
     row = fetch_one(statement, params)
     return None if row is None else models_of(row, *models)
 

@@ -3,7 +3,7 @@
 The hot path uses these where the ORM cannot say it in one statement (``RETURNING``, ``ON
 CONFLICT``, a row and its journal in one read) or where compiling the query costs more than
 running it. Everything else goes through the ORM. ``%s`` placeholders, in the order documented
-above each statement.
+above each statement. The reads of following a run's stream are in ``follow_sql``.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ FENCED = "AND lease_token = %s AND lease_owner = %s"
 
 # A model's columns in its field order (``fetch_models`` reads them as the ORM would), under an
 # alias (``prefix``: named with it, where another model's columns share their names).
-def _columns(model: type[Model], alias: str, prefix: str = "") -> str:
+def model_columns(model: type[Model], alias: str, prefix: str = "") -> str:
     return ", ".join(
         f"{alias}.{field.column}{f' AS {prefix}{field.column}' if prefix else ''}"
         for field in model._meta.concrete_fields
@@ -53,7 +53,7 @@ def _columns(model: type[Model], alias: str, prefix: str = "") -> str:
 # A run's row, locked, while a lease holds it, and its thread's (leases.lock): run id, token,
 # owner.
 LOCK_RUN = (
-    f"SELECT {_columns(Run, 'r')}, {_columns(Thread, 't', 'thread_')} FROM {_RUN} r"
+    f"SELECT {model_columns(Run, 'r')}, {model_columns(Thread, 't', 'thread_')} FROM {_RUN} r"
     f" JOIN {Thread._meta.db_table} t ON t.id = r.thread_id"
     f" WHERE r.id = %s {FENCED} FOR UPDATE OF r"
 )
@@ -84,7 +84,7 @@ _RUN_CALLS = (
 # A run and its thread (as LOCK_RUN), its journal (``name status`` pairs) and its calls in one
 # read (journal.read_run): run id.
 READ_RUN = (
-    f"SELECT {_columns(Run, 'r')}, {_columns(Thread, 't', 'thread_')},"
+    f"SELECT {model_columns(Run, 'r')}, {model_columns(Thread, 't', 'thread_')},"
     f" ARRAY(SELECT s.name || ' ' || s.status FROM {_STEP} s WHERE s.run_id = r.id), {_RUN_CALLS}"
     f" FROM {_RUN} r JOIN {Thread._meta.db_table} t ON t.id = r.thread_id WHERE r.id = %s"
 )
@@ -340,7 +340,7 @@ def lock_call(columns: str = "", joins: str = "") -> str:
     joins read must therefore be rows that never change once the call is visible.
     """
     return (
-        f"SELECT {_columns(Run, 'r')}, {_columns(ToolCall, 'c')}{columns} FROM {_CALL} c"
+        f"SELECT {model_columns(Run, 'r')}, {model_columns(ToolCall, 'c')}{columns} FROM {_CALL} c"
         f" JOIN {_RUN} r ON r.id = c.run_id{joins} WHERE c.id = %s"
         " FOR UPDATE OF r FOR NO KEY UPDATE OF c"
     )
@@ -389,21 +389,3 @@ def settle_call(also: str = "") -> str:
 
 
 SETTLE_CALL = settle_call()
-
-# A run as its thread's owner follows it (access.visible_run: a stream attaching): run id, owner.
-OWNED_RUN = (
-    f"SELECT {_columns(Run, 'r')} FROM {_RUN} r JOIN {Thread._meta.db_table} t"
-    " ON t.id = r.thread_id WHERE r.id = %s AND t.owner_ref = %s"
-)
-
-
-# A run's end and its frames after a seq, in one statement and so one snapshot (live._catch_up:
-# a stream attaching, catching up, or ending): run id, run id, seq. The run's row first (its
-# status, error code and message), then a row per frame in seq order (its seq, kind, data and
-# whether superseded), each with NULL in the other's columns; none when the run is gone (its
-# frames go with it, in the same transaction).
-CATCH_UP = (
-    f"SELECT status, error_code, error_message, NULL, NULL, NULL, NULL FROM {_RUN} WHERE id = %s"
-    f" UNION ALL SELECT NULL, NULL, NULL, seq, kind, data, superseded FROM {_FRAME}"
-    " WHERE run_id = %s AND seq > %s ORDER BY 4 NULLS FIRST"
-)
