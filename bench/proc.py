@@ -23,22 +23,26 @@ def processes() -> dict[int, Process]:
     found = {}
     for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            name, ppid, cpu = _stat(int(entry))
             line = Path(f"/proc/{entry}/cmdline").read_bytes()
         except OSError:  # it ended meanwhile
             continue
-        name, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat.rsplit(")", 1)[1].split()
         command = line.replace(b"\0", b" ").decode(errors="replace").strip()
-        # After the name: state, ppid, …, utime and stime (fields 14 and 15 of stat(5)).
-        cpu = (int(fields[11]) + int(fields[12])) / TICK
-        found[int(entry)] = Process(int(entry), int(fields[1]), name, command, cpu)
+        found[int(entry)] = Process(int(entry), ppid, name, command, cpu)
     return found
 
 
 def cpu_seconds(pid: int) -> float:
     """The user and system seconds process ``pid`` has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    return _stat(pid)[2]
+
+
+def _stat(pid: int) -> tuple[str, int, float]:
+    """Process ``pid``'s name, parent and CPU seconds (``/proc/<pid>/stat``)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    name, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat.rsplit(")", 1)[1].split()
+    # After the name: state, ppid, …, utime and stime (fields 14 and 15 of stat(5)).
+    return name, int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK
 
 
 def busy_seconds() -> float:
