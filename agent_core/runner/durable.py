@@ -17,14 +17,10 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
-from django.db import connection
 from django.dispatch import Signal
 
 from .. import signals
@@ -34,8 +30,8 @@ from ..conf import agent_settings
 from ..dispatch import Next
 from ..exceptions import LeaseLost
 from ..journal import read_run
-from ..leases import Claim, Lease, hand_off, renew
-from . import loop
+from ..leases import Claim, Lease, hand_off
+from . import heartbeat, loop
 from .model_step import RetryLater
 from .plan import CallModel, Recover, RunTool, plan
 from .queues import queue_of
@@ -125,7 +121,7 @@ class DurableRunner:
             _announce(
                 signals.step_ready, opened
             )  # before the heartbeat: a stall the lease outlives
-        with _heartbeat(lease):
+        with heartbeat.holding(lease):
             onward = self._chain(lease, queue, opened)
         if onward is None:
             return
@@ -170,33 +166,6 @@ class DurableRunner:
                 return None
             if opened != Next.STOP:
                 _announce(signals.step_recorded, taking)
-
-
-@contextmanager
-def _heartbeat(lease: Lease) -> Iterator[None]:
-    """Renew ``lease`` from a side thread while the task drives the run, so long steps (and
-    long chains) keep it."""
-    stop = threading.Event()
-    period = max(agent_settings().LEASE_SECONDS / 3, 0.2)
-
-    def beat() -> None:
-        try:
-            while not stop.wait(period):
-                if renew([lease]):
-                    logger.warning("lease of %s was taken over", lease.run_id)
-                    return
-        except Exception:
-            logger.exception("heartbeat of %s failed", lease.run_id)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=beat, name=f"airlock-heartbeat-{lease.run_id}", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
 
 
 def _announce(signal: Signal, step: loop.Opened) -> None:

@@ -14,7 +14,7 @@ from agent_core.choices import CallStatus
 from agent_core.models import Run, Step, StreamFrame, ToolCall
 from tests.conftest import settled, wait_for
 
-from .conftest import Cluster, assert_frames_gapless, start
+from .conftest import LEASE_SECONDS, Cluster, assert_frames_gapless, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shop")]
 
@@ -71,6 +71,23 @@ def test_a_tool_with_a_queue_runs_only_on_a_worker_listening_there(cluster: Clus
     call.refresh_from_db()
     assert call.status == CallStatus.SUCCEEDED and call.result == {"key": "k", "pid": vault.pid}
     assert token(run) == 3  # agent.llm, agent.vault, agent.llm: the lease passed by token
+
+
+def test_a_chain_that_outlasts_its_lease_keeps_it_by_the_heartbeat(cluster: Cluster) -> None:
+    cluster.beat()
+    cluster.worker(AIRLOCK_TEST_PAUSE_AFTER_TOOL=str(3 * LEASE_SECONDS))
+    run = start(LOOKUP)
+    wait_for(
+        "the read to be recorded in the chain",
+        lambda: ToolCall.objects.filter(run=run, status=CallStatus.SUCCEEDED).exists(),
+        cluster,
+    )
+    # While the first worker pauses for three leases, another could take the run over from the
+    # sweeper, if its lease ran out.
+    cluster.worker()
+    run = completed(cluster, run)
+    assert token(run) == 1  # llm:0, the read and llm:1: one task, one lease, renewed
+    looked_up_once(run)
 
 
 def test_kill_between_two_chained_steps_repeats_nothing(cluster: Cluster) -> None:
