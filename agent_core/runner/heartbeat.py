@@ -82,12 +82,11 @@ class Heartbeat:
             logger.exception("the heartbeat failed; it tries again in a period")
             connection.close()  # a broken connection is not carried into the next renewal
             return
-        for lease in lost:
-            logger.warning("lease of %s was taken over", lease.run_id)
         with self._changed:
             for number, lease in held.items():
-                if lease in lost:
-                    self._held.pop(number, None)
+                # One its task let go of meanwhile was passed on, not taken over: no warning.
+                if lease in lost and self._held.pop(number, None) is not None:
+                    logger.warning("lease of %s was taken over", lease.run_id)
 
 
 _heartbeat = Heartbeat()
