@@ -48,8 +48,9 @@ from agent_core.models import Run, StreamFrame, ToolCall  # noqa: E402
 from agent_core.runner.durable import DurableRunner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
 from approvals import services as port  # noqa: E402
-from bench import hops, statement_floor  # noqa: E402
+from bench import follow, hops, statement_floor  # noqa: E402
 from bench.cycle_report import Result, against_targets, report  # noqa: E402
+from bench.follow import News  # noqa: E402
 from demo.models import Order  # noqa: E402
 
 ACTOR = Actor(ref="user:bench")
@@ -64,7 +65,6 @@ TABLES = [
     "approvals_decisionattempt",
     "demo_refund",
 ]
-POLL = 0.005  # seconds between status reads while a durable run is driven by the worker
 
 
 @dataclass
@@ -82,13 +82,22 @@ class Polls:
 POLLS = Polls()
 
 
-def wait_status(run_id: str, wanted: str) -> float:
+# The frame that commits with each status a cycle waits for.
+ANNOUNCED_BY: dict[str, str] = {
+    RunStatus.WAITING: "approval-requested",
+    RunStatus.COMPLETED: "finish",
+}
+
+
+def wait_status(run_id: str, wanted: str, news: News) -> float:
     """Wait until the worker has taken the run to ``wanted``; return when it got there (wall
     clock, from the row the worker wrote: the parking step's last frame, or ``finished_at``).
 
-    The benchmark reads the time from the database rather than from its own polls, so it can
-    poll slowly and leave the CPUs to the worker: the end of an interval is the worker's
-    timestamp taken just before its last commit (a commit here takes well under a millisecond).
+    The run's row is read at once and again when the run's live stream (``news``, from
+    ``bench.follow``) brings the frame that commits with ``wanted``, not on a timer: the
+    benchmark leaves the CPUs to the worker. The time comes from the database, not from when
+    this thread woke: the end of an interval is the worker's timestamp taken just before its
+    last commit.
     """
     reads = 0
     while True:
@@ -100,7 +109,7 @@ def wait_status(run_id: str, wanted: str) -> float:
             break
         if status in (RunStatus.FAILED, RunStatus.CANCELLED):
             raise RuntimeError(f"{run_id} {status}")
-        time.sleep(POLL)
+        news.wait(ANNOUNCED_BY[wanted])
     if finished_at is None:
         reads += 1
         finished_at = StreamFrame.objects.filter(run_id=run_id).latest("seq").created_at
@@ -108,8 +117,10 @@ def wait_status(run_id: str, wanted: str) -> float:
     return float(finished_at.timestamp())
 
 
-def child_of(run_id: str) -> str:
-    """The child run a delegated cycle's parent started (polled: a worker starts it)."""
+def child_of(run_id: str, news: News | None) -> str:
+    """The child run a delegated cycle's parent started: at once when the run is driven here
+    (``news`` None), else when a worker started it (the child's frames are mirrored into the
+    parent's stream)."""
     reads = 0
     while True:
         reads += 1
@@ -117,7 +128,9 @@ def child_of(run_id: str) -> str:
         if found is not None:
             POLLS.add(reads)
             return found
-        time.sleep(POLL)
+        if news is None:
+            raise RuntimeError(f"{run_id} started no child")
+        news.wait("delegated")
 
 
 def cycle(synchronous: bool, delegated: bool = False) -> tuple[float, float]:
@@ -126,20 +139,31 @@ def cycle(synchronous: bool, delegated: bool = False) -> tuple[float, float]:
     t0 = time.time()
     agent = "bench_parent" if delegated else "bench"
     run = runs.start_run(agent=agent, message="Refund B-1", actor=ACTOR)
-    parked = child_of(run.pk) if delegated else run.pk
-    t1 = time.time() if synchronous else wait_status(parked, RunStatus.WAITING)
+    if synchronous:  # driven in this thread: parked when start_run returns, done when approve does
+        t1 = time.time()
+        t2 = approve(child_of(run.pk, None) if delegated else run.pk)
+        t3 = time.time()
+        status = Run.objects.values_list("status", flat=True).get(pk=run.pk)
+        POLLS.add(1)
+        assert status == RunStatus.COMPLETED, status
+        return t1 - t0, t3 - t2
+    with follow.following(run.pk) as news:
+        parked = child_of(run.pk, news) if delegated else run.pk
+        t1 = wait_status(parked, RunStatus.WAITING, news)
+        t2 = approve(parked)
+        t3 = wait_status(run.pk, RunStatus.COMPLETED, news)
+    return t1 - t0, t3 - t2
+
+
+def approve(parked: str) -> float:
+    """Approve the parked run's pending call over the service API; returns when it started."""
     call_id = ToolCall.objects.values_list("pk", flat=True).get(
         run_id=parked, status="pending_approval"
     )
     POLLS.add(1)
-    t2 = time.time()
+    started = time.time()
     port.approve(call_id, actor=ACTOR)
-    t3 = time.time() if synchronous else wait_status(run.pk, RunStatus.COMPLETED)
-    if synchronous:
-        status = Run.objects.values_list("status", flat=True).get(pk=run.pk)
-        POLLS.add(1)
-        assert status == RunStatus.COMPLETED, status
-    return t1 - t0, t3 - t2
+    return started
 
 
 def xact_commit() -> int:
