@@ -2,6 +2,10 @@
 driver's CPU where timings are too noisy to compare (on a shared machine the medians of
 ``bench/cycle_cpu.py`` for the same code move by ±15 % from one minute to the next).
 
+``--durable``: the durable runner's cycle instead, its tasks driven one after another in this
+process (``DurableRunner.drive``, with the enqueued tasks kept in a list, not sent to a broker):
+the runner's own work (leases, heartbeat, hand-offs), Celery's excluded.
+
 The benchmark's ``cycle`` (inline runner, same thread; the broadcast thread's sends included) runs
 under ``valgrind --tool=callgrind`` twice: ``--warm`` cycles, then ``--warm`` + ``--cycles``. The
 difference of the two totals over ``--cycles`` is one cycle's instructions in this process,
@@ -21,6 +25,9 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections import deque
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -30,10 +37,11 @@ import django
 
 django.setup()
 
-from agent_core import broadcast  # noqa: E402
+from agent_core import broadcast, runs  # noqa: E402
 from agent_core.dispatch import set_runner  # noqa: E402
+from agent_core.runner.durable import DurableRunner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
-from bench.approval_cycle import cycle, prepare_database  # noqa: E402
+from bench.approval_cycle import ACTOR, approve, cycle, prepare_database  # noqa: E402
 
 
 def main() -> None:
@@ -41,30 +49,65 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=5)
     parser.add_argument("--cycles", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--durable", action="store_true", help="the durable runner's cycle")
     parser.add_argument("--run", type=int, help=argparse.SUPPRESS)  # under valgrind: N cycles
     args = parser.parse_args()
     if args.run is not None:
-        run(args.run)
+        run(args.run, args.durable)
         return
     prepare_database()
+    extra = ["--durable"] if args.durable else []
     for _ in range(args.rounds):
-        counted = instructions(args.warm + args.cycles) - instructions(args.warm)
+        counted = instructions(args.warm + args.cycles, extra) - instructions(args.warm, extra)
         print(f"cycle {counted / args.cycles / 1e6:.2f} M instructions")
 
 
-def run(cycles: int) -> None:
-    set_runner(InlineRunner(workers=0))
+class _InProcess(DurableRunner):
+    """The durable runner with its tasks kept here, each driven once the one before returned."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tasks: deque[tuple[str, str, int | None]] = deque()
+
+    def enqueue(
+        self, run_id: str, queue: str, *, countdown: float = 0, token: int | None = None
+    ) -> None:
+        self.tasks.append((run_id, queue, token))
+
+    def cycle(self) -> None:
+        """``approval_cycle.cycle`` for this runner: start, the tasks to the park, approve, the
+        tasks to the end."""
+        parked = runs.start_run(agent="bench", message="Refund B-1", actor=ACTOR).pk
+        self.drain()
+        approve(parked)
+        self.drain()
+
+    def drain(self) -> None:
+        while self.tasks:
+            run_id, queue, token = self.tasks.popleft()
+            self.drive(run_id, queue, token=token)
+
+
+def run(cycles: int, durable: bool) -> None:
+    one: Callable[[], object]
+    if durable:
+        runner = _InProcess()
+        set_runner(runner)
+        one = runner.cycle
+    else:
+        set_runner(InlineRunner(workers=0))
+        one = partial(cycle, True)
     for _ in range(cycles):
-        cycle(True)
+        one()
     broadcast.flush()
 
 
-def instructions(cycles: int) -> int:
+def instructions(cycles: int, extra: list[str]) -> int:
     """The instructions of this process running ``cycles`` cycles, start-up included."""
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "callgrind.out"
         command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "-q"]
-        command += [sys.executable, __file__, "--run", str(cycles)]
+        command += [sys.executable, __file__, "--run", str(cycles), *extra]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         for line in out.read_text().splitlines():
             if line.startswith("totals:"):
