@@ -2,11 +2,11 @@
 
 A step task holds its run's lease while it takes steps; a step may outlast the lease (a slow
 model, a long tool), so the lease is renewed every third of ``LEASE_SECONDS`` until the task lets
-go. A task used to start a thread of its own for that and join it at the end: 0.2 to 0.3 ms of CPU a
-task for steps that take a few milliseconds (``bench/README.md``, "One heartbeat thread a
-process"). Here the process's first task starts one thread, which every later task shares: a task
-adds its lease on entering ``holding`` and takes it out on leaving. The thread sleeps without a
-database connection while the process holds no lease.
+go. A task used to start a thread of its own for that and join it at the end: about 0.2 ms of
+CPU a task, most of it the kernel's, for steps that take a few milliseconds (``bench/README.md``,
+"The eleventh session"). Here the process's first task starts one thread, which every later
+task shares: a task adds its lease on entering ``holding`` and takes it out on leaving. The
+thread sleeps without a database connection while the process holds no lease.
 
 A lease first renewed up to one period after it was taken (not exactly one period, as with a
 thread of its own) still is well before it runs out. One taken over by another driver is dropped
