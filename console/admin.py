@@ -133,7 +133,15 @@ class RememberedApprovalAdmin(ReadOnlyAdmin):
 
 @admin.register(Delivery)
 class DeliveryAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "event", "channel", "recipient_ref", "status", "attempts")
+    list_display = (
+        "created_at",
+        "event",
+        "channel",
+        "recipient_ref",
+        "status",
+        "attempts",
+        "sweeps",
+    )
     list_filter = ("status", "channel", "event")
     search_fields = ("tool_call__id", "recipient_ref")
 

@@ -7,6 +7,7 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 
 from agent_core.models import ToolCall
+from approvals.models import Delivery
 from tests.console.conftest import REFUND, actor
 
 
@@ -28,6 +29,7 @@ def admin_client(client, people, turn):
         "agent_core/streamframe",
         "approvals/decisionattempt",
         "approvals/rememberedapproval",
+        "approvals/delivery",
     ],
 )
 def test_every_model_is_listed_and_read_only(admin_client, model):
@@ -53,3 +55,13 @@ def test_a_call_links_into_the_console_and_cannot_be_changed(admin_client):
         admin_client.post(reverse("admin:agent_core_toolcall_delete", args=[call.pk])).status_code
         == 403
     )
+
+
+def test_a_delivery_shows_how_often_the_sweep_queued_it_again(admin_client):
+    # Each sweep doubles the wait before the next attempt: an operator reading a late
+    # notification's row sees why it is late.
+    Delivery.objects.create(
+        tool_call=ToolCall.objects.get(), event="approval-requested", channel="webhook", sweeps=3
+    )
+    html = admin_client.get(reverse("admin:approvals_delivery_changelist")).content.decode()
+    assert '<td class="field-sweeps">3</td>' in html
