@@ -4,7 +4,7 @@ the two cores go once the durable runner saturates them.
 With the benchmark's Celery worker (``-c 8``, prefork, both queues) and ``DurableRunner`` in this
 process, ``--batch`` cycles run 8 at a time (``approval_cycle.throughput``); every process's CPU
 time (user + system, from ``/proc``: ``bench.proc``) is read before and after, and divided by the
-cycles: this process (the starts, the approvals and the status polls of the benchmark), the
+cycles: this process (the benchmark's starts, approvals, status reads and stream following), the
 worker's parent (it receives and acknowledges the tasks), its pool's children (the steps),
 PostgreSQL's processes, Redis, and the rest of the machine.
 
