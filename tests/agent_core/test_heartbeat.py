@@ -28,6 +28,7 @@ from tests.conftest import REFUND
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PERIODS = 0.8  # seconds: two renewals and some
+RENEWAL = 'UPDATE "agent_core_run" SET "lease_expires_at"%'  # the heartbeat's statement
 
 
 @pytest.fixture(autouse=True)
@@ -64,8 +65,9 @@ def renewing_connections() -> int:
     """Connections to the test database whose last statement was a renewal."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-            ' AND query LIKE \'UPDATE "agent_core_run" SET "lease_expires_at"%%\''
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND query LIKE %s",
+            [RENEWAL],
         )
         return int(cursor.fetchone()[0])
 
@@ -111,6 +113,22 @@ def test_a_lease_its_task_passed_on_during_a_renewal_is_not_reported(leased, cap
         # race is too short to hit from outside, so the renewal is called as the thread calls it.
         beat._renew({0: lease})
     assert caplog.records == []
+
+
+def test_a_heartbeat_whose_connection_died_reconnects_at_the_next_period(leased, caplog) -> None:
+    lease = leased()
+    with Heartbeat().holding(lease):
+        time.sleep(PERIODS)
+        with connection.cursor() as cursor:  # PostgreSQL ends the heartbeat's session
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND query LIKE %s",
+                [RENEWAL],
+            )
+        ended = deadline(lease)
+        time.sleep(2 * PERIODS)  # one renewal fails, the next reconnects
+        assert deadline(lease) > ended
+    assert "the heartbeat failed" in caplog.text
 
 
 def test_an_idle_heartbeat_closes_its_database_connection(leased) -> None:
