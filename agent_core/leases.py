@@ -52,6 +52,12 @@ def deadline() -> datetime:
     return timezone.now() + timedelta(seconds=agent_settings().LEASE_SECONDS)
 
 
+def renewal_period() -> float:
+    """Seconds between a held lease's renewals: a third of the lease, so two may fail before it
+    runs out (at least 0.2 s)."""
+    return max(agent_settings().LEASE_SECONDS / 3, 0.2)
+
+
 def acquire(run_id: str, owner: str, *, passed: int | None = None) -> Lease | None:
     """Take the run's lease if nobody holds a live one; ``None`` means another driver has it.
 

@@ -25,8 +25,7 @@ from contextlib import AbstractContextManager, contextmanager
 
 from django.db import connection
 
-from ..conf import agent_settings
-from ..leases import Lease, renew
+from ..leases import Lease, renew, renewal_period
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +60,7 @@ class Heartbeat:
     def _beat(self) -> None:
         while True:
             self._wait_for_a_lease()
-            time.sleep(max(agent_settings().LEASE_SECONDS / 3, 0.2))
+            time.sleep(renewal_period())
             with self._changed:
                 held = dict(self._held)
             if held:

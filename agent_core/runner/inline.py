@@ -20,7 +20,7 @@ from django.db import close_old_connections
 from ..conf import agent_settings
 from ..dispatch import Next
 from ..exceptions import LeaseLost
-from ..leases import Claim, Lease, hand_off, renew
+from ..leases import Claim, Lease, hand_off, renew, renewal_period
 from . import loop
 from .model_step import RetryLater
 from .sweep import sweep
@@ -105,7 +105,7 @@ class InlineRunner:
 
     def _maintain(self) -> None:
         settings = agent_settings()
-        beat = max(settings.LEASE_SECONDS / 3, 0.2)
+        beat = renewal_period()
         next_sweep = 0.0
         while not self._stop.is_set():
             close_old_connections()
