@@ -137,8 +137,7 @@ def cycle(synchronous: bool, delegated: bool = False) -> tuple[float, float]:
     """One approval cycle; returns (start→waiting, approve→completed) in seconds. ``delegated``:
     the run hands the cycle to a child run, whose action call is approved."""
     t0 = time.time()
-    agent = "bench_parent" if delegated else "bench"
-    run = runs.start_run(agent=agent, message="Refund B-1", actor=ACTOR)
+    run = start("bench_parent" if delegated else "bench")
     if synchronous:  # driven in this thread: parked when start_run returns, done when approve does
         t1 = time.time()
         t2 = approve(child_of(run.pk, None) if delegated else run.pk)
@@ -153,6 +152,11 @@ def cycle(synchronous: bool, delegated: bool = False) -> tuple[float, float]:
         t2 = approve(parked)
         t3 = wait_status(run.pk, RunStatus.COMPLETED, news)
     return t1 - t0, t3 - t2
+
+
+def start(agent: str) -> Run:
+    """Start the cycle's run of ``agent``."""
+    return runs.start_run(agent=agent, message="Refund B-1", actor=ACTOR)
 
 
 def approve(parked: str) -> float:

@@ -37,11 +37,11 @@ import django
 
 django.setup()
 
-from agent_core import broadcast, runs  # noqa: E402
+from agent_core import broadcast  # noqa: E402
 from agent_core.dispatch import set_runner  # noqa: E402
 from agent_core.runner.durable import DurableRunner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
-from bench.approval_cycle import ACTOR, approve, cycle, prepare_database  # noqa: E402
+from bench.approval_cycle import approve, cycle, prepare_database, start  # noqa: E402
 
 
 def main() -> None:
@@ -77,7 +77,7 @@ class _InProcess(DurableRunner):
     def cycle(self) -> None:
         """``approval_cycle.cycle`` for this runner: start, the tasks to the park, approve, the
         tasks to the end."""
-        parked = runs.start_run(agent="bench", message="Refund B-1", actor=ACTOR).pk
+        parked = start("bench").pk
         self.drain()
         approve(parked)
         self.drain()
