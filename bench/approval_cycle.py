@@ -16,6 +16,7 @@ and prints a Markdown table (the one in bench/README.md).
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import signal
 import statistics
@@ -26,7 +27,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -154,9 +154,18 @@ def cycle(synchronous: bool, delegated: bool = False) -> tuple[float, float]:
     return t1 - t0, t3 - t2
 
 
+# Orders the cycles refund, one after another (``prepare_database`` makes them): an order of one's
+# own, as in a shop. When every cycle refunded one order, ``lookup_order``'s sum of its refunds
+# read every refund the database had ever stored, and a cycle cost more the older the database
+# (0.86 ms of PostgreSQL at 2,700 refunds against 0.04 at none).
+ORDERS = 10_000
+_orders = itertools.count()
+
+
 def start(agent: str) -> Run:
-    """Start the cycle's run of ``agent``."""
-    return runs.start_run(agent=agent, message="Refund B-1", actor=ACTOR)
+    """Start the cycle's run of ``agent``, about the next order of the pool."""
+    order = f"B-{next(_orders) % ORDERS + 1}"
+    return runs.start_run(agent=agent, message=f"Refund {order}", actor=ACTOR)
 
 
 def approve(parked: str) -> float:
@@ -335,11 +344,15 @@ def celery_worker(concurrency: int) -> Iterator[None]:
 
 
 def prepare_database() -> None:
-    """Migrate the database the benchmark is pointed at, and give the cycle's order its funds."""
+    """Migrate the database the benchmark is pointed at, and make the cycles' orders."""
     call_command("migrate", verbosity=0)
-    Order.objects.update_or_create(
-        pk="B-1", defaults={"customer_email": "b@example.com", "total": Decimal("1000000")}
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {Order._meta.db_table} (id, customer_email, total, status)"
+            " SELECT 'B-' || n, 'b@example.com', 1000000, 'delivered' FROM generate_series(1, %s) n"
+            " ON CONFLICT (id) DO NOTHING",
+            [ORDERS],
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
