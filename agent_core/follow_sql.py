@@ -6,11 +6,9 @@ from __future__ import annotations
 from .models import Run, StreamFrame, Thread
 from .sql import model_columns
 
-_RUN = Run._meta.db_table
-
 # A run as its thread's owner follows it (access.visible_run: a stream attaching): run id, owner.
 OWNED_RUN = (
-    f"SELECT {model_columns(Run, 'r')} FROM {_RUN} r JOIN {Thread._meta.db_table} t"
+    f"SELECT {model_columns(Run, 'r')} FROM {Run._meta.db_table} r JOIN {Thread._meta.db_table} t"
     " ON t.id = r.thread_id WHERE r.id = %s AND t.owner_ref = %s"
 )
 
@@ -20,7 +18,8 @@ OWNED_RUN = (
 # whether superseded), each with NULL in the other's columns; none when the run is gone (its
 # frames go with it, in the same transaction).
 CATCH_UP = (
-    f"SELECT status, error_code, error_message, NULL, NULL, NULL, NULL FROM {_RUN} WHERE id = %s"
+    "SELECT status, error_code, error_message, NULL, NULL, NULL, NULL"
+    f" FROM {Run._meta.db_table} WHERE id = %s"
     f" UNION ALL SELECT NULL, NULL, NULL, seq, kind, data, superseded"
     f" FROM {StreamFrame._meta.db_table} WHERE run_id = %s AND seq > %s ORDER BY 4 NULLS FIRST"
 )

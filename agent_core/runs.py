@@ -296,10 +296,8 @@ def resume_if_unblocked(run: Run, statuses: set[str] | None = None) -> bool:
         run.pk,
         RunStatus.WAITING,
         RunStatus.QUEUED,
-        error_code="",
-        error_message="",
-        lease_owner="",
         lease_expires_at=deadline(),
+        **dict.fromkeys(sql.FREED_CLEARS, ""),
     )
     resumed(run, statuses)
     return True

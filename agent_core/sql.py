@@ -349,6 +349,12 @@ def lock_call(columns: str = "", joins: str = "") -> str:
 LOCK_CALL = lock_call()
 
 
+# What a run that a decision frees (``waiting → queued``) has emptied, beside its new status and
+# lease deadline: the error of its last park, and the lease's owner (``settle_call``, and
+# ``runs.resume_if_unblocked`` for the other ways a run is freed).
+FREED_CLEARS = ("error_code", "error_message", "lease_owner")
+
+
 def settle_call(also: str = "") -> str:
     """A decision on a pending call, as one compare-and-set with its stream frames
     (decisions.Decision.settle), which frees the run when no other call of it waits on a person
@@ -373,11 +379,11 @@ def settle_call(also: str = "") -> str:
     )
     # Each assignment reads the row as it was: a waiting run that nothing blocks any more.
     freed = f"status = '{RunStatus.WAITING.value}' AND (SELECT unblocked FROM u)"
+    cleared = "".join(
+        f" {column} = CASE WHEN {freed} THEN '' ELSE {column} END," for column in FREED_CLEARS
+    )
     frees = (
-        f", status = CASE WHEN {freed} THEN %s ELSE status END,"
-        f" error_code = CASE WHEN {freed} THEN '' ELSE error_code END,"
-        f" error_message = CASE WHEN {freed} THEN '' ELSE error_message END,"
-        f" lease_owner = CASE WHEN {freed} THEN '' ELSE lease_owner END,"
+        f", status = CASE WHEN {freed} THEN %s ELSE status END,{cleared}"
         f" lease_expires_at = CASE WHEN {freed} THEN %s ELSE lease_expires_at END"
     )
     return with_frames(
