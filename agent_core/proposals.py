@@ -64,6 +64,7 @@ def record_model_step(
     usage: dict[str, int],
     finish_reason: str,
     review: Callable[[ToolCall, Run], Verdict],
+    alone: bool,
 ) -> Next | Recorded:
     """The suspend transaction: the assistant message, its calls with the gate's answers, the
     frames announcing them and, when the step leaves only calls waiting on people, ``waiting``.
@@ -74,12 +75,14 @@ def record_model_step(
     ``planned``: the run as the step was planned (its ids and its thread's owner, which never
     change, build the record); the run is locked for the gate first when a call is proposed to
     it or the step parks, else by the statement that records the step.
+
+    ``alone``: ``records_alone(planned, calls)``, which the caller asked to know whether to open a
+    transaction around the record (``loop._recorded``).
     """
     reviewed = any(c.status == CallStatus.PROPOSED for c in calls)
     locking = not reviewed and not (calls and parks({c.status for c in calls}))
     # No savepoint when nested (the inline driver opens the next step in it): one transaction;
-    # none at all when the record is one statement (``records_alone``).
-    alone = records_alone(planned, calls)
+    # none at all when the record is one statement.
     with nullcontext() if alone else transaction.atomic(savepoint=False):
         run = planned if locking else lock(lease)
         parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []

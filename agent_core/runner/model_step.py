@@ -88,6 +88,7 @@ def call_model(
             row, tool=agent.get_tool(row.tool_name), actor=actor_of(locked), thread=locked.thread
         )
 
+    alone = records_alone(run, calls)
     record = partial(
         record_model_step,
         lease,
@@ -99,8 +100,9 @@ def call_model(
         usage=response.usage.as_dict(),  # the provider's own figures, as reported
         finish_reason=response.finish_reason,
         review=review,
+        alone=alone,
     )
-    return record, records_alone(run, calls)
+    return record, alone
 
 
 def _propose(
