@@ -27,7 +27,7 @@ class Thread(models.Model):
     """A conversation; at most one run is active on it at a time (``active_run``, set by CAS)."""
 
     id = models.CharField(primary_key=True, max_length=40, default=ids.thread_id, editable=False)
-    owner_ref = models.CharField(max_length=200, db_index=True)
+    owner_ref = models.CharField(max_length=200)  # indexed by thread_owner_recent
     agent = models.CharField(max_length=100)
     title = models.CharField(max_length=200, blank=True)
     active_run = models.OneToOneField(
@@ -48,7 +48,9 @@ class Run(models.Model):
     """One turn of an agent on a thread, driven step by step by whichever worker holds its lease."""
 
     id = models.CharField(primary_key=True, max_length=40, default=ids.run_id, editable=False)
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
+    thread = models.ForeignKey(  # indexed by run_thread_recent
+        Thread, on_delete=models.CASCADE, related_name="runs", db_index=False
+    )
     agent = models.CharField(max_length=100)
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
     error_code = models.CharField(max_length=64, blank=True)
@@ -101,7 +103,9 @@ class Message(models.Model):
     """One transcript entry; ``content`` is a list of parts: text, tool_call, tool_result."""
 
     id = models.CharField(primary_key=True, max_length=40, default=ids.message_id, editable=False)
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
+    thread = models.ForeignKey(  # indexed by message_thread_seq_unique
+        Thread, on_delete=models.CASCADE, related_name="messages", db_index=False
+    )
     run = models.ForeignKey(Run, null=True, on_delete=models.CASCADE, related_name="messages")
     seq = models.IntegerField()
     role = models.CharField(max_length=16, choices=Role.choices)
@@ -126,7 +130,9 @@ class ToolCall(models.Model):
     """One call the model proposed, with its approval record and its outcome."""
 
     id = models.CharField(primary_key=True, max_length=40, default=ids.tool_call_id, editable=False)
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls")
+    run = models.ForeignKey(  # indexed by call_run_step
+        Run, on_delete=models.CASCADE, related_name="tool_calls", db_index=False
+    )
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="tool_calls")
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="tool_calls")
     step_name = models.CharField(max_length=64)  # the model step that proposed it (``llm:0``)
@@ -251,7 +257,9 @@ class ToolCall(models.Model):
 class Step(models.Model):
     """One journal entry of a run, keyed by name (``llm:0``, ``tool:tc_…``), never by position."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    run = models.ForeignKey(  # indexed by step_run_name_unique
+        Run, on_delete=models.CASCADE, related_name="steps", db_index=False
+    )
     name = models.CharField(max_length=64)
     status = models.CharField(max_length=16, choices=StepStatus.choices)
     output: models.JSONField[Any] = models.JSONField(null=True, blank=True)
@@ -274,7 +282,9 @@ class Step(models.Model):
 class StreamFrame(models.Model):
     """One numbered frame of a run's stream; ``(run, seq)`` is unique and gapless from 1."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="frames")
+    run = models.ForeignKey(  # indexed by frame_run_seq_unique
+        Run, on_delete=models.CASCADE, related_name="frames", db_index=False
+    )
     seq = models.IntegerField()
     kind = models.CharField(max_length=32)
     data = models.JSONField(default=dict)

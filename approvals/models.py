@@ -20,7 +20,9 @@ class RememberedApprovalQuerySet(models.QuerySet["RememberedApproval"]):
 class RememberedApproval(models.Model):
     """A standing yes for one tool in one thread, granted by approving with ``remember``."""
 
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="remembered")
+    thread = models.ForeignKey(  # indexed by remembered_thread_tool
+        Thread, on_delete=models.CASCADE, related_name="remembered", db_index=False
+    )
     tool_name = models.CharField(max_length=100)
     granted_by_ref = models.CharField(max_length=200)
     source_tool_call = models.ForeignKey(
@@ -100,7 +102,9 @@ class Quorum(models.Model):
 class Approval(models.Model):
     """One person's yes towards a quorum, recorded as it comes."""
 
-    tool_call = models.ForeignKey(ToolCall, on_delete=models.CASCADE, related_name="approvals")
+    tool_call = models.ForeignKey(  # indexed by approval_call_by_unique
+        ToolCall, on_delete=models.CASCADE, related_name="approvals", db_index=False
+    )
     by_ref = models.CharField(max_length=200)
     via = models.CharField(max_length=64)
     at = models.DateTimeField()
