@@ -48,7 +48,9 @@ typecheck: install ## Type-check with mypy
 demo: install ## Run the demo at http://127.0.0.1:8000/ (PORT=..., AGENT_RUNNER=durable)
 	$(BIN)/python scripts/devservices.py run -- $(BIN)/python scripts/demo.py
 
-bench: install ## Run the approval-cycle benchmark (inline and durable runner; bench/README.md)
+bench: install ## Run the approval-cycle benchmark and its SQL floors (bench/README.md)
 	$(BIN)/python scripts/devservices.py run -- $(BIN)/python bench/approval_cycle.py
+	$(BIN)/python scripts/devservices.py run -- $(BIN)/python bench/sql_floor.py
+	$(BIN)/python scripts/devservices.py run -- $(BIN)/python bench/sql_floor.py --durable
 
 all: lint typecheck test ## lint + typecheck + test

@@ -25,7 +25,6 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections import deque
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -39,9 +38,9 @@ django.setup()
 
 from agent_core import broadcast  # noqa: E402
 from agent_core.dispatch import set_runner  # noqa: E402
-from agent_core.runner.durable import DurableRunner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
-from bench.approval_cycle import approve, cycle, prepare_database, start  # noqa: E402
+from bench.approval_cycle import cycle, prepare_database  # noqa: E402
+from bench.in_process import InProcessDurable  # noqa: E402
 
 
 def main() -> None:
@@ -62,36 +61,10 @@ def main() -> None:
         print(f"cycle {counted / args.cycles / 1e6:.2f} M instructions")
 
 
-class _InProcess(DurableRunner):
-    """The durable runner with its tasks kept here, each driven once the one before returned."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tasks: deque[tuple[str, str, int | None]] = deque()
-
-    def enqueue(
-        self, run_id: str, queue: str, *, countdown: float = 0, token: int | None = None
-    ) -> None:
-        self.tasks.append((run_id, queue, token))
-
-    def cycle(self) -> None:
-        """``approval_cycle.cycle`` for this runner: start, the tasks to the park, approve, the
-        tasks to the end."""
-        parked = start("bench").pk
-        self.drain()
-        approve(parked)
-        self.drain()
-
-    def drain(self) -> None:
-        while self.tasks:
-            run_id, queue, token = self.tasks.popleft()
-            self.drive(run_id, queue, token=token)
-
-
 def run(cycles: int, durable: bool) -> None:
     one: Callable[[], object]
     if durable:
-        runner = _InProcess()
+        runner = InProcessDurable()
         set_runner(runner)
         one = runner.cycle
     else:

@@ -8,7 +8,8 @@ shape through Django's cursor with trivial statements: ``SELECT 1`` for a read, 
 ``INSERT`` for an autocommitted write and for each transaction's first statement (so each commits
 a write, as the cycle's do), ``SELECT 1`` for the rest. Its time is what the cycle's statements
 cost the driver, the server and the network before any of our Python runs; the cycle divided by
-it says how much is left to ours.
+it says how much is left to ours. It keeps what was sent too (``Shape.sent``), for
+``bench/sql_floor.py``, which replays the statements themselves.
 """
 
 from __future__ import annotations
@@ -16,12 +17,26 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection, transaction
+from psycopg import ClientCursor
 from psycopg.pq import TransactionStatus
 
 PAYLOAD = '{"kind": "frame", "data": {"text": "a typical row of a cycle"}}'
+
+
+class Sent(NamedTuple):
+    """A statement as the connection sent it: ``begins`` a transaction (psycopg sent ``BEGIN``
+    before it), ``alone`` in autocommit, else in the transaction begun before it; ``on_server``:
+    its parameters bound by the server (the core's statements), not quoted in by psycopg."""
+
+    sql: str
+    params: Any
+    many: bool
+    on_server: bool
+    begins: bool
+    alone: bool
 
 
 @dataclass
@@ -31,6 +46,7 @@ class Shape:
     reads: int = 0
     writes: int = 0
     transactions: list[int] = field(default_factory=list)
+    sent: list[Sent] = field(default_factory=list)
 
     @property
     def statements(self) -> int:
@@ -46,15 +62,21 @@ def recording(shape: Shape) -> Iterator[Shape]:
     """Note the shape of what this thread's connection sends into ``shape``."""
 
     def note(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        if connection.get_autocommit():
+        alone = connection.get_autocommit()
+        begins = (
+            not alone and connection.connection.info.transaction_status == TransactionStatus.IDLE
+        )
+        if alone:
             if sql.lstrip().upper().startswith("SELECT"):
                 shape.reads += 1
             else:
                 shape.writes += 1
-        elif connection.connection.info.transaction_status == TransactionStatus.IDLE:
+        elif begins:
             shape.transactions.append(1)  # psycopg sends BEGIN before it
         else:
             shape.transactions[-1] += 1
+        on_server = not isinstance(context["cursor"].cursor, ClientCursor)
+        shape.sent.append(Sent(sql, params, many, on_server, begins, alone))
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(note):
