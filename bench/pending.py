@@ -194,6 +194,10 @@ def bench_approve(database_url: str, token: str, call_ids: list[str]) -> str:
         "DATABASE_URL": database_url,
         "DEBUG": "0",
         "DJANGO_SETTINGS_MODULE": "bench.pending_settings",
+        # Not persistent under ASGI (Django's documentation says so): each request's synchronous
+        # part runs in a thread of its own, and a connection kept past the request outlives the
+        # thread until it is collected. With 50 deciders, PostgreSQL's 100 slots ran out.
+        "CONN_MAX_AGE": "0",
     }
     server = subprocess.Popen(
         [
