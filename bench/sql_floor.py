@@ -1,4 +1,4 @@
-"""The SQL floor of the inline approval cycle (issue 18): the cycle's own statements, replayed with
+"""The SQL floor of the approval cycle (issue 18): the cycle's own statements, replayed with
 nothing between them.
 
 ``statement_floor`` sends a cycle's round trips with trivial statements. This sends the statements
