@@ -39,6 +39,7 @@ django.setup()
 from agent_core import broadcast  # noqa: E402
 from agent_core.dispatch import set_runner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
+from bench import callgrind  # noqa: E402
 from bench.approval_cycle import cycle, prepare_database  # noqa: E402
 from bench.in_process import InProcessDurable  # noqa: E402
 
@@ -82,10 +83,10 @@ def instructions(cycles: int, extra: list[str]) -> int:
         command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "-q"]
         command += [sys.executable, __file__, "--run", str(cycles), *extra]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-        for line in out.read_text().splitlines():
-            if line.startswith("totals:"):
-                return int(line.split()[1])
-    raise RuntimeError("callgrind wrote no totals")
+        counted = callgrind.totals(out)
+    if counted is None:
+        raise RuntimeError("callgrind wrote no totals")
+    return counted
 
 
 if __name__ == "__main__":

@@ -32,6 +32,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench import callgrind  # noqa: E402
+
 PORT = 5499
 
 
@@ -52,7 +56,7 @@ def main() -> None:
         os.chmod(home, 0o777)  # the server's user writes its socket and callgrind's files here
         _as(args.user, [str(args.bindir / "initdb"), "-D", str(home / "data"), "-A", "trust"])
         with server(args, home, valgrind=False):
-            _client("--prepare")
+            _prepare()
         with server(args, home, valgrind=True):
             for _ in range(args.rounds):
                 warm = instructions(home, args.warm)
@@ -63,7 +67,6 @@ def main() -> None:
 def client(cycles: int) -> None:
     """Print this connection's backend pid, then run ``cycles`` inline cycles on it."""
     os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
-    sys.path.insert(0, str(REPO))
     import django
 
     django.setup()
@@ -86,10 +89,10 @@ def client(cycles: int) -> None:
 
 def instructions(home: Path, cycles: int) -> int:
     """The instructions of the backend that served a client running ``cycles`` cycles."""
-    pid = _client(str(cycles)).split()[0]
+    pid = _client(cycles).split()[0]
     out = home / f"callgrind.{pid}"
     for _ in range(600):  # callgrind writes the file as the backend exits
-        if out.exists() and (totals := _totals(out)) is not None:
+        if out.exists() and (totals := callgrind.totals(out)) is not None:
             return totals
         time.sleep(0.1)
     raise RuntimeError(f"callgrind wrote no totals for backend {pid}")
@@ -112,15 +115,23 @@ def server(args: argparse.Namespace, home: Path, *, valgrind: bool) -> Iterator[
         process.wait()
 
 
-def _client(argument: str) -> str:
-    env = dict(os.environ, DATABASE_URL=f"postgres://postgres@127.0.0.1:{PORT}/postgres")
-    if argument == "--prepare":
-        code = "from bench.approval_cycle import prepare_database; prepare_database()"
-        command = [sys.executable, "-c", f"import django; django.setup(); {code}"]
-        env |= {"DJANGO_SETTINGS_MODULE": "bench.settings", "PYTHONPATH": str(REPO)}
-    else:
-        command = [sys.executable, __file__, "--client", argument]
-    done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+def _prepare() -> None:
+    """Migrate the cluster's database and make the cycles' orders, in a process of its own."""
+    code = "from bench.approval_cycle import prepare_database; prepare_database()"
+    command = [sys.executable, "-c", f"import django; django.setup(); {code}"]
+    env = {"DJANGO_SETTINGS_MODULE": "bench.settings", "PYTHONPATH": str(REPO)}
+    _run(command, env)
+
+
+def _client(cycles: int) -> str:
+    """What a client running ``cycles`` cycles printed (its backend's pid first)."""
+    return _run([sys.executable, __file__, "--client", str(cycles)])
+
+
+def _run(command: list[str], env: dict[str, str] | None = None) -> str:
+    database = f"postgres://postgres@127.0.0.1:{PORT}/postgres"
+    environment = dict(os.environ, DATABASE_URL=database) | (env or {})
+    done = subprocess.run(command, env=environment, check=True, capture_output=True, text=True)
     return done.stdout
 
 
@@ -131,13 +142,6 @@ def _wait_for(bindir: Path) -> None:
             return
         time.sleep(0.1)
     raise RuntimeError("the server did not start")
-
-
-def _totals(out: Path) -> int | None:
-    for line in out.read_text().splitlines():
-        if line.startswith(("summary:", "totals:")):
-            return int(line.split()[1])
-    return None
 
 
 def _as(user: str, command: list[str]) -> None:
