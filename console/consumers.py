@@ -10,7 +10,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from agent_core.access import may_see_run
+from agent_core.access import is_operator, may_see_run, visible_runs
 from agent_core.actors import actor_for_user
 from agent_core.streams import group_name
 
@@ -21,6 +21,17 @@ CONSOLE_GROUP = "airlock.console"
 
 def _may_follow(user: Any, run_id: str) -> bool:
     return may_see_run(actor_for_user(user), run_id)
+
+
+def _seen(user: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``events`` about runs ``user`` may see (``agent_core.access``, with the roles it
+    holds now): every console page shares one group, and an event names a call and its run."""
+    actor = actor_for_user(user)
+    if is_operator(actor):
+        return events
+    run_ids = {e["run_id"] for e in events}
+    seen = set(visible_runs(actor).filter(pk__in=run_ids).values_list("pk", flat=True))
+    return [e for e in events if e["run_id"] in seen]
 
 
 class ConsoleConsumer(AsyncJsonWebsocketConsumer):
@@ -49,9 +60,10 @@ class ConsoleConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_discard(group, self.channel_name)
 
     async def console_events(self, message: dict[str, Any]) -> None:
-        """Calls or runs changed: each ``{"event", "run_id", "call_id"}`` goes to the page as
-        one ``event`` message."""
-        for event in message["events"]:
+        """Calls or runs changed: each ``{"event", "run_id", "call_id"}`` of a run the viewer
+        may see goes to the page as one ``event`` message; the others are not its to know of."""
+        user = self.scope["user"]
+        for event in await database_sync_to_async(_seen)(user, message["events"]):
             await self.send_json({"type": "event", **event})
 
     async def console_event(self, message: dict[str, Any]) -> None:

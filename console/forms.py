@@ -10,6 +10,7 @@ from typing import Any
 from django import forms
 
 from agent_core import jsonsafe
+from agent_core.ids import is_id
 
 
 def parse_json(text: str) -> Any:
@@ -113,6 +114,10 @@ class BulkForm(forms.Form):
         ids: list[str] = list(dict.fromkeys(self.cleaned_data["ids"]))
         if len(ids) > self.MAX_CALLS:
             raise forms.ValidationError(f"At most {self.MAX_CALLS} calls at once.")
+        # Checked before any query sees them: a NUL or a 5,000-character id is a 400, not a
+        # database error.
+        if any(not is_id(i) for i in ids):
+            raise forms.ValidationError("Select calls by their ids (tc_…).")
         return ids
 
     def clean(self) -> dict[str, Any]:

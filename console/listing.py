@@ -140,10 +140,12 @@ def row_of(actor: Actor, call_id: str, params: Any) -> Row | None:
     return rows_of(found, scope, field=ordering.field)[0] if found else None
 
 
-def rows_by_id(ids: list[str]) -> list[Row]:
-    """The rows of the calls ``ids`` names, pending or not, in that order (the confirmation of
-    a bulk decision)."""
+def rows_by_id(calls: list[ToolCall]) -> list[Row]:
+    """The rows of ``calls``, pending or not, in that order (the confirmation of a bulk
+    decision). Calls, not ids: the caller has found each one and checked that the viewer may
+    see it (``approvals.guards.may_see``); an id alone would show any call to anyone."""
     oldest = PendingPagination.orderings["oldest"]
+    ids = [c.pk for c in calls]
     keys = ToolCall.objects.filter(pk__in=ids).values("id", oldest.field)
     found = {row.id: row for row in pending.rows(keys, oldest)}
     return rows_of([found[i] for i in ids if i in found], "yours", field=oldest.field)

@@ -1,6 +1,7 @@
 """Issue #12: who gets which status, for every endpoint of SPEC §8 and every console page, as
 six actors: the owner, a stranger, the approver of the call's role, an approver of another
-role, a staff operator and nobody (SPEC §7: unseen is 404, seen but not yours is 403).
+role (staff: the console opens to it, and must show it none of the others' calls), a staff
+operator and nobody (SPEC §7: unseen is 404, seen but not yours is 403).
 
 The scene (demo policy): alice's refund of 120 waits on finance in one run; her question
 waits on her in another. Each cell runs on a fresh scene (decisions and cancels change it).
@@ -11,17 +12,22 @@ threads with their own connections, so their cells commit the scene (``transacti
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient, Client
 
 from agent_core import access
 from agent_core.actors import actor_for_user
+from agent_core.asgi import websocket_application
 from agent_core.models import Run, ToolCall
+from approvals.models import DecisionAttempt
 from config.asgi import application
+from console.consumers import CONSOLE_GROUP
 from tests.conftest import calls_of
 from tests.factories import make_user
 from tests.lean import lean_stream, session_cookie
@@ -38,7 +44,7 @@ def scene(turn, settings) -> dict[str, Any]:
         "owner": make_user("alice"),
         "stranger": make_user("bob"),
         "approver": make_user("fran", "finance", staff=True),
-        "other_approver": make_user("mark", "marketing"),
+        "other_approver": make_user("mark", "marketing", staff=True),
         "operator": make_user("otto", "operator", staff=True),
     }
     alice = actor_for_user(people["owner"])
@@ -164,32 +170,75 @@ def test_the_stream_and_the_websockets_answer_each_actor(scene, who, kind, path,
 
 #  owner stranger approver other operator anonymous (302: to the login page)
 CONSOLE = [
-    ("/console/inbox/", (403, 403, 200, 403, 200, 302)),
-    ("/console/in-doubt/", (403, 403, 200, 403, 200, 302)),
-    ("/console/remembered/", (403, 403, 200, 403, 200, 302)),
-    ("/console/runs/", (403, 403, 200, 403, 200, 302)),
-    ("/console/runs/{R}/", (403, 403, 200, 403, 200, 302)),
-    ("/console/runs/{QR}/", (403, 403, 404, 403, 200, 302)),
-    ("/console/runs/{QR}/fragment/", (403, 403, 404, 403, 200, 302)),
-    ("/console/audit/", (403, 403, 200, 403, 200, 302)),
-    ("/console/audit.csv", (403, 403, 200, 403, 200, 302)),
-    ("/console/metrics/", (403, 403, 200, 403, 200, 302)),
-    ("/console/deliveries/", (403, 403, 200, 403, 200, 302)),
+    ("/console/inbox/", (403, 403, 200, 200, 200, 302)),
+    ("/console/inbox/fragment/", (403, 403, 200, 200, 200, 302)),
+    ("/console/inbox/fragment/?show=others", (403, 403, 200, 200, 200, 302)),
+    ("/console/calls/{C}/", (403, 403, 200, 404, 200, 302)),
+    ("/console/calls/{Q}/", (403, 403, 404, 404, 200, 302)),
+    ("/console/calls/{C}/row/", (403, 403, 200, 204, 204, 302)),
+    ("/console/calls/{C}/row/?show=others", (403, 403, 204, 204, 200, 302)),
+    ("/console/calls/{Q}/row/?show=others", (403, 403, 204, 204, 200, 302)),
+    ("/console/calls/{C}/state/", (403, 403, 200, 404, 200, 302)),
+    ("/console/calls/{Q}/state/", (403, 403, 404, 404, 200, 302)),
+    ("/console/in-doubt/", (403, 403, 200, 200, 200, 302)),
+    ("/console/in-doubt/fragment/", (403, 403, 200, 200, 200, 302)),
+    ("/console/remembered/", (403, 403, 200, 200, 200, 302)),
+    ("/console/runs/", (403, 403, 200, 200, 200, 302)),
+    ("/console/runs/{R}/", (403, 403, 200, 404, 200, 302)),
+    ("/console/runs/{R}/fragment/", (403, 403, 200, 404, 200, 302)),
+    ("/console/runs/{QR}/", (403, 403, 404, 404, 200, 302)),
+    ("/console/runs/{QR}/fragment/", (403, 403, 404, 404, 200, 302)),
+    ("/console/audit/", (403, 403, 200, 200, 200, 302)),
+    ("/console/audit.csv", (403, 403, 200, 200, 200, 302)),
+    ("/console/metrics/", (403, 403, 200, 200, 200, 302)),
+    ("/console/deliveries/", (403, 403, 200, 200, 200, 302)),
 ]
 
 
 @pytest.mark.parametrize(("path", "expected"), CONSOLE)
 @pytest.mark.parametrize("who", ACTORS)
-def test_every_console_page_answers_each_actor(scene, who, path, expected):
-    response = _client(scene, who).get(path.format(**_ids(scene)))
+def test_every_console_page_and_fragment_answers_each_actor(scene, who, path, expected):
+    ids = _ids(scene)
+    response = _client(scene, who).get(path.format(**ids), headers={"X-Console-Fragment": "1"})
     assert response.status_code == expected[ACTORS.index(who)]
+    if who == "other_approver":  # it opens the console, and sees nothing of alice's runs
+        content = b"".join(response) if response.streaming else response.content
+        body = content.decode()
+        assert not {ids["C"], ids["Q"], ids["R"], ids["QR"], "A-1001"} & set(_words(body))
+
+
+def _words(body: str) -> list[str]:
+    return [w for w in re.split(r"[^A-Za-z0-9_-]+", body) if w]
+
+
+#  owner stranger approver other operator anonymous (the first step: the calls to confirm)
+BULK = (403, 403, 200, 400, 200, 302)
+
+
+@pytest.mark.parametrize("who", ACTORS)
+def test_the_bulk_confirmation_lists_only_calls_the_viewer_may_see(scene, who):
+    """Issue #35: the first step of a bulk decision showed any call to any console user."""
+    ids = _ids(scene)
+    form = {"ids": [ids["C"]], "action": "approve"}
+    response = _client(scene, who).post("/console/inbox/bulk/", form)
+    assert response.status_code == BULK[ACTORS.index(who)]
+    shown = ids["C"] in _words(response.content.decode())
+    assert shown is (response.status_code == 200)
+    refused = DecisionAttempt.objects.filter(tool_call_id=ids["C"], outcome="not_found")
+    # Asked to decide a call it may not see: a refused attempt, audited as the port does.
+    assert refused.exists() is (who == "other_approver")
+    if who == "other_approver":
+        confirmed = _client(scene, who).post("/console/inbox/bulk/", {**form, "confirm": "on"})
+        assert confirmed.status_code == 400
+        assert ToolCall.objects.get(pk=ids["C"]).status == "pending_approval"
+        assert refused.count() == 2
 
 
 #  owner stranger approver other operator anonymous
 CONSOLE_POSTS = [
-    ("/console/calls/{C}/approve/", (403, 403, 302, 403, 403, 302)),
-    ("/console/calls/{Q}/answer/", (403, 403, 404, 403, 400, 302)),
-    ("/console/runs/{QR}/cancel/", (403, 403, 404, 403, 302, 302)),
+    ("/console/calls/{C}/approve/", (403, 403, 302, 404, 403, 302)),
+    ("/console/calls/{Q}/answer/", (403, 403, 404, 404, 400, 302)),
+    ("/console/runs/{QR}/cancel/", (403, 403, 404, 404, 302, 302)),
 ]
 
 
@@ -216,3 +265,48 @@ def test_calls_found_by_their_runs_are_seen_as_their_runs_are(scene, who):
         "other_approver": (False, False),
         "operator": (True, True),
     }[who]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_console_events_reach_only_the_viewers_who_may_see_their_runs(scene, turn):
+    """Issue #35: every console page shared one group, so every viewer was told of every call
+    and run as it happened. Events now reach the pages of those who may see the run."""
+    mark = actor_for_user(scene["people"]["other_approver"])
+    marks = turn("hello", actor=mark).pk
+    alices = scene["run"].pk
+    call = scene["call"].pk
+    events = [
+        [{"event": "approval_requested", "run_id": alices, "call_id": call}],
+        [{"event": "run_started", "run_id": marks, "call_id": ""}],
+        [{"event": "approval_settled", "run_id": alices, "call_id": call}],
+        [{"event": "run_finished", "run_id": marks, "call_id": ""}],
+    ]
+    # Per viewer, the events it is told of, in order (one sent to it out of turn would show).
+    wanted = {
+        "approver": [events[0], events[2]],
+        "other_approver": [events[1], events[3]],
+        "operator": events,
+    }
+
+    async def scenario() -> dict[str, list[dict[str, Any]]]:
+        pages = {}
+        for who in wanted:
+            pages[who] = WebsocketCommunicator(websocket_application(), "/console/ws/")
+            pages[who].scope["user"] = scene["people"][who]
+            assert (await pages[who].connect())[0]
+        layer = get_channel_layer()
+        await layer.group_send(
+            CONSOLE_GROUP, {"type": "console.events", "events": events[0] + events[1]}
+        )
+        await layer.group_send(
+            CONSOLE_GROUP, {"type": "console.events", "events": events[2] + events[3]}
+        )
+        told = {}
+        for who, page in pages.items():
+            told[who] = [await page.receive_json_from(timeout=10) for _ in wanted[who]]
+            await page.disconnect()
+        return told
+
+    told = async_to_sync(scenario)()
+    for who, want in wanted.items():
+        assert told[who] == [{"type": "event", **e[0]} for e in want], who

@@ -11,9 +11,12 @@ from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
 from agent_core.actors import Actor
-from agent_core.exceptions import AgentCoreError
+from agent_core.exceptions import AgentCoreError, NotFound
 from agent_core.models import ToolCall
 from approvals import services as port
+from approvals.attempts import Entry, audit
+from approvals.guards import may_see
+from approvals.models import Action
 
 from .. import listing
 from ..access import console_view
@@ -38,7 +41,8 @@ class Result:
 def bulk(request: HttpRequest) -> HttpResponse:
     """First POST: the confirmation listing the calls; with ``confirm``: decide each one."""
     form = BulkForm(request.POST)
-    calls = _calls(form) if form.is_valid() else []
+    actor = actor_of(request)
+    calls = _calls(actor, form) if form.is_valid() else []
     tools = {c.tool_name for c in calls}
     if form.is_valid() and len(tools) > 1:
         form.add_error("ids", "Select calls of one tool: " + ", ".join(sorted(tools)) + ".")
@@ -46,21 +50,32 @@ def bulk(request: HttpRequest) -> HttpResponse:
         form.add_error("ids", "None of these calls exists any more.")
     if not form.is_valid():
         return _render(request, "console/partials/bulk_confirm.html", {"form": form}, status=400)
-    rows = listing.rows_by_id([c.pk for c in calls])
+    rows = listing.rows_by_id(calls)
     context = {"form": form, "rows": rows, "action": form.cleaned_data["action"]}
     if not form.cleaned_data["confirm"]:
         return _render(request, "console/partials/bulk_confirm.html", context)
-    actor = actor_of(request)
     results = [_decide(actor, call, form) for call in calls]
     context["results"] = results
     context["applied"] = sum(r.applied for r in results)
     return _render(request, "console/partials/bulk_results.html", context)
 
 
-def _calls(form: BulkForm) -> list[ToolCall]:
+def _calls(actor: Actor, form: BulkForm) -> list[ToolCall]:
+    """The calls the form names that ``actor`` may see, in its order. An unseen id is one that
+    does not exist (SPEC §7), and asking to decide it is a refused attempt, audited as the port
+    audits one (both steps: the confirmation is asked with the decision in it)."""
     ids = form.cleaned_data["ids"]
+    action = Action(form.cleaned_data["action"])
     found = ToolCall.objects.select_related("run", "thread").in_bulk(ids)
-    return [found[i] for i in ids if i in found]
+    seen = []
+    for call_id in ids:
+        call = found.get(call_id)
+        if call is not None and may_see(actor, call):
+            seen.append(call)
+            continue
+        refusal = NotFound(f"no tool call {call_id}")
+        audit(Entry(call_id, call, action, actor, VIA, refusal=refusal, detail=refusal.message))
+    return seen
 
 
 def _decide(actor: Actor, call: ToolCall, form: BulkForm) -> Result:
