@@ -137,6 +137,13 @@ class QuotaExceeded(RetryAfter):
     status_code = HTTPStatus.TOO_MANY_REQUESTS
 
 
+class Throttled(RetryAfter):
+    """Too many requests: try again later."""
+
+    code = "throttled"
+    status_code = HTTPStatus.TOO_MANY_REQUESTS
+
+
 class IdempotencyKeyReused(AgentCoreError):
     """This Idempotency-Key was used with a different request body."""
 

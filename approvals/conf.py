@@ -59,6 +59,9 @@ class ApprovalsSettings:
     BASE_URL: str = ""
     # How long a signed approve / reject link in a notification stays usable (seconds).
     LINK_MAX_AGE: int = 24 * 3600
+    # How many refused link pages (a bad, used or expired token) one client address may open
+    # (DRF rate syntax, "30/min"; None: no limit). Past it: 429 ``throttled``.
+    LINK_REFUSAL_RATE: str | None = "30/min"
 
     @property
     def remember_ttl(self) -> timedelta | None:

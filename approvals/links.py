@@ -6,6 +6,11 @@ using one spends both. Opening a link shows a confirmation page (a GET never dec
 spends the link (a ``LinkUse`` row, committed first) and decides through the approval port as the
 link's person, with ``via`` the channel (``email``, ``slack``), under the same authorization.
 A used, expired or tampered link decides nothing and is audited as a refused attempt.
+
+A link is refused, and not spent, when its person may no longer use it (``refusal``): they were
+deactivated (403 ``link_inactive``), they may no longer decide the call (403 ``not_approver``),
+or the browser is signed in as someone else (403 ``link_other_person``: a link is no bearer
+credential for whoever holds it while signed in).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from http import HTTPStatus
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core import signing
@@ -24,8 +30,11 @@ from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 
 from . import services
+from .attempts import Entry, audit
 from .conf import absolute, approvals_settings
+from .exceptions import NotApprover
 from .models import Action, DecisionAttempt, LinkUse
+from .policy import get_policy
 
 SALT = "airlock.approvals.decision-link"
 ACTIONS = (Action.APPROVE, Action.REJECT)
@@ -50,6 +59,21 @@ class LinkUsed(LinkRefused):
 
     code = "link_used"
     status_code = HTTPStatus.CONFLICT
+
+
+class LinkInactive(AgentCoreError):
+    """The person this link was sent to is no longer active: it decides nothing."""
+
+    code = "link_inactive"
+    status_code = HTTPStatus.FORBIDDEN
+
+
+class LinkOtherPerson(AgentCoreError):
+    """This link was sent to someone else than the person signed in here: sign out to use it,
+    or decide in the console."""
+
+    code = "link_other_person"
+    status_code = HTTPStatus.FORBIDDEN
 
 
 @dataclass(frozen=True)
@@ -96,9 +120,30 @@ def read(action: str, token: str) -> Link:
     return link
 
 
-def use(action: str, token: str, *, reason: str = "") -> services.Outcome:
-    """Spend the link and decide with it; refusals of the link are audited, then raised."""
+def use(
+    action: str, token: str, *, signed_in: Actor | None = None, reason: str = ""
+) -> services.Outcome:
+    """Spend the link and decide with it; refusals of the link are audited, then raised.
+
+    ``signed_in``: the actor of the browser's session, if any. A refusal of the person
+    (``refusal``) leaves the link unspent."""
     link = check(action, token)
+    actor = actor_of(link.actor_ref)
+    call = ToolCall.objects.filter(pk=link.tool_call_id).first()
+    refused = refusal(link, actor, call, signed_in=signed_in)
+    if refused is not None:
+        audit(
+            Entry(
+                link.tool_call_id,
+                call,
+                Action(link.action),
+                actor,
+                link.via[:64],
+                refusal=refused,
+                detail=refused.message,
+            )
+        )
+        raise refused
     try:
         with transaction.atomic():
             LinkUse.objects.create(
@@ -108,13 +153,28 @@ def use(action: str, token: str, *, reason: str = "") -> services.Outcome:
                 action=link.action,
             )
     except IntegrityError:
-        refusal = LinkUsed()
-        _audit(action, refusal, call_id=link.tool_call_id, actor_ref=link.actor_ref, via=link.via)
-        raise refusal from None
-    actor = actor_of(link.actor_ref)
+        used = LinkUsed()
+        _audit(action, used, call_id=link.tool_call_id, actor_ref=link.actor_ref, via=link.via)
+        raise used from None
     if link.action == Action.APPROVE:
         return services.approve(link.tool_call_id, actor=actor, via=link.via)
     return services.reject(link.tool_call_id, actor=actor, via=link.via, reason=reason)
+
+
+def refusal(
+    link: Link, actor: Actor, call: ToolCall | None, *, signed_in: Actor | None
+) -> AgentCoreError | None:
+    """Why the link's person may not use it now, or ``None`` (the port still authorizes the
+    decision itself). Checked before the link is spent, so a refusal leaves it usable."""
+    if signed_in is not None and signed_in.ref != link.actor_ref:
+        return LinkOtherPerson()
+    user = user_of(link.actor_ref)
+    if user is not None and not user.is_active:
+        return LinkInactive()
+    # The link itself told its person of the call: a 403, not the 404 of an unseen id.
+    if call is not None and not get_policy().can_decide(actor, call):
+        return NotApprover("You may no longer decide this call.")
+    return None
 
 
 def check(action: str, token: str) -> Link:
@@ -135,11 +195,16 @@ def check(action: str, token: str) -> Link:
 
 def actor_of(ref: str) -> Actor:
     """The actor a link names, with the roles they hold now (``user:<pk>``: the user's groups)."""
-    kind, _, pk = ref.partition(":")
-    user = (
-        get_user_model().objects.filter(pk=pk).first() if kind == "user" and pk.isdigit() else None
-    )
+    user = user_of(ref)
     return actor_for_user(user) if user is not None else Actor(ref=ref)
+
+
+def user_of(ref: str) -> Any:
+    """The Django user behind ``user:<pk>``, or ``None``."""
+    kind, _, pk = ref.partition(":")
+    if kind != "user" or not pk.isdigit():
+        return None
+    return get_user_model().objects.filter(pk=pk).first()
 
 
 def _unsigned(token: str) -> dict[str, object]:

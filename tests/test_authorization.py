@@ -14,18 +14,21 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import Group
 from django.test import AsyncClient, Client
 
 from agent_core import access
 from agent_core.actors import actor_for_user
 from agent_core.asgi import websocket_application
 from agent_core.models import Run, ToolCall
-from approvals.models import DecisionAttempt
+from approvals import links
+from approvals.models import DecisionAttempt, LinkUse
 from config.asgi import application
 from console.consumers import CONSOLE_GROUP
 from tests.conftest import calls_of
@@ -310,3 +313,49 @@ def test_console_events_reach_only_the_viewers_who_may_see_their_runs(scene, tur
     told = async_to_sync(scenario)()
     for who, want in wanted.items():
         assert told[who] == [{"type": "event", **e[0]} for e in want], who
+
+
+LINK_REFUSALS = [
+    # how the link's person changed, its refusal, how it is undone
+    ("deactivated", "link_inactive"),
+    ("de-roled", "not_approver"),
+    ("another session", "link_other_person"),
+]
+
+
+@pytest.mark.parametrize(("change", "code"), LINK_REFUSALS)
+def test_a_link_refuses_a_person_who_changed_and_stays_unspent(
+    scene, change, code, django_capture_on_commit_callbacks
+):
+    """Issue #35: a link decided for its deactivated person (and ran the refund), answered 404
+    to one who lost the role and was spent anyway, and decided as fran for mia signed in."""
+    fran = scene["people"]["approver"]
+    call: ToolCall = scene["call"]
+    url = urlsplit(links.decision_links(call, actor_for_user(fran).ref, via="email")["approve"])
+    browser = Client()
+    if change == "deactivated":
+        fran.is_active = False
+        fran.save()
+    elif change == "de-roled":
+        fran.groups.clear()
+    else:
+        browser.force_login(scene["people"]["other_approver"])
+    for method in ("get", "post"):
+        response = getattr(browser, method)(url.path)
+        assert response.status_code == 403
+        assert f'data-code="{code}"'.encode() in response.content
+    call.refresh_from_db()
+    assert call.status == "pending_approval" and not LinkUse.objects.exists()
+    # The refused POST is audited (the GET is not); nothing of the link was spent.
+    assert list(DecisionAttempt.objects.values_list("outcome", "via")) == [(code, "email")]
+    if change == "deactivated":
+        fran.is_active = True
+        fran.save()
+    elif change == "de-roled":
+        fran.groups.set(Group.objects.filter(name="finance"))
+    else:
+        browser.logout()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert browser.post(url.path).status_code == 200
+    call.refresh_from_db()
+    assert call.status == "succeeded"

@@ -1,36 +1,82 @@
 """``/agent/links/<approve|reject>/<token>``: the pages a signed decision link opens.
 
 A person opens these from an email or a chat message in a browser, so they answer HTML (with the
-status a JSON client would get). GET shows a confirmation page and never decides; POST spends the
-link and decides through the approval port (``approvals.links``).
+status a JSON client would get). GET shows a confirmation page and never decides, nor audits: a
+refused link's page is only rate limited (``APPROVALS["LINK_REFUSAL_RATE"]`` per client address,
+then 429 ``throttled``), so anonymous GETs cannot fill the audit. POST spends the link and decides
+through the approval port (``approvals.links``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
+from rest_framework.request import Request
+from rest_framework.throttling import SimpleRateThrottle
+from rest_framework.views import APIView
 
-from agent_core.exceptions import AgentCoreError
+from agent_core.actors import Actor, actor_for_user
+from agent_core.exceptions import AgentCoreError, RetryAfter, Throttled
 from agent_core.models import ToolCall
 
 from .. import links
+from ..conf import approvals_settings
+from ..notify.notice import contact_of
+
+
+class LinkRefusalThrottle(SimpleRateThrottle):
+    """Counts the refused link pages one client address opened."""
+
+    scope = "link_refusal"
+
+    def get_rate(self) -> str | None:
+        return approvals_settings().LINK_REFUSAL_RATE
+
+    def get_cache_key(self, request: Any, view: Any) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 
 @require_http_methods(["GET", "POST"])
 def link_page(request: HttpRequest, action: str, token: str) -> HttpResponse:
     """Confirm (GET) or decide (POST) with one signed link."""
+    signed_in = actor_for_user(request.user) if request.user.is_authenticated else None
     try:
         if request.method == "GET":
-            link = links.check(action, token)
-            call = ToolCall.objects.filter(pk=link.tool_call_id).first()
-            context: dict[str, Any] = {"link": link, "call": call}
-            context["person"] = links.actor_of(link.actor_ref)
-            return render(request, "approvals/links/confirm.html", context)
-        outcome = links.use(action, token, reason=request.POST.get("reason", "")[:4096])
+            return _confirm(request, action, token, signed_in)
+        reason = request.POST.get("reason", "")[:4096]
+        outcome = links.use(action, token, signed_in=signed_in, reason=reason)
     except AgentCoreError as refusal:
-        context = {"code": refusal.code, "message": refusal.message, "action": action}
-        return render(request, "approvals/links/refused.html", context, status=refusal.status_code)
+        return _refused(request, refusal, action)
     return render(request, "approvals/links/done.html", {"action": action, "outcome": outcome})
+
+
+def _confirm(
+    request: HttpRequest, action: str, token: str, signed_in: Actor | None
+) -> HttpResponse:
+    try:
+        link = links.read(action, token)
+    except links.LinkRefused as refusal:
+        throttle = LinkRefusalThrottle()
+        # A DRF throttle outside a DRF view: it reads only the request's address.
+        if not throttle.allow_request(Request(request), cast(APIView, None)):
+            raise Throttled(retry_after=int(throttle.wait() or 1)) from refusal
+        raise
+    call = ToolCall.objects.filter(pk=link.tool_call_id).first()
+    person = links.actor_of(link.actor_ref)
+    refused = links.refusal(link, person, call, signed_in=signed_in)
+    if refused is not None:
+        raise refused
+    name = contact_of(link.actor_ref).name or link.actor_ref
+    context = {"link": link, "call": call, "person": person, "name": name}
+    return render(request, "approvals/links/confirm.html", context)
+
+
+def _refused(request: HttpRequest, refusal: AgentCoreError, action: str) -> HttpResponse:
+    context = {"code": refusal.code, "message": refusal.message, "action": action}
+    response = render(request, "approvals/links/refused.html", context, status=refusal.status_code)
+    if isinstance(refusal, RetryAfter):
+        response["Retry-After"] = str(refusal.retry_after)
+    return response

@@ -66,7 +66,9 @@ def test_get_confirms_and_decides_nothing_post_approves_as_the_links_person(
     page = client.get(urls["approve"])
     assert page.status_code == 200
     html = page.content.decode()
-    assert "Approve <code>issue_refund</code>?" in html and actor_for_user(fran).ref in html
+    assert "Approve <code>issue_refund</code>?" in html
+    # Whose link it is, in words (issue #35: not ``user:2``).
+    assert "deciding as <strong>fran</strong>" in html and actor_for_user(fran).ref not in html
     call.refresh_from_db()
     assert call.status == CallStatus.PENDING_APPROVAL and not DecisionAttempt.objects.exists()
 
@@ -95,11 +97,11 @@ def test_a_link_works_once_and_spends_its_twin(emailed, django_capture_on_commit
     for url in (urls["reject"], urls["approve"]):
         again = post(client, url, django_capture_on_commit_callbacks)
         assert again.status_code == 409 and b"already been used" in again.content
-    assert client.get(urls["approve"]).status_code == 409
+    assert client.get(urls["approve"]).status_code == 409  # says so; a GET audits nothing
     outcomes = list(
         DecisionAttempt.objects.order_by("created_at").values_list("outcome", flat=True)
     )
-    assert outcomes == ["applied", "link_used", "link_used", "link_used"]
+    assert outcomes == ["applied", "link_used", "link_used"]
     assert LinkUse.objects.count() == 1
 
 
@@ -140,7 +142,7 @@ def test_a_tampered_link_decides_nothing_and_is_audited(
     assert DecisionAttempt.objects.get().outcome == "link_invalid"
 
 
-def test_a_link_for_someone_without_the_role_is_refused_by_the_port(
+def test_a_link_for_someone_without_the_role_is_refused_unspent(
     turn, fran, django_capture_on_commit_callbacks
 ):
     bob = User.objects.create_user("bob")
@@ -150,13 +152,13 @@ def test_a_link_for_someone_without_the_role_is_refused_by_the_port(
     response = post(
         Client(), url.removeprefix("https://airlock.example"), django_capture_on_commit_callbacks
     )
-    # Bob may not see the call either: 404, not 403 (issue 12's rule, as on every surface).
-    assert response.status_code == 404
+    # The link itself named the call to bob: 403 ``not_approver`` (README), not an unseen 404.
+    assert response.status_code == 403 and b'data-code="not_approver"' in response.content
     call.refresh_from_db()
-    assert call.status == CallStatus.PENDING_APPROVAL
+    assert call.status == CallStatus.PENDING_APPROVAL and not LinkUse.objects.exists()
     attempt = DecisionAttempt.objects.get()
     assert (attempt.outcome, attempt.via, attempt.actor_ref) == (
-        "not_found",
+        "not_approver",
         "slack",
         actor_for_user(bob).ref,
     )
@@ -170,3 +172,17 @@ def test_a_link_of_a_call_decided_elsewhere_says_so(
         port.reject(call.pk, actor=actor_for_user(fran), reason="in the inbox")
     response = post(Client(), urls["approve"], django_capture_on_commit_callbacks)
     assert response.status_code == 409 and b"already" in response.content
+
+
+def test_refused_link_pages_are_rate_limited_and_audit_nothing(emailed, settings):
+    """Issue #35: every GET of a bad link wrote a ``DecisionAttempt``, without limit."""
+    settings.APPROVALS = {**SETTINGS, "LINK_REFUSAL_RATE": "3/min"}
+    _, urls = emailed
+    bad = urls["approve"][:-3] + ("AAA" if not urls["approve"].endswith("AAA") else "BBB")
+    client = Client(REMOTE_ADDR="203.0.113.35")
+    statuses = [client.get(bad).status_code for _ in range(5)]
+    assert statuses == [400, 400, 400, 429, 429]
+    throttled = client.get(bad)
+    assert throttled["Retry-After"] and b'data-code="throttled"' in throttled.content
+    assert not DecisionAttempt.objects.exists()
+    assert client.get(urls["approve"]).status_code == 200  # a good link still opens
