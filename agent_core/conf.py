@@ -111,6 +111,8 @@ class AgentSettings:
     IDEMPOTENCY_KEY_TTL: int = 86400  # seconds a key replays its first answer
     QUOTAS: QuotaSettings = field(default_factory=QuotaSettings)
     QUOTA_POLICY: str = "agent_core.quotas.SettingsQuotaPolicy"
+    # Messages one thread's queue holds (``mode: queue | interrupt``); past it, 429 queue_full.
+    MAX_QUEUED_TURNS: int = 10
 
     def __post_init__(self) -> None:
         for key in ("AGENTS", "API_AUTHENTICATION_CLASSES", "API_PERMISSION_CLASSES"):

@@ -137,6 +137,14 @@ class QuotaExceeded(RetryAfter):
     status_code = HTTPStatus.TOO_MANY_REQUESTS
 
 
+class QueueFull(RetryAfter):
+    """This thread already has as many queued messages as it may hold
+    (``AGENT["MAX_QUEUED_TURNS"]``): wait for one to start."""
+
+    code = "queue_full"
+    status_code = HTTPStatus.TOO_MANY_REQUESTS
+
+
 class Throttled(RetryAfter):
     """Too many requests: try again later."""
 

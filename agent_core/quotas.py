@@ -19,10 +19,10 @@ from django.utils.module_loading import import_string
 
 from . import rows, signals, sql, usage
 from .actors import Actor
-from .choices import RUN_ACTIVE
+from .choices import RUN_ACTIVE, QueuedStatus
 from .conf import QuotaLimits, agent_settings
 from .exceptions import QuotaExceeded
-from .models import Run, Step
+from .models import QueuedMessage, Run, Step
 
 MINUTE, DAY = timedelta(minutes=1), timedelta(days=1)
 CONCURRENT_RETRY_SECONDS = 5  # when a run will end is unknown: a short, honest guess
@@ -62,14 +62,17 @@ class SettingsQuotaPolicy:
         return scopes
 
     def check_start(self, actor: Actor, agent: str, *, starts_now: bool) -> Exceeded | None:
-        """Runs per minute and tokens per day; concurrent runs when the run ``starts_now`` (a
-        queued message adds no run until the active one ends)."""
+        """Runs per minute (the actor's queued messages count: each is a run to come) and tokens
+        per day; concurrent runs when the run ``starts_now`` (a queued message adds no run
+        until the active one ends)."""
         for scope, limits in self._scopes(agent):
             runs = Run.objects.filter(actor_ref=actor.ref, parent_run__isnull=True)
+            queued = QueuedMessage.objects.filter(actor_ref=actor.ref, status=QueuedStatus.QUEUED)
             if scope is not None:
                 runs = runs.filter(agent=scope)
+                queued = queued.filter(agent=scope)
             found = (
-                _runs_per_minute(runs, limits.RUNS_PER_MINUTE, scope)
+                _runs_per_minute(runs, queued, limits.RUNS_PER_MINUTE, scope)
                 or (_concurrent(runs, limits.CONCURRENT_RUNS, scope) if starts_now else None)
                 or _tokens(actor.ref, limits.TOKENS_PER_DAY, scope)
             )
@@ -90,18 +93,18 @@ def _of(scope: str | None) -> str:
     return f" for agent {scope!r}" if scope else ""
 
 
-def _runs_per_minute(runs: QuerySet[Run], limit: int | None, scope: str | None) -> Exceeded | None:
+def _runs_per_minute(
+    runs: QuerySet[Run], queued: QuerySet[QueuedMessage], limit: int | None, scope: str | None
+) -> Exceeded | None:
     if limit is None:
         return None
     recent = runs.filter(created_at__gte=timezone.now() - MINUTE)
-    if recent.count() < limit:
+    if recent.count() + queued.count() < limit:
         return None
     oldest = recent.aggregate(oldest=Min("created_at"))["oldest"]
-    return Exceeded(
-        "runs_per_minute",
-        f"at most {limit} runs a minute{_of(scope)}",
-        _seconds_until(oldest + MINUTE if oldest else None),
-    )
+    # Only queued messages: they leave the count as they start, when is unknown.
+    retry = _seconds_until(oldest + MINUTE) if oldest else CONCURRENT_RETRY_SECONDS
+    return Exceeded("runs_per_minute", f"at most {limit} runs a minute{_of(scope)}", retry)
 
 
 def _concurrent(runs: QuerySet[Run], limit: int | None, scope: str | None) -> Exceeded | None:

@@ -22,7 +22,8 @@ from .actors import Actor
 from .agents import get_agent
 from .cancel import request_cancel
 from .choices import QueuedStatus
-from .exceptions import NotFound, RunActive, TurnStarted
+from .conf import agent_settings
+from .exceptions import NotFound, QueueFull, RunActive, TurnStarted
 from .leases import lock_run
 from .models import QueuedMessage, Run, Thread
 from .runs import start_run
@@ -86,6 +87,7 @@ def _start_once(
         raise RunActive()
     if thread.active_run_id != target:
         return None  # the thread's run is not the one locked (it changed meanwhile): look again
+    check_queue(thread)
     quotas.check_start(actor, agent, starts_now=False)
     queued = QueuedMessage.objects.create(
         thread=thread,
@@ -102,6 +104,16 @@ def _start_once(
         if queued.run_id is not None:  # the run was parked: settled, and this turn started
             return Run.objects.get(pk=queued.run_id)
     return Queued(queued, position_of(queued))
+
+
+def check_queue(thread: Thread) -> None:
+    """Refuse a message to a thread whose queue is full (its lock, held here, orders them)."""
+    limit = agent_settings().MAX_QUEUED_TURNS
+    if QueuedMessage.objects.waiting(thread.pk).count() >= limit:
+        raise QueueFull(
+            f"this thread already has {limit} queued messages: wait for one to start",
+            retry_after=quotas.CONCURRENT_RETRY_SECONDS,
+        )
 
 
 def position_of(queued: QueuedMessage) -> int:

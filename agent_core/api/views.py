@@ -92,7 +92,9 @@ class ChatView(AirlockAPIView):
             422: OpenApiResponse(
                 description="`idempotency_key_reused`: the key came with another body"
             ),
-            429: OpenApiResponse(description="`throttled` or `quota_exceeded`, with `Retry-After`"),
+            429: OpenApiResponse(
+                description="`throttled`, `quota_exceeded` or `queue_full`, with `Retry-After`"
+            ),
             **_ERRORS,
         },
     )

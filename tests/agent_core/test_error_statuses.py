@@ -28,6 +28,11 @@ STATUS_BY_CODE = {
     "link_invalid": 400,
     "link_expired": 410,
     "link_used": 409,
+    # issue #35
+    "queue_full": 429,
+    "throttled": 429,
+    "link_inactive": 403,
+    "link_other_person": 403,
 }
 
 

@@ -9,8 +9,8 @@ import pytest
 from agent_core import quotas, signals, turns, usage
 from agent_core.actors import Actor
 from agent_core.choices import RunStatus
-from agent_core.exceptions import QuotaExceeded
-from agent_core.models import Run
+from agent_core.exceptions import QueueFull, QuotaExceeded
+from agent_core.models import QueuedMessage, Run
 from tests.conftest import ALICE, BOB, frame_kinds
 
 LOOKUP = '/call lookup_order {"order_id": "A-1001"}'
@@ -106,3 +106,33 @@ def test_a_run_over_its_token_budget_stops_before_its_next_model_step(turn, limi
     assert run.messages.filter(role="tool").exists()
     spent = usage.of_actor(ALICE.ref, since=run.created_at)
     assert spent.total == run.input_tokens + run.output_tokens > 5
+
+
+def _queue(thread_id: str) -> turns.Run | turns.Queued:
+    return turns.start_turn(
+        agent="support", message="later", actor=ALICE, thread_id=thread_id, mode=turns.Mode.QUEUE
+    )
+
+
+def test_queued_messages_count_against_runs_per_minute(turn, limits):
+    """Issue #35: a queued message was checked against the runs already started only, so 20
+    messages queued on a busy thread all passed ``RUNS_PER_MINUTE=3``."""
+    limits(RUNS_PER_MINUTE=3)
+    parked = turn('/call issue_refund {"order_id": "A-1001", "amount": 10}')
+    assert isinstance(_queue(parked.thread_id), turns.Queued)
+    assert isinstance(_queue(parked.thread_id), turns.Queued)  # 1 run + 2 queued: 3
+    with pytest.raises(QuotaExceeded) as refused:
+        _queue(parked.thread_id)
+    assert "3 runs a minute" in refused.value.message
+
+
+def test_a_threads_queue_holds_at_most_max_queued_turns(turn, settings):
+    settings.AGENT = {**settings.AGENT, "MAX_QUEUED_TURNS": 2}
+    parked = turn('/call issue_refund {"order_id": "A-1001", "amount": 10}')
+    positions = [_queue(parked.thread_id).position for _ in range(2)]  # type: ignore[union-attr]
+    assert positions == [1, 2]
+    with pytest.raises(QueueFull) as refused:
+        _queue(parked.thread_id)
+    assert (refused.value.code, refused.value.status_code) == ("queue_full", 429)
+    assert refused.value.retry_after >= 1
+    assert QueuedMessage.objects.filter(thread_id=parked.thread_id).count() == 2
