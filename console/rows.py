@@ -19,6 +19,7 @@ from django.utils.safestring import SafeData, SafeString, mark_safe
 from agent_core.choices import REQUESTER, CallStatus
 from approvals.pending import PendingRow
 
+from .bidi import visible
 from .templatetags.console import when
 
 SUMMARY_CHARS = 160  # a row is one line; the card shows everything
@@ -71,12 +72,14 @@ def build(
 
 
 def summary_of(call: PendingRow) -> str:
-    """The tool's one line, else the confirmation or question, else the arguments."""
+    """The tool's one line, else the confirmation or question, else the arguments (with its bidi
+    controls shown: ``bidi``)."""
     text = call.summary or call.confirmation
     if not text and call.kind == "human":
         text = str(call.args.get("question", ""))
     if not text:
         text = json.dumps(call.args, ensure_ascii=False, default=str, separators=(", ", ": "))
+    text = visible(text)
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 

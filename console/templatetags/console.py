@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import TIME_STRINGS, timesince, timeuntil
 from django.utils.translation import get_language
 
+from console.bidi import visible
 from console.people import name_of
 
 register = template.Library()
@@ -83,14 +84,20 @@ def person(ref: str) -> str:
 
 @register.filter
 def pretty(value: Any) -> str:
-    """JSON, indented, keys in their stored order."""
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    """JSON, indented, keys in their stored order; bidi controls shown (``bidi``)."""
+    return visible(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
 @register.filter
 def compact(value: Any) -> str:
-    """JSON on one line."""
-    return json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
+    """JSON on one line; bidi controls shown (``bidi``)."""
+    return visible(json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": ")))
+
+
+@register.filter(name="visible")
+def visible_filter(value: Any) -> str:
+    """Text shown with its bidi controls as visible tokens (``console.bidi``)."""
+    return visible(str(value))
 
 
 @register.filter

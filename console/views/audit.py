@@ -50,6 +50,16 @@ def audit(request: HttpRequest) -> HttpResponse:
     return page(request, "console/audit.html", {**listed, "filter_form": filters.form})
 
 
+# A spreadsheet reads a cell starting with one of these as a formula (OWASP "CSV Injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def cell(value: str) -> str:
+    """``value`` as a CSV cell a spreadsheet shows as text: a leading ``'`` where it would
+    otherwise read a formula (a reject reason ``=HYPERLINK(…)`` is typed by anyone)."""
+    return f"'{value}" if value.startswith(FORMULA_STARTS) else value
+
+
 class _Echo:
     """A file-like object whose ``write`` returns the line, for streaming ``csv.writer``."""
 
@@ -65,7 +75,8 @@ def _rows(qs: QuerySet[DecisionAttempt]) -> Iterator[Any]:
         if attempt.actor_ref not in names:
             names[attempt.actor_ref] = name_of(attempt.actor_ref)
         yield writer.writerow(
-            [
+            cell(value)
+            for value in [
                 attempt.created_at.isoformat(),
                 attempt.actor_ref,
                 names[attempt.actor_ref],

@@ -11,6 +11,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
 from agent_core.actors import Actor
+from agent_core.api.throttles import DecisionThrottle
 from agent_core.exceptions import AgentCoreError, NotFound
 from agent_core.models import ToolCall
 from approvals import services as port
@@ -82,6 +83,7 @@ def _decide(actor: Actor, call: ToolCall, form: BulkForm) -> Result:
     """One call, one attempt through the port (audited there, refusals too)."""
     rejecting = form.cleaned_data["action"] == "reject"
     try:
+        DecisionThrottle(actor).check()  # each call counts, as each would through the API
         if rejecting:
             outcome = port.reject(call.pk, actor=actor, reason=form.cleaned_data["reason"], via=VIA)
         else:

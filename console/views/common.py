@@ -10,6 +10,7 @@ from django.shortcuts import render
 from agent_core.access import in_visible_runs
 from agent_core.actors import Actor, actor_for_user
 from agent_core.choices import CallStatus
+from agent_core.exceptions import AgentCoreError, RetryAfter
 from agent_core.models import ToolCall
 from approvals.guards import may_see
 from approvals.selectors import pending_count
@@ -67,6 +68,13 @@ def fragment(
 def count_header(actor: Actor, nav: dict[str, int] | None = None) -> str:
     """The navigation's counts as the ``X-Console-Counts`` header the page's script reads."""
     return ";".join(f"{k}={v}" for k, v in (nav or nav_counts(actor)).items())
+
+
+def retry_after(response: HttpResponse, refusal: AgentCoreError) -> HttpResponse:
+    """``response`` with the ``Retry-After`` a refusal that asks to wait carries (429)."""
+    if isinstance(refusal, RetryAfter):
+        response["Retry-After"] = str(refusal.retry_after)
+    return response
 
 
 def tool_call_or_404(request: HttpRequest, call_id: str) -> ToolCall:

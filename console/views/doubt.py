@@ -15,6 +15,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from agent_core.actors import Actor
+from agent_core.api.throttles import DecisionThrottle
 from agent_core.exceptions import AgentCoreError, AlreadyDecided, RunNotActive
 from agent_core.models import ToolCall
 from approvals import services as port
@@ -23,7 +24,7 @@ from approvals.exceptions import NotApprover
 from ..access import console_view
 from ..forms import MarkDoneForm
 from ..in_doubt import explain_resolved, in_doubt_calls
-from .common import actor_of, fragment, page, tool_call_or_404
+from .common import actor_of, fragment, page, retry_after, tool_call_or_404
 
 VIA = "console"
 
@@ -115,16 +116,14 @@ def _resolve(
     form: MarkDoneForm | None = None,
 ) -> HttpResponse:
     try:
+        DecisionThrottle(actor_of(request)).check()
         apply()
     except AgentCoreError as exc:
         call.refresh_from_db()
-        return _page(
-            request,
-            call=call,
-            form=form,
-            error=_refusal_text(exc, call),
-            status=exc.status_code,
+        shown = _page(
+            request, call=call, form=form, error=_refusal_text(exc, call), status=exc.status_code
         )
+        return retry_after(shown, exc)
     messages.success(request, f"{done}: {call.tool_name} ({call.pk}).")
     return redirect("console:in_doubt")
 

@@ -18,6 +18,7 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from agent_core.actors import Actor
+from agent_core.api.throttles import DecisionThrottle
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 from approvals import amendments
@@ -28,7 +29,7 @@ from ..access import console_view
 from ..cards import Card, answer_form_for, card_for, explain, refusal
 from ..forms import ApproveForm, EditArgsForm, ExtendForm, RejectForm
 from ..in_doubt import explain_resolved, was_resolved
-from .common import actor_of, is_fragment, page, tool_call_or_404
+from .common import actor_of, is_fragment, page, retry_after, tool_call_or_404
 
 VIA = "console"
 
@@ -153,13 +154,14 @@ def _decide(
         card.error = "Check the form: nothing was decided."
         return _card_response(request, card, status=400)
     try:
+        DecisionThrottle(actor).check()  # the API's rate: one per actor, whatever the surface
         outcome = apply(call)
     except AgentCoreError as exc:
         call.refresh_from_db()
         card = card_for(actor, call, data=request.POST, form=form_name)
         card.error = refusal(exc, call)
         card.errors = _field_errors(exc)
-        return _card_response(request, card, status=exc.status_code)
+        return retry_after(_card_response(request, card, status=exc.status_code), exc)
     if outcome == port.Outcome.UNCHANGED:
         call.refresh_from_db()
         return _unchanged(request, _unchanged_text(call, actor, form_name))

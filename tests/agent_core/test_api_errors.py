@@ -91,6 +91,39 @@ def test_a_nul_in_edited_args_or_an_answer_is_400_and_changes_nothing(turn, clie
     assert not DecisionAttempt.objects.exists()
 
 
+# JSON's own escape for a lone surrogate: valid JSON, text no UTF-8 column can hold (issue #35).
+LONE = "\\ud800"
+
+
+def test_a_lone_surrogate_anywhere_in_a_body_is_400_and_changes_nothing(turn, client):
+    [call] = calls_of(turn(REFUND))
+    question = calls_of(turn('/call ask_user {"question": "Which order?"}'))[0]
+    bodies = {
+        "/agent/tool-call/approve": [
+            f'{{"tool_call_id": "{call.pk}", "args": {{"order_id": "A-1001{LONE}", "amount": 5}}}}',
+            f'{{"tool_call_id": "{call.pk}", "args": {{"order_id{LONE}": "A-1001", "amount": 5}}}}',
+        ],
+        "/agent/tool-call/reject": [f'{{"tool_call_id": "{call.pk}", "reason": "no{LONE}"}}'],
+        "/agent/tool-call/answer": [
+            f'{{"tool_call_id": "{question.pk}", "answer": {{"answer": "A{LONE}"}}}}'
+        ],
+        "/agent/chat": [f'{{"agent": "support", "message": "hi{LONE}"}}'],
+        "/agent/ui-chat": [
+            '{"id": "chat1", "messages": [{"id": "m1", "role": "user", '
+            f'"parts": [{{"type": "text", "text": "hi{LONE}"}}]}}]}}'
+        ],
+    }
+    for url, sent in bodies.items():
+        for body in sent:
+            assert_json_error(post_json(client, url, body), 400)
+    call.refresh_from_db()
+    question.refresh_from_db()
+    assert call.status == CallStatus.PENDING_APPROVAL
+    assert question.status == CallStatus.PENDING_INPUT
+    assert not DecisionAttempt.objects.exists()
+    assert Run.objects.count() == 2
+
+
 # The stream reads on live's reader threads, each with its own connection: the run must be
 # committed for them to see it.
 @pytest.mark.django_db(transaction=True)

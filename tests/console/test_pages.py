@@ -11,6 +11,7 @@ from django.urls import reverse
 from agent_core.choices import RunStatus
 from agent_core.models import ToolCall
 from approvals import services as port
+from approvals.models import DecisionAttempt
 from console.metrics import percentile
 from tests.console.conftest import REFUND, actor
 
@@ -127,6 +128,21 @@ def test_the_audit_exports_the_filtered_rows_as_csv(login, history):
         ("fran", "approve", "applied"),
     ]
     assert rows[1]["via"] == "console" and rows[0]["tool_name"] == "issue_refund"
+
+
+def test_the_audit_csv_neutralizes_cells_a_spreadsheet_would_run(login, history):
+    """Issue #35: a reject reason ``=HYPERLINK(…)`` started a cell of the export (OWASP: prefix
+    ``'`` to a cell starting with = + - @ tab or CR)."""
+    typed = ['=HYPERLINK("https://evil.example","x")', "+1", "-2", "@SUM(A1)", "\tx", "\rx"]
+    for detail in typed:
+        DecisionAttempt.objects.create(
+            tool_call_id="tc_x", action="reject", actor_ref="=cmd|' /C calc'!A0", via="api",
+            outcome="applied", detail=detail,
+        )  # fmt: skip
+    response = login("otto").get(reverse("console:audit_csv"), {"call": "tc_x"})
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert sorted(r["detail"] for r in rows) == sorted(f"'{d}" for d in typed)
+    assert {r["actor_ref"] for r in rows} == {"'=cmd|' /C calc'!A0"}
 
 
 def test_the_audit_pages_but_its_csv_export_is_every_row(login, history, settings):

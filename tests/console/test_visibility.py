@@ -82,6 +82,8 @@ def test_a_nul_in_an_id_is_404(login, path):
     [
         json.dumps({"order_id": "A-1001\u0000", "amount": 5}),
         '{"order_id": ' + "[" * 2000 + "]" * 2000 + "}",
+        '{"order_id": "A-1001\\ud800", "amount": 5}',  # a lone surrogate (issue #35)
+        '{"order_id\\udfff": "A-1001", "amount": 5}',
     ],
 )
 def test_edited_args_the_database_cannot_hold_are_400_and_change_nothing(login, refund, args):
@@ -89,6 +91,18 @@ def test_edited_args_the_database_cannot_hold_are_400_and_change_nothing(login, 
     assert response.status_code == 400
     refund.refresh_from_db()
     assert refund.status == CallStatus.PENDING_APPROVAL and refund.original_args is None
+    assert not DecisionAttempt.objects.exists()
+
+
+@pytest.mark.parametrize("bad", ["tc_\x00", "tc_" + "x" * 5000, "tc_\u00e9"])
+def test_a_bulk_id_no_call_can_have_is_400_not_a_database_error(login, refund, bad):
+    """Issue #35: a NUL or a 5,000-character id reached the query: a psycopg DataError, 500."""
+    for confirm in ("", "on"):
+        form = {"ids": [refund.pk, bad], "action": "approve", "confirm": confirm}
+        response = login("fran").post(reverse("console:bulk"), form)
+        assert response.status_code == 400 and b"by their ids" in response.content
+    refund.refresh_from_db()
+    assert refund.status == CallStatus.PENDING_APPROVAL
     assert not DecisionAttempt.objects.exists()
 
 

@@ -161,7 +161,11 @@
       li.value = f.seq; li.setAttribute("data-seq", f.seq); li.className = "fresh";
       var kind = document.createElement("span"); kind.className = "kind"; kind.textContent = f.kind;
       var data = document.createElement("code"); data.className = "frame-data";
-      data.textContent = JSON.stringify(f.data, null, 1).replace(/\n\s*/g, " ");
+      // Bidi controls shown as the server shows them (console/bidi.py): [U+202E].
+      data.textContent = JSON.stringify(f.data, null, 1).replace(/\n\s*/g, " ").replace(
+        /[\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+        function (c) { return "[U+" + c.charCodeAt(0).toString(16).toUpperCase() + "]"; }
+      );
       li.append(kind, " ", data);
       list.append(li);
       last = f.seq;
