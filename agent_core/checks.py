@@ -56,6 +56,9 @@ def check_agent_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
         key: getattr(settings, key) for key in _DOTTED_PATHS if getattr(settings, key) is not None
     }
     paths.update({f"PROVIDERS.{vendor}": path for vendor, path in settings.PROVIDERS.items()})
+    paths.update(
+        {f"API_RENDERER_CLASSES[{i}]": p for i, p in enumerate(settings.API_RENDERER_CLASSES)}
+    )
     for key, dotted in paths.items():
         try:
             import_string(dotted)

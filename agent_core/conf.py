@@ -99,6 +99,8 @@ class AgentSettings:
         "agent_core.api.auth.TokenAuthentication",  # DRF's, in one query with the roles
     )
     API_PERMISSION_CLASSES: tuple[str, ...] = ("agent_core.api.actors.HasActor",)
+    # JSON only; add "rest_framework.renderers.BrowsableAPIRenderer" to opt in to DRF's HTML pages.
+    API_RENDERER_CLASSES: tuple[str, ...] = ("rest_framework.renderers.JSONRenderer",)
     API_SCHEMA_CLASS: str = "agent_core.api.openapi.AutoSchema"
     API_EXCEPTION_HANDLER: str = "agent_core.api.errors.exception_handler"
     # The core's named statements bound on the server and prepared once per connection
@@ -115,7 +117,12 @@ class AgentSettings:
     MAX_QUEUED_TURNS: int = 10
 
     def __post_init__(self) -> None:
-        for key in ("AGENTS", "API_AUTHENTICATION_CLASSES", "API_PERMISSION_CLASSES"):
+        for key in (
+            "AGENTS",
+            "API_AUTHENTICATION_CLASSES",
+            "API_PERMISSION_CLASSES",
+            "API_RENDERER_CLASSES",
+        ):
             object.__setattr__(self, key, tuple(getattr(self, key)))
         # A project that sets one rate keeps the defaults of the others.
         object.__setattr__(

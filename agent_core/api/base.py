@@ -15,7 +15,7 @@ from django.utils.module_loading import import_string
 from drf_spectacular import utils as spectacular
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
-from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
+from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -79,13 +79,22 @@ class ConfiguredSchema:
 class AirlockAPIView(APIView):
     """``APIView`` whose DRF machinery is Airlock's whatever ``REST_FRAMEWORK`` says."""
 
-    renderer_classes = [JSONRenderer, BrowsableAPIRenderer]
     # JSON only, size-limited: forms and multipart are refused with 415.
     parser_classes = [LimitedJSONParser]
     schema = ConfiguredSchema()
 
     def get_authenticators(self) -> list[BaseAuthentication]:
         return authenticators()
+
+    def get_renderers(self) -> list[BaseRenderer]:
+        # ``AGENT["API_RENDERER_CLASSES"]``: JSON only unless the project opts in (the
+        # browsable API is an HTML page of the API, its forms included).
+        return [cls() for cls in _classes(agent_settings().API_RENDERER_CLASSES)]
+
+    def perform_content_negotiation(self, request: Any, force: bool = False) -> Any:
+        # A client asking for what no renderer makes (a browser's text/html) is answered with
+        # the first renderer, JSON, not a 406 before its credentials are even read (SPEC §8).
+        return super().perform_content_negotiation(request, force=True)
 
     def get_permissions(self) -> list[BasePermission]:
         return [cls() for cls in _classes(agent_settings().API_PERMISSION_CLASSES)]

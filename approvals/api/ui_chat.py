@@ -78,11 +78,6 @@ class UIChatView(AirlockAPIView):
 
     throttle_classes = [ChatThrottle]
 
-    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
-        # A client that reads the stream may ask for text/event-stream only: its errors still
-        # answer JSON ({code, detail}), the first renderer.
-        return super().perform_content_negotiation(request, force=True)
-
     @extend_schema(
         request=UIChatSerializer,
         examples=[

@@ -169,3 +169,23 @@ def test_every_401_names_how_to_authenticate(client, path):
 def test_nothing_was_written_by_any_refusal(client):
     post_json(client, "/agent/chat", '{"agent": "support", "message": "hi\\u0000"}')
     assert not Run.objects.exists() and not Thread.objects.exists()
+
+
+def test_agent_answers_json_to_a_browser_by_default(turn, settings):
+    """Issue #35: ``Accept: text/html`` had DRF's browsable API, and anonymous 401s were HTML."""
+    browser = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    run = turn(REFUND)
+    anonymous = Client().get("/agent/runs", headers=browser)
+    assert_json_error(anonymous, 401, "not_authenticated")
+    seen = Client().get(f"/agent/runs/{run.pk}", headers={**browser, **ALICE})
+    assert seen.status_code == 200 and seen["Content-Type"] == "application/json"
+    # A project opts in to DRF's HTML pages in AGENT.
+    settings.AGENT = {
+        **settings.AGENT,
+        "API_RENDERER_CLASSES": [
+            "rest_framework.renderers.JSONRenderer",
+            "rest_framework.renderers.BrowsableAPIRenderer",
+        ],
+    }
+    html = Client().get(f"/agent/runs/{run.pk}", headers={**browser, **ALICE})
+    assert html.status_code == 200 and html["Content-Type"].startswith("text/html")
