@@ -93,6 +93,28 @@ def check_header_actor(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
     return []
 
 
+PUBSUB_LAYER = "channels_redis.pubsub.RedisPubSubChannelLayer"
+
+
+@register(deploy=True)
+def check_channel_prefix(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Redis pub/sub ignores the database number: two deployments sharing one Redis share its
+    channels unless each names its own ``prefix``."""
+    layer = getattr(django_settings, "CHANNEL_LAYERS", {}).get("default", {})
+    if layer.get("BACKEND") != PUBSUB_LAYER or layer.get("CONFIG", {}).get("prefix"):
+        return []
+    return [
+        Warning(
+            "CHANNEL_LAYERS['default'] is Redis pub/sub with the default prefix: another "
+            "deployment on the same Redis (whatever its db number) sees this one's frames and "
+            "console events, and sends to its streams.",
+            id="agent_core.W014",
+            hint='Give each deployment its own prefix: "CONFIG": {"hosts": [...], '
+            '"prefix": "mysite-production"}.',
+        )
+    ]
+
+
 @register()
 def check_durable_chain(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """The durable runner's queues are named and its slice of steps is bounded."""

@@ -110,7 +110,12 @@ REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]},
+        "CONFIG": {
+            "hosts": [{"address": REDIS_URL, "socket_timeout": None}],
+            # Pub/sub ignores Redis db numbers: two deployments sharing a Redis need a prefix
+            # each, or they see each other's frames (agent_core.W014 under check --deploy).
+            "prefix": os.environ.get("CHANNEL_PREFIX", "airlock"),
+        },
     }
 }
 

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from django.core.checks import run_checks
 from django.test import override_settings
 
-from agent_core.checks import check_agent_settings, check_approval_gate, check_durable_chain
+from agent_core.checks import (
+    check_agent_settings,
+    check_approval_gate,
+    check_channel_prefix,
+    check_durable_chain,
+)
 
 
 def ids(messages) -> list[str]:
@@ -68,3 +74,18 @@ def test_a_gate_missing_a_method_of_the_protocol_is_reported():
     [error] = check_approval_gate()
     assert error.id == "agent_core.E013"
     assert "GateWithoutRequested" in error.msg and "requested" in error.msg
+
+
+def test_a_pubsub_layer_without_its_own_prefix_is_a_deploy_warning(settings):
+    """Issue #35: pub/sub ignores Redis db numbers, so two deployments on one Redis saw each
+    other's frames. The project's settings name a prefix; one without is warned of."""
+    assert check_channel_prefix() == []
+    layer = settings.CHANNEL_LAYERS["default"]
+    assert layer["CONFIG"]["prefix"]
+    settings.CHANNEL_LAYERS = {
+        "default": {**layer, "CONFIG": {k: v for k, v in layer["CONFIG"].items() if k != "prefix"}}
+    }
+    assert [m.id for m in check_channel_prefix()] == ["agent_core.W014"]
+    deploy = run_checks(include_deployment_checks=True)
+    assert "agent_core.W014" in [m.id for m in deploy]
+    assert "agent_core.W014" not in [m.id for m in run_checks()]  # not in every manage.py
