@@ -19,6 +19,8 @@ AGENT = {
 }
 
 # Approvers are notified by email; the demo's emails are printed on the terminal of `make demo`.
+# They hold live decision links (bearer links for their person): fine for the demo, never in
+# production, where the server log would carry them (docs/explanation/security.md).
 EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 APPROVALS = {
     # An approver may push a refund's 15-minute deadline at most an hour past now (default: the
