@@ -91,6 +91,9 @@ class AgentSettings:
     ALLOW_HEADER_ACTOR: bool = False  # let the header resolver run with DEBUG off
     OPERATOR_ROLE: str = "operator"  # actors with this role see and may cancel every run
     STREAM_KEEPALIVE_SECONDS: float = 15.0
+    # Streams (SSE, UI message stream, the run's WebSocket) one actor follows at once, per
+    # process (agent_core.stream_slots); past it, 429 too_many_streams.
+    MAX_STREAMS_PER_ACTOR: int = 50
     MAX_BODY_BYTES: int = 65536  # larger API request bodies are refused with 413
     CANCEL_POLL_MS: int = 200  # how often a driver's abort signal looks for a cancel request
     # The DRF classes of every API view (agent_core.api.base), whatever REST_FRAMEWORK says.

@@ -6,7 +6,8 @@ server closes after the last. The handshake is authenticated as the REST API is 
 ``Authorization: Token <key>``, or the token offered as a subprotocol), then the actor resolver
 runs. A handshake without an actor, with a bad token, for a run the actor may not see (or that
 does not exist), or with a bad ``?after=`` is refused (HTTP 403): all look alike, so a refusal
-reveals nothing.
+reveals nothing. An actor at its cap of streams (``AGENT["MAX_STREAMS_PER_ACTOR"]``) is accepted
+and closed at once with code 4429 (``too_many_streams``).
 """
 
 from __future__ import annotations
@@ -22,14 +23,16 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest
 from rest_framework.exceptions import APIException
 
-from . import access, live
+from . import access, live, stream_slots
 from .actors import Actor
+from .exceptions import TooManyStreams
 from .sse import parse_after, resolve_actor
 
 # Browsers cannot set headers on a WebSocket: they offer the token as a subprotocol instead,
 # ``new WebSocket(url, ["airlock", "airlock.token." + key])``, and the server picks ``airlock``.
 PROTOCOL = "airlock"
 TOKEN_PROTOCOL = "airlock.token."
+TOO_MANY_STREAMS = 4429  # the close code of a stream past the actor's cap (HTTP's 429)
 
 
 def _http_request(scope: dict[str, Any]) -> HttpRequest:
@@ -62,6 +65,14 @@ class RunStreamConsumer(AsyncJsonWebsocketConsumer):
         after = parse_after(query.get("after", [None])[0], None)
         if run is None or after is None:
             await self.close()  # before accept: the handshake is refused
+            return
+        assert actor is not None
+        try:
+            stream_slots.hold(actor, run)  # while this consumer follows ``run`` (sse.attach_as)
+        except TooManyStreams:
+            # Accepted to be closed with a code that says why (a refused handshake says nothing).
+            await self.accept()
+            await self.close(code=TOO_MANY_STREAMS)
             return
         await self.accept(PROTOCOL if PROTOCOL in self.scope.get("subprotocols", []) else None)
         self._task = asyncio.create_task(self._send_frames(live.follow(run, after)))

@@ -145,6 +145,14 @@ class QueueFull(RetryAfter):
     status_code = HTTPStatus.TOO_MANY_REQUESTS
 
 
+class TooManyStreams(RetryAfter):
+    """This actor already follows as many streams as it may at once
+    (``AGENT["MAX_STREAMS_PER_ACTOR"]``): close one first."""
+
+    code = "too_many_streams"
+    status_code = HTTPStatus.TOO_MANY_REQUESTS
+
+
 class Throttled(RetryAfter):
     """Too many requests: try again later."""
 

@@ -18,11 +18,12 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 
-from . import access, live
+from . import access, live, stream_slots
 from .actors import Actor
 from .api.actors import request_actor
 from .api.base import authenticators
 from .api.errors import authenticate_header
+from .exceptions import TooManyStreams
 from .models import Run
 
 View = TypeVar("View", bound=Callable[..., HttpResponseBase])
@@ -96,13 +97,20 @@ async def attach_as(
 def attach_as_now(
     request: HttpRequest, actor: Actor, run_id: str
 ) -> tuple[Run, int] | JsonResponse:
-    """``attach_as``, synchronously."""
+    """``attach_as``, synchronously; the stream holds one of the actor's slots
+    (``stream_slots``: 429 past ``MAX_STREAMS_PER_ACTOR``)."""
     run = access.visible_run(actor, run_id)
     if run is None:
         return _error("not_found", f"no run {run_id}", 404)
     after = parse_after(request.GET.get("after"), request.headers.get("Last-Event-ID"))
     if after is None:
         return _error("invalid", "after / Last-Event-ID must be a frame number (0 or more)", 400)
+    try:
+        stream_slots.hold(actor, run)  # for as long as the stream follows this ``run``
+    except TooManyStreams as exc:
+        refused = _error(exc.code, exc.message, exc.status_code)
+        refused["Retry-After"] = str(exc.retry_after)
+        return refused
     return run, after
 
 

@@ -33,6 +33,7 @@ STATUS_BY_CODE = {
     "throttled": 429,
     "link_inactive": 403,
     "link_other_person": 403,
+    "too_many_streams": 429,
 }
 
 
