@@ -38,3 +38,17 @@ def test_the_run_page_shows_the_tree(login, delegated):
     assert "billing" in page and "waiting" in page
     page = client.get(reverse("console:run", args=[child.pk])).content.decode()
     assert "data-parent-run" in page and reverse("console:run", args=[parent.pk]) in page
+
+
+def test_the_run_page_names_only_the_runs_the_viewer_may_see(login, delegated):
+    """Issue #35: every console fragment answers only what its viewer may see. fran decides the
+    child's refund, so she sees the child run; the parent (alice's support run) is not hers."""
+    parent, child, _ = delegated
+    client = login("fran")
+    assert client.get(reverse("console:run", args=[parent.pk])).status_code == 404
+    for url in (
+        reverse("console:run", args=[child.pk]),
+        reverse("console:run_fragment", args=[child.pk]),
+    ):
+        page = client.get(url).content.decode()
+        assert parent.pk not in page and "data-parent-run" not in page
