@@ -231,10 +231,14 @@ def test_the_bulk_confirmation_lists_only_calls_the_viewer_may_see(scene, who):
     # Asked to decide a call it may not see: a refused attempt, audited as the port does.
     assert refused.exists() is (who == "other_approver")
     if who == "other_approver":
-        confirmed = _client(scene, who).post("/console/inbox/bulk/", {**form, "confirm": "on"})
+        client = _client(scene, who)
+        confirmed = client.post("/console/inbox/bulk/", {**form, "confirm": "on"})
         assert confirmed.status_code == 400
         assert ToolCall.objects.get(pk=ids["C"]).status == "pending_approval"
         assert refused.count() == 2
+        # Its own refused attempts stay out of its audit: their rows name alice's tool and run.
+        audit = client.get("/console/audit/").content.decode()
+        assert not {ids["C"], ids["R"], "issue_refund"} & set(_words(audit))
 
 
 #  owner stranger approver other operator anonymous
@@ -248,8 +252,13 @@ CONSOLE_POSTS = [
 @pytest.mark.parametrize(("path", "expected"), CONSOLE_POSTS)
 @pytest.mark.parametrize("who", ACTORS)
 def test_every_console_form_answers_each_actor(scene, who, path, expected):
-    response = _client(scene, who).post(path.format(**_ids(scene)))
+    ids = _ids(scene)
+    response = _client(scene, who).post(path.format(**ids))
     assert response.status_code == expected[ACTORS.index(who)]
+    if "/calls/" in path:  # a decision asked of an unseen call: a refused attempt, audited
+        call_id = ids["C"] if "{C}" in path else ids["Q"]
+        refused = DecisionAttempt.objects.filter(tool_call_id=call_id, outcome="not_found")
+        assert refused.filter(via="console").exists() is (response.status_code == 404)
 
 
 @pytest.mark.parametrize("who", ACTORS[:-1])

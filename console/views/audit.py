@@ -10,6 +10,7 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 
 from agent_core.access import is_operator, visible_runs
+from agent_core.exceptions import NotFound
 from approvals.models import DecisionAttempt
 
 from ..access import console_view
@@ -36,9 +37,11 @@ def _attempts(request: HttpRequest) -> AuditFilter:
     qs = DecisionAttempt.objects.all()
     actor = actor_of(request)
     if not is_operator(actor):
-        # The API's rule: attempts on the runs the user sees, and the user's own.
+        # The API's rule: attempts on the runs the user sees, and the user's own, but for those
+        # on calls it may not see (their row names the call's tool and run: not the user's).
         runs = visible_runs(actor).values("pk")
-        qs = qs.filter(Q(run_id__in=runs) | Q(actor_ref=actor.ref))
+        own = Q(actor_ref=actor.ref) & ~Q(outcome=NotFound.code)
+        qs = qs.filter(Q(run_id__in=runs) | own)
     return AuditFilter(request.GET, queryset=qs)
 
 

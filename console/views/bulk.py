@@ -12,10 +12,9 @@ from django.views.decorators.http import require_POST
 
 from agent_core.actors import Actor
 from agent_core.api.throttles import DecisionThrottle
-from agent_core.exceptions import AgentCoreError, NotFound
+from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 from approvals import services as port
-from approvals.attempts import Entry, audit
 from approvals.guards import may_see
 from approvals.models import Action
 
@@ -23,9 +22,7 @@ from .. import listing
 from ..access import console_view
 from ..cards import explain, refusal
 from ..forms import BulkForm
-from .common import actor_of, is_fragment, page
-
-VIA = "console"
+from .common import VIA, actor_of, is_fragment, page, refuse_unseen
 
 
 @dataclass(frozen=True)
@@ -73,9 +70,8 @@ def _calls(actor: Actor, form: BulkForm) -> list[ToolCall]:
         call = found.get(call_id)
         if call is not None and may_see(actor, call):
             seen.append(call)
-            continue
-        refusal = NotFound(f"no tool call {call_id}")
-        audit(Entry(call_id, call, action, actor, VIA, refusal=refusal, detail=refusal.message))
+        else:
+            refuse_unseen(call_id, call, action, actor)
     return seen
 
 

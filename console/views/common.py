@@ -10,14 +10,17 @@ from django.shortcuts import render
 from agent_core.access import in_visible_runs
 from agent_core.actors import Actor, actor_for_user
 from agent_core.choices import CallStatus
-from agent_core.exceptions import AgentCoreError, RetryAfter
+from agent_core.exceptions import AgentCoreError, NotFound, RetryAfter
 from agent_core.models import ToolCall
+from approvals.attempts import Entry, audit
 from approvals.guards import may_see
+from approvals.models import Action
 from approvals.selectors import pending_count
 
 from ..access import may_browse_admin
 
 FRAGMENT_HEADER = "X-Console-Fragment"
+VIA = "console"  # the surface every console decision names
 
 
 def actor_of(request: HttpRequest) -> Actor:
@@ -84,3 +87,22 @@ def tool_call_or_404(request: HttpRequest, call_id: str) -> ToolCall:
     if call is None or not may_see(actor_of(request), call):
         raise Http404("no such tool call")
     return call
+
+
+def call_to_decide(request: HttpRequest, call_id: str, action: Action) -> ToolCall:
+    """``tool_call_or_404`` for a decision: asking to decide an unseen id is also a refused
+    attempt, audited as the approval port audits one."""
+    try:
+        return tool_call_or_404(request, call_id)
+    except Http404:
+        refuse_unseen(
+            call_id, ToolCall.objects.filter(pk=call_id).first(), action, actor_of(request)
+        )
+        raise
+
+
+def refuse_unseen(call_id: str, call: ToolCall | None, action: Action, actor: Actor) -> None:
+    """Audit a decision asked of the console for a call ``actor`` may not see (``call``: the
+    call if one has that id), as the port's refusal ``not_found``."""
+    refusal = NotFound(f"no tool call {call_id}")
+    audit(Entry(call_id, call, action, actor, VIA, refusal=refusal, detail=refusal.message))

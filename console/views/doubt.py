@@ -20,13 +20,12 @@ from agent_core.exceptions import AgentCoreError, AlreadyDecided, RunNotActive
 from agent_core.models import ToolCall
 from approvals import services as port
 from approvals.exceptions import NotApprover
+from approvals.models import Action
 
 from ..access import console_view
 from ..forms import MarkDoneForm
 from ..in_doubt import explain_resolved, in_doubt_calls
-from .common import actor_of, fragment, page, retry_after, tool_call_or_404
-
-VIA = "console"
+from .common import VIA, actor_of, call_to_decide, fragment, page, retry_after
 
 
 def _item(actor: Actor, call: ToolCall, form: MarkDoneForm | None = None) -> dict[str, Any]:
@@ -79,7 +78,7 @@ def in_doubt_fragment(request: HttpRequest) -> HttpResponse:
 @console_view
 def mark_done(request: HttpRequest, call_id: str) -> HttpResponse:
     """It happened: record the result the person gives; the tool does not run again."""
-    call = tool_call_or_404(request, call_id)
+    call = call_to_decide(request, call_id, Action.MARK_DONE)
     form = MarkDoneForm(request.POST, prefix=call_id)
     if not form.is_valid():
         return _page(request, call=call, form=form, status=400)
@@ -98,7 +97,7 @@ def mark_done(request: HttpRequest, call_id: str) -> HttpResponse:
 @console_view
 def mark_not_done(request: HttpRequest, call_id: str) -> HttpResponse:
     """It did not happen: the call runs again (after a fresh approval, if its tool says so)."""
-    call = tool_call_or_404(request, call_id)
+    call = call_to_decide(request, call_id, Action.MARK_NOT_DONE)
     return _resolve(
         request,
         call,

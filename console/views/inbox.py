@@ -24,14 +24,13 @@ from agent_core.models import ToolCall
 from approvals import amendments
 from approvals import services as port
 from approvals.exceptions import InvalidDecision
+from approvals.models import Action
 
 from ..access import console_view
 from ..cards import Card, answer_form_for, card_for, explain, refusal
 from ..forms import ApproveForm, EditArgsForm, ExtendForm, RejectForm
 from ..in_doubt import explain_resolved, was_resolved
-from .common import actor_of, is_fragment, page, retry_after, tool_call_or_404
-
-VIA = "console"
+from .common import VIA, actor_of, call_to_decide, is_fragment, page, retry_after, tool_call_or_404
 
 
 @console_view
@@ -96,7 +95,7 @@ def edit(request: HttpRequest, call_id: str) -> HttpResponse:
 @console_view
 def answer(request: HttpRequest, call_id: str) -> HttpResponse:
     """Answer a human question with the form generated from its answer schema."""
-    call = tool_call_or_404(request, call_id)
+    call = call_to_decide(request, call_id, Action.ANSWER)
     form = answer_form_for(call, request.POST)
     return _decide(
         request,
@@ -148,7 +147,7 @@ def _decide(
     form: Any = None,
 ) -> HttpResponse:
     actor = actor_of(request)
-    call = tool_call_or_404(request, call_id)
+    call = call_to_decide(request, call_id, _ACTION[form_name])
     if form is not None and not form.is_valid():
         card = card_for(actor, call, data=request.POST, form=form_name)
         card.error = "Check the form: nothing was decided."
@@ -180,7 +179,14 @@ def _decide(
     return redirect("console:inbox")
 
 
-# What the viewer's own attempt was, by the form it came from.
+# The decision each form asks for, and what the viewer's own attempt was, by the form.
+_ACTION = {
+    "approve": Action.APPROVE,
+    "edit": Action.APPROVE,
+    "reject": Action.REJECT,
+    "answer": Action.ANSWER,
+    "extend": Action.EXTEND,
+}
 _ATTEMPT = {"approve": "approval", "edit": "approval", "reject": "rejection", "answer": "answer"}
 
 

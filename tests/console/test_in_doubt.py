@@ -115,7 +115,9 @@ def test_resolving_twice_is_a_conflict_shown_on_the_card_and_audited(login, doub
 def test_an_unknown_call_is_not_found_and_changes_nothing(login, db):
     response = login("fran").post(reverse("console:mark_not_done", args=["tc_nope"]))
     assert response.status_code == 404
-    assert not DecisionAttempt.objects.filter(action="mark_not_done").exists()
+    # A refused attempt, audited as the port audits one (issue #35); nothing else changed.
+    attempt = DecisionAttempt.objects.get(action="mark_not_done")
+    assert (attempt.tool_call_id, attempt.outcome, attempt.run_id) == ("tc_nope", "not_found", "")
 
 
 def test_nothing_in_doubt_says_so(login, db):

@@ -56,7 +56,9 @@ def test_a_decision_on_a_call_the_user_cannot_see_is_404_and_audited_as_not_foun
     assert response.status_code == 404
     call.refresh_from_db()
     assert call.status == CallStatus.PENDING_APPROVAL
-    assert not DecisionAttempt.objects.exists()  # refused before the port: nothing to audit
+    # As the port audits one (issue #35): a refused attempt, as if no such call existed.
+    attempt = DecisionAttempt.objects.get()
+    assert (attempt.tool_call_id, attempt.outcome, attempt.via) == (call.pk, "not_found", "console")
 
 
 @pytest.mark.parametrize(
