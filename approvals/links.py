@@ -132,12 +132,14 @@ def use(
     call = ToolCall.objects.filter(pk=link.tool_call_id).first()
     refused = refusal(link, actor, call, signed_in=signed_in)
     if refused is not None:
+        # Who tried: the person signed in, when the link is someone else's.
+        tried = signed_in if isinstance(refused, LinkOtherPerson) and signed_in else actor
         audit(
             Entry(
                 link.tool_call_id,
                 call,
                 Action(link.action),
-                actor,
+                tried,
                 link.via[:64],
                 refusal=refused,
                 detail=refused.message,

@@ -356,7 +356,10 @@ def test_a_link_refuses_a_person_who_changed_and_stays_unspent(
     call.refresh_from_db()
     assert call.status == "pending_approval" and not LinkUse.objects.exists()
     # The refused POST is audited (the GET is not); nothing of the link was spent.
-    assert list(DecisionAttempt.objects.values_list("outcome", "via")) == [(code, "email")]
+    tried = scene["people"]["other_approver" if change == "another session" else "approver"]
+    assert list(DecisionAttempt.objects.values_list("outcome", "via", "actor_ref")) == [
+        (code, "email", actor_for_user(tried).ref)
+    ]
     if change == "deactivated":
         fran.is_active = True
         fran.save()
