@@ -230,21 +230,26 @@ _PROCESS_LOCAL_CACHES = (
 
 @register()
 def check_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """``MAX_TOOL_CALLS_PER_STEP`` and ``THROTTLE_RATES`` are well formed; the throttles' cache is
+    """The limits on calls and steps and ``THROTTLE_RATES`` are well formed; the throttles' cache is
     shared by every process."""
     try:
         settings = agent_settings()
     except TypeError:
         return []  # reported by check_agent_settings
     errors: list[CheckMessage] = []
-    cap = settings.MAX_TOOL_CALLS_PER_STEP
-    if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
-        errors.append(
-            Error(
-                f"AGENT['MAX_TOOL_CALLS_PER_STEP'] must be a positive integer, not {cap!r}.",
-                id="agent_core.E009",
+    for key in (
+        "MAX_TOOL_CALLS_PER_STEP",
+        "MAX_STEPS_PER_RUN",
+        "MAX_TOOL_CALLS_PER_RUN",
+        "TOOL_LOOP_LIMIT",
+    ):
+        cap = getattr(settings, key)
+        if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+            errors.append(
+                Error(
+                    f"AGENT[{key!r}] must be a positive integer, not {cap!r}.", id="agent_core.E009"
+                )
             )
-        )
     for scope, rate in settings.THROTTLE_RATES.items():
         if rate is not None and not (isinstance(rate, str) and _RATE.match(rate)):
             errors.append(
