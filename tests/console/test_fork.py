@@ -45,7 +45,7 @@ def test_an_approver_forks_after_the_refund_ran_and_it_runs_no_more(refund, logi
 def test_a_viewer_who_may_not_see_the_thread_gets_no_form_and_404(refund, client):
     stranger = make_user("sam", staff=True)
     client.force_login(stranger)
-    said = Message.objects.filter(run=refund.run_id).first()
+    said = Message.objects.filter(run=refund.run_id).earliest("seq")
     assert client.get(reverse("console:run", args=[refund.run_id])).status_code == 404
     assert _fork(client, refund.run_id, said.pk).status_code == 404
     assert Thread.objects.count() == 1
@@ -57,7 +57,7 @@ def test_a_fork_needs_a_post_with_csrf_and_a_message_of_the_thread(refund, login
     assert client.get(url).status_code == 405
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(people["fran"])
-    said = Message.objects.filter(run=refund.run_id).first()
+    said = Message.objects.filter(run=refund.run_id).earliest("seq")
     assert strict.post(url, {"message_id": said.pk}).status_code == 403
     assert _fork(client, refund.run_id, "msg_nope").status_code == 404
     assert Thread.objects.count() == 1
