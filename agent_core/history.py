@@ -139,7 +139,22 @@ def _drop_from(thread: Thread, point: Message) -> int:
     Run.objects.filter(thread=thread, dropped_at__isnull=True, messages__dropped_at=now).exclude(
         Exists(kept)
     ).update(dropped_at=now)
+    _answer_open_calls(thread)
     return dropped
+
+
+def _answer_open_calls(thread: Thread) -> None:
+    """When the transcript now ends with calls whose results were dropped (a truncation from a
+    ``tool`` message), give the model their results again: every call it proposed has one."""
+    last = (
+        Message.objects.filter(thread=thread, dropped_at__isnull=True)
+        .select_related("run")
+        .order_by("-seq")
+        .first()
+    )
+    if last is None or last.role != Role.ASSISTANT or last.run is None:
+        return
+    transcript.append_results(last.run, list(last.tool_calls.order_by("position")))
 
 
 def _kept(part: dict[str, Any], left_out: set[str]) -> bool:

@@ -180,6 +180,11 @@ class ThreadSerializer(serializers.ModelSerializer[Thread]):
         }
 
 
+# A message id in a query parameter (``?from=``), checked as a body's (no NUL, at most 40
+# characters).
+MESSAGE_ID = serializers.CharField(max_length=40)
+
+
 class ForkSerializer(serializers.Serializer[Any]):
     """``POST /agent/threads/<id>/fork``: the message to fork after (it is included)."""
 

@@ -20,6 +20,7 @@ from drf_spectacular.utils import (
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
+from rest_framework.fields import empty
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -256,9 +257,12 @@ class ThreadViewSet(
         """Drop a message and every later one from what the model reads next. Their runs,
         calls, frames and audit rows stay, marked `dropped_at`."""
         thread = self._managed(request)
-        message_id = request.query_params.get("from")
-        if not message_id:
-            raise ValidationError({"from": ["Give the first message to drop: ?from=<id>."]})
+        try:
+            message_id = serializers.MESSAGE_ID.run_validation(
+                request.query_params.get("from", empty)
+            )
+        except ValidationError as exc:
+            raise ValidationError({"from": exc.detail}) from exc
         return Response({"dropped": history.truncate(thread, message_id)})
 
     @extend_schema(

@@ -149,12 +149,27 @@ def test_truncate_drops_from_a_message_and_keeps_the_records(refunded, people, c
     assert all(m["dropped_at"] for m in body["messages"])
 
 
+def test_truncating_the_results_of_calls_gives_the_model_their_results_again(
+    refunded, people, call_api
+):
+    results = messages_of(refunded.thread_id)[2]
+    assert results.role == Role.TOOL
+    url = f"/agent/threads/{refunded.thread_id}/messages?from={results.pk}"
+    assert call_api(people["alice"], "delete", url)[0] == 200
+    reads = model_reads(refunded.thread_id)
+    assert [role for role, _ in reads] == [Role.USER, Role.ASSISTANT, Role.TOOL]
+    assert reads[2][1] == results.content  # the same results, in a message of their own
+    assert Refund.objects.count() == 1
+
+
 def test_truncate_refusals(refunded, people, call_api, turn):
     first = messages_of(refunded.thread_id)[0]
     url = f"/agent/threads/{refunded.thread_id}/messages?from={first.pk}"
     assert call_api(people["bob"], "delete", url)[1]["code"] == "not_found"
     assert call_api(people["fran"], "delete", url)[0] == 404
     status, body = call_api(people["alice"], "delete", url.split("?")[0])
+    assert (status, body["code"]) == (400, "invalid")
+    status, body = call_api(people["alice"], "delete", url.replace(first.pk, "J%00"))
     assert (status, body["code"]) == (400, "invalid")
     status, body = call_api(people["alice"], "delete", url.replace(first.pk, "msg_nope"))
     assert (status, body["code"]) == (404, "not_found")
