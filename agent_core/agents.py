@@ -58,6 +58,10 @@ class Agent:
     model: str | None = None
     tools: tuple[ToolSpec, ...] = ()
     delegates: tuple[str | Delegate, ...] = ()
+    # Per-run limits (SPEC §16, ``runner.limits``); ``None``: the ``AGENT`` setting of that name.
+    max_steps_per_run: int | None = None
+    max_tool_calls_per_run: int | None = None
+    tool_loop_limit: int | None = None
     _by_name: dict[str, ToolSpec] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

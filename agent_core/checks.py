@@ -253,13 +253,20 @@ _PROCESS_LOCAL_CACHES = (
 )
 
 
-_CAPS = ("MAX_TOOL_CALLS_PER_STEP", "MAX_QUEUED_TURNS", "MAX_STREAMS_PER_ACTOR")
+_CAPS = (
+    "MAX_TOOL_CALLS_PER_STEP",
+    "MAX_STEPS_PER_RUN",
+    "MAX_TOOL_CALLS_PER_RUN",
+    "TOOL_LOOP_LIMIT",
+    "MAX_QUEUED_TURNS",
+    "MAX_STREAMS_PER_ACTOR",
+)
 
 
 @register()
 def check_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """The caps (``MAX_TOOL_CALLS_PER_STEP``, ``MAX_QUEUED_TURNS``, ``MAX_STREAMS_PER_ACTOR``)
-    and ``THROTTLE_RATES`` are well formed; the throttles' cache is shared by every process."""
+    """The caps and limits (``_CAPS``) and ``THROTTLE_RATES`` are well formed; the throttles'
+    cache is shared by every process."""
     try:
         settings = agent_settings()
     except TypeError:

@@ -70,8 +70,11 @@ class AgentSettings:
     # Read by the approval app; None: its default (approvals.policy.DefaultPolicy).
     APPROVAL_POLICY: str | None = None
     ACTOR_RESOLVER: str = "agent_core.actors.DjangoAuthResolver"
-    MAX_STEPS: int = 20
     MAX_TOOL_CALLS_PER_STEP: int = 16  # the calls of one model reply past this are refused
+    # Per run (agent_core.runner.limits; an Agent may set its own): past one, the run fails.
+    MAX_STEPS_PER_RUN: int = 20  # model steps
+    MAX_TOOL_CALLS_PER_RUN: int = 100  # calls the model proposed
+    TOOL_LOOP_LIMIT: int = 5  # the same call (tool and canonical args) this many times in a row
     MAX_DELEGATION_DEPTH: int = 3  # child runs below a run a person started (SPEC §14)
     # Per-actor DRF throttles (agent_core.api.throttles): scope -> "N/s|min|hour|day" or None.
     THROTTLE_RATES: dict[str, str | None] = field(default_factory=dict)

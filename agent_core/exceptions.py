@@ -109,6 +109,22 @@ class ModelNoOutput(AgentCoreError):
     code = "model_no_output"
 
 
+class RunLimitExceeded(AgentCoreError):
+    """The run reached its limit of model steps or tool calls (``MAX_STEPS_PER_RUN``,
+    ``MAX_TOOL_CALLS_PER_RUN``)."""
+
+    code = "run_limit_exceeded"
+    status_code = HTTPStatus.UNPROCESSABLE_ENTITY
+
+
+class ToolLoopDetected(AgentCoreError):
+    """The model kept calling the same tool with the same arguments after it was told it was
+    looping (``TOOL_LOOP_LIMIT``)."""
+
+    code = "tool_loop_detected"
+    status_code = HTTPStatus.UNPROCESSABLE_ENTITY
+
+
 class Cancelled(AgentCoreError):
     """The run was cancelled."""
 

@@ -35,6 +35,9 @@ class Thread(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # A fork's source (SPEC §16, ``history.fork``): plain ids, kept when the source is deleted.
+    forked_from_thread_id = models.CharField(max_length=40, blank=True, default="", db_default="")
+    forked_from_message_id = models.CharField(max_length=40, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-created_at"]
@@ -77,6 +80,8 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # When its thread was truncated before it (``history.truncate``): its rows stay, for the audit.
+    dropped_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -111,6 +116,9 @@ class Message(models.Model):
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.JSONField(default=list)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When its thread was truncated from here or before (``history.truncate``): the model no
+    # longer reads it; its calls stay, dropped with it.
+    dropped_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["thread_id", "seq"]

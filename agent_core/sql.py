@@ -258,9 +258,11 @@ FINISH_CALL_LOCKING = with_frames(
     joined=", k",
 )
 
-# A thread's transcript, in order, as ``(role, JSON content)`` (transcript.build_request):
-# thread id.
-TRANSCRIPT = f"SELECT role, content FROM {_MESSAGE} WHERE thread_id = %s ORDER BY seq"
+# A thread's transcript, in order, as ``(role, JSON content)`` (transcript.build_request), without
+# the messages a truncation dropped (history.truncate): thread id.
+TRANSCRIPT = (
+    f"SELECT role, content FROM {_MESSAGE} WHERE thread_id = %s AND dropped_at IS NULL ORDER BY seq"
+)
 
 # A model step's first attempt opened (journal.begin_model_step): its journal entry (as
 # BEGIN_STEP), with its ``step-start`` frame and the thread's transcript as it was before the
@@ -269,7 +271,7 @@ TRANSCRIPT = f"SELECT role, content FROM {_MESSAGE} WHERE thread_id = %s ORDER B
 _BEGIN = f"j AS ({BEGIN_STEP}),"
 _READ_TRANSCRIPT = (
     "t AS (SELECT json_agg(json_build_array(role, content) ORDER BY seq) AS messages"
-    f" FROM {_MESSAGE} WHERE thread_id = %s),"
+    f" FROM {_MESSAGE} WHERE thread_id = %s AND dropped_at IS NULL),"
 )
 _BEGUN = ", (SELECT attempts FROM j), (SELECT messages FROM t)"
 BEGIN_MODEL_STEP = with_frames(before=f"{_BEGIN} {_READ_TRANSCRIPT}", extra=_BEGUN)

@@ -4,7 +4,8 @@ It follows the run from the database (the driver may be this process's inline ru
 Celery worker), prompts ``approve [remember] / reject <reason> / edit <json>`` on an approval
 card the person at the terminal may decide, asks a human tool's question, and decides through
 the approval port with ``via="cli"``. Leaving while a run waits is safe: ``--thread``
-reattaches.
+reattaches. ``/regenerate``, ``/fork <message>`` and ``/truncate <message>`` go back in the
+thread (``agent_core.cli.rewind``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from django.core.management.base import CommandError
+
 from agent_core import delegation
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
 from agent_core.choices import CallStatus, Role, RunStatus
+from agent_core.cli import rewind
 from agent_core.cli.follow import RunFollower, pending_calls, render, shown, wait_until_settled
 from agent_core.cli.session import own_thread, start_turn
 from agent_core.exceptions import AgentCoreError
@@ -69,12 +73,34 @@ class Chat:
                     continue
                 if message in ("/quit", "/exit"):
                     return
+                if message.split()[0] in rewind.COMMANDS:
+                    self.rewind(message)
+                    continue
                 run = start_turn(self.agent, message, self.actor, self.thread_id)
                 self.thread_id = run.thread_id
                 self.drive(run.pk)
         except Left:
             if self.thread_id is not None:
                 self.write(f"\nbye; reattach with --thread {self.thread_id}\n")
+
+    def rewind(self, line: str) -> None:
+        """Regenerate, fork (and go on in the fork) or truncate the thread."""
+        if self.thread_id is None:
+            self.write("  no thread yet: say something first\n")
+            return
+        try:
+            done = rewind.apply(line, self.actor, self.thread_id)
+        except CommandError as exc:
+            self.write(f"  {exc}\n")
+            return
+        match done:
+            case Run():
+                self.drive(done.pk)
+            case Thread():
+                self.thread_id = done.pk
+                self.write(f"  forked: now on thread {done.pk}\n")
+            case int():
+                self.write(f"  dropped {done} messages\n")
 
     def reattach(self, thread: Thread) -> None:
         """Show the transcript so far; follow (and answer) the thread's active run."""

@@ -46,6 +46,7 @@ urlpatterns = [
     path("runs/<airlock_id:run_id>/", runs.run, name="run"),
     path("runs/<airlock_id:run_id>/fragment/", runs.run_fragment, name="run_fragment"),
     path("runs/<airlock_id:run_id>/cancel/", runs.cancel, name="cancel_run"),
+    path("runs/<airlock_id:run_id>/fork/", runs.fork, name="fork_run"),
     path("audit/", audit.audit, name="audit"),
     path("audit.csv", audit.audit_csv, name="audit_csv"),
     path("metrics/", metrics.metrics_page, name="metrics"),

@@ -26,7 +26,7 @@ from django.test import AsyncClient, Client
 from agent_core import access
 from agent_core.actors import actor_for_user
 from agent_core.asgi import websocket_application
-from agent_core.models import Run, ToolCall
+from agent_core.models import Message, Run, ToolCall
 from approvals import links
 from approvals.models import DecisionAttempt, LinkUse
 from config.asgi import application
@@ -69,7 +69,10 @@ def _ids(scene: dict[str, Any]) -> dict[str, str]:
     run: Run = scene["run"]
     call: ToolCall = scene["call"]
     question: ToolCall = scene["question"]
-    return {"R": run.pk, "T": run.thread_id, "C": call.pk, "Q": question.pk, "QR": question.run_id}
+    said = Message.objects.filter(thread_id=run.thread_id).order_by("seq").first()
+    assert said is not None
+    ids = {"R": run.pk, "T": run.thread_id, "C": call.pk, "Q": question.pk, "QR": question.run_id}
+    return {**ids, "M": said.pk}
 
 
 #          owner stranger approver other operator anonymous
@@ -77,10 +80,15 @@ API = [
     ("get", "/agent/threads", None, (200, 200, 200, 200, 200, 401)),
     ("get", "/agent/threads/{T}", None, (200, 404, 200, 404, 200, 401)),
     ("delete", "/agent/threads/{T}", None, (409, 404, 403, 404, 403, 401)),
+    ("patch", "/agent/threads/{T}", {"title": "renamed"}, (200, 404, 403, 404, 403, 401)),
+    ("post", "/agent/threads/{T}/fork", {"message_id": "{M}"}, (201, 404, 201, 404, 201, 401)),
+    ("delete", "/agent/threads/{T}/messages?from={M}", None, (409, 404, 403, 404, 403, 401)),
     ("get", "/agent/runs", None, (200, 200, 200, 200, 200, 401)),
     ("get", "/agent/runs/{R}", None, (200, 404, 200, 404, 200, 401)),
     ("get", "/agent/runs/{QR}", None, (200, 404, 404, 404, 200, 401)),
     ("post", "/agent/chat", {"agent": "support", "message": "hi", "thread_id": "{T}"},
+     (409, 404, 403, 404, 403, 401)),
+    ("post", "/agent/chat", {"thread_id": "{T}", "regenerate": True},
      (409, 404, 403, 404, 403, 401)),
     ("post", "/agent/chat/{R}/cancel", None, (202, 404, 403, 404, 202, 401)),
     ("post", "/agent/tool-call/approve", {"tool_call_id": "{C}"}, (403, 404, 200, 404, 403, 401)),

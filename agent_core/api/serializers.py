@@ -14,17 +14,41 @@ from ..turns import Mode
 
 
 class ChatStartSerializer(serializers.Serializer[Any]):
-    """``POST /agent/chat``: a user message to an agent, on a new thread or an existing one."""
+    """``POST /agent/chat``: a user message to an agent, on a new thread or an existing one; or
+    ``regenerate`` (with ``thread_id``, no ``message``): the thread's last user message answered
+    again in a new run (SPEC §16)."""
 
-    agent = serializers.CharField(max_length=100)
-    message = serializers.CharField(max_length=32_000)
+    agent = serializers.CharField(max_length=100, required=False)
+    message = serializers.CharField(max_length=32_000, required=False)
     thread_id = serializers.CharField(max_length=40, required=False)
+    regenerate = serializers.BooleanField(
+        default=False,
+        help_text="Answer the thread's last user message again (needs `thread_id`, no "
+        "`message`; `agent` defaults to the replaced turn's). The replaced turn's calls keep "
+        "their effects and are never re-run.",
+    )
     mode = serializers.ChoiceField(
         choices=[m.value for m in Mode],
         default=Mode.REJECT.value,
         help_text="When the thread is busy: `reject` (409 `run_active`), `queue` (start when "
         "the active run ends), `interrupt` (cancel the active run, then start).",
     )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["regenerate"]:
+            if "thread_id" not in attrs or "message" in attrs:
+                raise serializers.ValidationError(
+                    "regenerate takes a thread_id and no message", code="invalid"
+                )
+            if attrs["mode"] != Mode.REJECT:
+                raise serializers.ValidationError("regenerate takes no mode", code="invalid")
+            return attrs
+        missing = [name for name in ("agent", "message") if name not in attrs]
+        if missing:
+            raise serializers.ValidationError(
+                {name: ["This field is required."] for name in missing}, code="required"
+            )
+        return attrs
 
 
 class ChatStartedSerializer(serializers.Serializer[Any]):
@@ -102,19 +126,79 @@ class ToolCallSerializer(serializers.ModelSerializer[ToolCall]):
 
 
 class MessageSerializer(serializers.ModelSerializer[Message]):
+    """A transcript entry; ``dropped_at``: when a truncation or a regenerate took it out of what
+    the model reads (it stays for the audit)."""
+
     tool_calls = ToolCallSerializer(many=True, read_only=True)
 
     class Meta:
         model = Message
-        fields = ["id", "seq", "role", "content", "run_id", "created_at", "tool_calls"]
+        fields = [
+            "id",
+            "seq",
+            "role",
+            "content",
+            "run_id",
+            "created_at",
+            "dropped_at",
+            "tool_calls",
+        ]
         read_only_fields = fields
+
+
+class ForkedFromSerializer(serializers.Serializer[Any]):
+    thread_id = serializers.CharField()
+    message_id = serializers.CharField()
 
 
 class ThreadSerializer(serializers.ModelSerializer[Thread]):
+    """A thread; ``forked_from``: the thread and message it was forked from, else ``null``."""
+
+    forked_from = serializers.SerializerMethodField()
+
     class Meta:
         model = Thread
-        fields = ["id", "owner_ref", "agent", "title", "active_run_id", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "owner_ref",
+            "agent",
+            "title",
+            "active_run_id",
+            "forked_from",
+            "created_at",
+            "updated_at",
+        ]
         read_only_fields = fields
+
+    @extend_schema_field(ForkedFromSerializer(allow_null=True))
+    def get_forked_from(self, thread: Thread) -> dict[str, str] | None:
+        if not thread.forked_from_thread_id:
+            return None
+        return {
+            "thread_id": thread.forked_from_thread_id,
+            "message_id": thread.forked_from_message_id,
+        }
+
+
+# A message id in a query parameter (``?from=``), checked as a body's (no NUL, at most 40
+# characters).
+MESSAGE_ID = serializers.CharField(max_length=40)
+
+
+class ForkSerializer(serializers.Serializer[Any]):
+    """``POST /agent/threads/<id>/fork``: the message to fork after (it is included)."""
+
+    message_id = serializers.CharField(max_length=40)
+
+
+class RenameSerializer(serializers.Serializer[Any]):
+    """``PATCH /agent/threads/<id>``: the thread's new title."""
+
+    title = serializers.CharField(max_length=200)
+
+
+class TruncatedSerializer(serializers.Serializer[Any]):
+    dropped = serializers.IntegerField(help_text="how many messages were dropped")
 
 
 class ThreadDetailSerializer(ThreadSerializer):
@@ -157,7 +241,8 @@ class StepSerializer(serializers.ModelSerializer[Step]):
 
 
 class RunSerializer(serializers.ModelSerializer[Run]):
-    """A run; ``error_message`` only when ``EXPOSE_ERROR_DETAILS`` (else ``null``)."""
+    """A run; ``error_message`` only when ``EXPOSE_ERROR_DETAILS`` (else ``null``);
+    ``dropped_at``: when a truncation or a regenerate dropped its messages (SPEC §16)."""
 
     error_message = serializers.SerializerMethodField()
     usage = serializers.SerializerMethodField()
@@ -180,6 +265,7 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "created_at",
             "updated_at",
             "finished_at",
+            "dropped_at",
             "usage",
         ]
         read_only_fields = fields

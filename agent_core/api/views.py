@@ -19,10 +19,12 @@ from drf_spectacular.utils import (
 )
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.fields import empty
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import cancel, idempotency, turns
+from .. import cancel, history, idempotency, turns
 from ..access import check_may_cancel, check_may_manage, visible_runs, visible_threads
 from ..exceptions import InvalidHeader, NotFound, RunActive
 from ..ids import ID_REGEX
@@ -85,8 +87,9 @@ class ChatView(AirlockAPIView):
                 resource_type_field_name=None,
             ),
             409: OpenApiResponse(
-                description="`run_active`: the thread is busy (mode `reject`); `run_busy` (with "
-                "`Retry-After`): a request with this Idempotency-Key has not finished yet"
+                description="`run_active`: the thread is busy (mode `reject`, or `regenerate`); "
+                "`run_busy` (with `Retry-After`): a request with this Idempotency-Key has not "
+                "finished yet"
             ),
             413: OpenApiResponse(description="`body_too_large`"),
             422: OpenApiResponse(
@@ -108,6 +111,7 @@ class ChatView(AirlockAPIView):
                 f"Idempotency-Key must be 1 to {idempotency.MAX_KEY_LENGTH} characters"
             )
         thread_id = body.validated_data.get("thread_id")
+        thread: Thread | None = None
         if thread_id is not None:
             thread = visible_threads(actor).filter(pk=thread_id).first()
             if thread is None:
@@ -115,13 +119,19 @@ class ChatView(AirlockAPIView):
             check_may_manage(actor, thread)
 
         def start() -> dict[str, Any]:
-            started = turns.start_turn(
-                agent=body.validated_data["agent"],
-                message=body.validated_data["message"],
-                actor=actor,
-                thread_id=thread_id,
-                mode=turns.Mode(body.validated_data["mode"]),
-            )
+            started: Run | turns.Queued
+            if body.validated_data["regenerate"]:
+                assert thread is not None  # the serializer requires a thread_id
+                agent = body.validated_data.get("agent")
+                started = history.regenerate(thread, actor=actor, agent=agent)
+            else:
+                started = turns.start_turn(
+                    agent=body.validated_data["agent"],
+                    message=body.validated_data["message"],
+                    actor=actor,
+                    thread_id=thread_id,
+                    mode=turns.Mode(body.validated_data["mode"]),
+                )
             if isinstance(started, turns.Queued):
                 return {
                     "queued": True,
@@ -163,7 +173,8 @@ class ThreadViewSet(
     mixins.DestroyModelMixin,
     viewsets.GenericViewSet[Thread],
 ):
-    """Your threads (newest first); one with its transcript; delete one that is idle."""
+    """Your threads (newest first); one with its transcript; rename, fork, truncate, or delete one
+    that is idle."""
 
     pagination_class = KeysetPagination  # newest first
     filter_backends = [DjangoFilterBackend]
@@ -186,6 +197,75 @@ class ThreadViewSet(
         if self.action == "retrieve":
             return serializers.ThreadDetailSerializer
         return serializers.ThreadSerializer
+
+    def _managed(self, request: Request) -> Thread:
+        """The thread of the URL, if the actor may see it (else 404) and manage it (else 403)."""
+        thread = self.get_object()
+        check_may_manage(request_actor(request), thread)
+        return thread
+
+    @extend_schema(
+        request=serializers.RenameSerializer,
+        responses={200: serializers.ThreadSerializer, **_ERRORS},
+    )
+    def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Rename a thread (its owner only)."""
+        thread = self._managed(request)
+        body = serializers.RenameSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        thread = history.rename(thread, body.validated_data["title"])
+        return Response(serializers.ThreadSerializer(thread).data)
+
+    @extend_schema(
+        request=serializers.ForkSerializer,
+        responses={
+            201: serializers.ThreadSerializer,
+            404: OpenApiResponse(
+                description="`not_found`: no such thread or message, or not yours to see"
+            ),
+            **{code: answer for code, answer in _ERRORS.items() if code != 404},
+        },
+    )
+    @action(detail=True, methods=["post"], url_path="fork")
+    def fork(self, request: Request, pk: str) -> Response:
+        """A new thread of yours with this thread's messages up to and including `message_id`
+        and the calls that had ended by then (copied, never re-run; calls still open are left
+        out). Anyone who may see the thread may fork it; the new thread says `forked_from`."""
+        thread = self.get_object()
+        body = serializers.ForkSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        forked = history.fork(
+            thread, body.validated_data["message_id"], actor=request_actor(request)
+        )
+        return Response(serializers.ThreadSerializer(forked).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=None,
+        parameters=[
+            OpenApiParameter(
+                "from",
+                required=True,
+                description="the first message to drop; every later one goes with it",
+            )
+        ],
+        responses={
+            200: serializers.TruncatedSerializer,
+            409: OpenApiResponse(description="`run_active`: cancel its run first"),
+            **_ERRORS,
+        },
+    )
+    @action(detail=True, methods=["delete"], url_path="messages")
+    def truncate(self, request: Request, pk: str) -> Response:
+        """Drop a message and every later one from what the model reads next. Their runs,
+        calls, frames and audit rows stay, marked `dropped_at`."""
+        thread = self._managed(request)
+        try:
+            message_id = serializers.MESSAGE_ID.run_validation(
+                request.query_params.get("from", empty)
+            )
+        except ValidationError as exc:
+            raise ValidationError({"from": exc.detail}) from exc
+        return Response({"dropped": history.truncate(thread, message_id)})
 
     @extend_schema(
         responses={

@@ -36,7 +36,7 @@ from ..models import Run, ToolCall
 from ..providers.base import ModelRequest
 from ..runs import complete_run, continue_or_park, fail_run, stop_over_quota
 from ..tools import AbortSignal
-from . import model_step, tool_step
+from . import limits, model_step, tool_step
 from .abort import CancelWatch
 from .plan import CallModel, Finish, Park, Recover, RunTool, plan
 from .queues import queue_of
@@ -122,6 +122,7 @@ def _open(
         return Next.STOP
     agent = get_agent(run.agent)
     step = plan(journal, every_call)
+    note = limits.check(agent, step, every_call)  # raises past a limit of the run
     if only is not None and isinstance(step, CallModel | RunTool | Recover):
         queue = queue_of(agent, None if isinstance(step, CallModel) else step.call.tool_name)
         if queue != only:
@@ -138,7 +139,7 @@ def _open(
                 return Next.STOP
             name = f"llm:{index}"
             first = name not in journal  # else a retried attempt
-            results = transcript.results(list(previous)) if first else []
+            results = limits.told(transcript.results(list(previous)), note) if first else []
             attempt, request = begin_model_step(run, agent, name, results=results, first=first)
             return Opened(run, agent, step, attempt, request, journal, every_call)
         case RunTool() | Recover():

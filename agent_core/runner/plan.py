@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 from ..choices import CALL_PENDING, CallStatus, StepStatus
-from ..conf import agent_settings
-from ..exceptions import AgentCoreError, ReplayDiverged
+from ..exceptions import ReplayDiverged
 from ..models import ToolCall
 
 
@@ -71,8 +70,6 @@ def plan(journal: dict[str, str], every_call: list[ToolCall]) -> Plan:
             return RunTool(call)
     if waiting or any(call.status in CALL_PENDING for call in calls):
         return Park()
-    if last + 1 >= agent_settings().MAX_STEPS:
-        raise AgentCoreError(f"the run reached MAX_STEPS ({agent_settings().MAX_STEPS})")
     return CallModel(last + 1, tuple(calls))
 
 

@@ -1,4 +1,5 @@
-"""Runs: the list with filters, a run's page (transcript, steps, calls, live stream), Cancel.
+"""Runs: the list with filters, a run's page (transcript, steps, calls, live stream), Cancel,
+and "Fork from here" on each message of its thread (SPEC §16, ``agent_core.history.fork``).
 
 Who may cancel is the one rule of every surface (``agent_core.access.check_may_cancel``):
 the thread's owner or an ``AGENT["OPERATOR_ROLE"]`` holder.
@@ -15,11 +16,12 @@ from django.shortcuts import get_object_or_404, redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from agent_core.access import check_may_cancel, visible_runs
+from agent_core import history
+from agent_core.access import check_may_cancel, visible_runs, visible_threads
 from agent_core.actors import Actor
 from agent_core.cancel import request_cancel
 from agent_core.choices import RunStatus
-from agent_core.exceptions import NotAllowed
+from agent_core.exceptions import NotAllowed, NotFound
 from agent_core.models import Run, Step, StreamFrame, ToolCall
 from approvals.models import DecisionAttempt, Delivery
 
@@ -81,6 +83,7 @@ def _run_context(request: HttpRequest, run_id: str) -> dict[str, Any]:
     return {
         "run": run,
         "may_cancel": _may_cancel(actor_of(request), run),
+        "may_fork": visible_threads(actor_of(request)).filter(pk=run.thread_id).exists(),
         "transcript": list(run.messages.order_by("seq")),
         "steps": [{"step": s, "took": _took(s, calls)} for s in steps],
         "calls": [
@@ -149,5 +152,22 @@ def _too_late(run: Run) -> str:
 
 
 def _refused(request: HttpRequest, run_id: str, error: str, *, status: int) -> HttpResponse:
+    """The run's page again, with ``error`` (a refused cancel or fork) on it."""
     context = {**_run_context(request, run_id), "cancel_error": error}
     return page(request, "console/run.html", context, status=status)
+
+
+@require_POST
+@console_view
+def fork(request: HttpRequest, run_id: str) -> HttpResponse:
+    """Fork the run's thread after one of its messages into a thread of the viewer's own: the
+    calls that had ended are copied with their results, never run again."""
+    run = _visible_run(request, run_id)
+    actor = actor_of(request)
+    thread = get_object_or_404(visible_threads(actor), pk=run.thread_id)
+    try:
+        forked = history.fork(thread, request.POST.get("message_id", ""), actor=actor)
+    except NotFound as exc:
+        return _refused(request, run_id, exc.message, status=404)
+    messages.success(request, f"Forked into thread {forked.pk}; yours to continue.")
+    return redirect("console:run", forked.runs.get().pk)

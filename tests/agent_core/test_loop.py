@@ -174,13 +174,13 @@ def test_edited_args_run_and_the_model_is_told(turn, decide):
 def test_a_step_that_cannot_open_keeps_the_record_of_the_tool_before_it(turn, decide, settings):
     # The inline driver opens the next model step in the transaction that records the tool;
     # here that opening fails (the step budget is spent). The effect and its record stand.
-    settings.AGENT = {**settings.AGENT, "MAX_STEPS": 1}
+    settings.AGENT = {**settings.AGENT, "MAX_STEPS_PER_RUN": 1}
     run = turn(REFUND)
     [call] = calls_of(run)
     decide(port.approve, call.pk, actor=ALICE)
     run.refresh_from_db()
     call.refresh_from_db()
-    assert run.status == RunStatus.FAILED and "MAX_STEPS (1)" in run.error_message
+    assert run.status == RunStatus.FAILED and run.error_code == "run_limit_exceeded"
     assert call.status == CallStatus.SUCCEEDED and call.attempts == 1
     assert Refund.objects.filter(tool_call_id=call.pk).count() == 1
     assert Step.objects.filter(run=run, name=f"tool:{call.pk}").exists()

@@ -275,6 +275,38 @@ def test_chat_reattaches_to_a_thread_left_waiting(people, terminals):
     assert run.status == RunStatus.COMPLETED
 
 
+def test_chat_regenerates_forks_and_truncates(people, terminals):
+    chat = open_chat(terminals)
+    chat.expect("you> ")
+    chat.send("/regenerate")
+    assert "no thread yet" in chat.expect("you> ")
+    chat.send('/call issue_refund {"order_id": "A-1001", "amount": 12}')
+    chat.expect("edit <json> > ")
+    chat.send("approve")
+    chat.expect("you> ")
+    # Regenerated, the model asks for the refund again: a new card, never the old effect.
+    chat.send("/regenerate")
+    chat.expect("edit <json> > ")
+    chat.send("reject once is enough")
+    chat.expect("you> ")
+    thread = Thread.objects.get()
+    chat.send("/fork 1")
+    assert "forked: now on thread thr_" in chat.expect("you> ")
+    chat.send("/truncate 9")
+    assert "has no message number 9" in chat.expect("you> ")
+    chat.send("/truncate 1")
+    assert "dropped 1 messages" in chat.expect("you> ")
+    chat.send("/fork")
+    assert "usage: /regenerate" in chat.expect("you> ")
+    chat.end_input()
+    assert chat.wait() == 0
+    assert Refund.objects.count() == 1
+    fork = Thread.objects.exclude(pk=thread.pk).get()
+    assert fork.forked_from_thread_id == thread.pk
+    statuses = sorted(ToolCall.objects.filter(thread=thread).values_list("status", flat=True))
+    assert statuses == [CallStatus.REJECTED, CallStatus.SUCCEEDED]
+
+
 def test_chat_waits_for_an_approver_it_is_not(people, terminals, settings):
     # A call whose approver is a role alice lacks: chat shows the card and waits; bob (with the
     # role) decides from another process, and the chat carries on.

@@ -5,6 +5,7 @@ dedupes on the idempotency key, ``purge_strict``, a plain tool that asks afresh 
 attempt, and ``read_vault``, a read that runs only on the ``agent.vault`` queue. ``slow``
 streams a little text and then stalls for ``AIRLOCK_TEST_SLOW_MODEL`` seconds, so a test can
 kill a worker in the middle of a model step. ``desk`` and ``relay`` delegate (compositions).
+``looper`` has small per-run limits and a model that wanders or loops (SPEC §16).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from agent_core.agents import Agent, Delegate
 from agent_core.compositions import Parallel, Pipeline
 from agent_core.exceptions import ModelError
 from agent_core.providers.base import ModelEvent, ModelRequest, TextDelta
-from agent_core.providers.scripted import ScriptedProvider
+from agent_core.providers.scripted import Reply, ScriptedProvider, register_script
 from agent_core.tools import AbortSignal, ToolContext, tool
 from demo.models import CachePurge, MailerSend
 from demo.tools import issue_refund, lookup_order, purge_cache, send_campaign
@@ -131,3 +132,30 @@ review_by_relay_agent = Parallel(
     name="review_by_relay", branches=("lawyer", "designer"), merge="relay"
 )
 chain_agent = Pipeline(name="chain", steps=("lawyer", "designer"))
+
+
+def looper_script(request: ModelRequest) -> Reply:
+    """``wander <n>``: each step looks up ``n`` orders it has not looked up before; ``loop``:
+    each step looks up A-1001 again, until told it loops (``loop, but obey``: then it answers)."""
+    said = request.messages[0].parts[0]["text"]
+    results = [p for m in request.messages if m.role == "tool" for p in m.parts]
+    if said.startswith("wander"):
+        step = len([m for m in request.messages if m.role == "tool"])
+        width = int(said.split()[1])
+        return Reply(calls=[("lookup_order", {"order_id": f"X-{step}-{i}"}) for i in range(width)])
+    told = results and isinstance(results[-1]["output"], dict) and "note" in results[-1]["output"]
+    if told and "obey" in said:
+        return Reply(text="I was going round in circles; A-1001 is as I said.")
+    return Reply(calls=[("lookup_order", {"order_id": "A-1001"})])
+
+
+register_script("looper", looper_script)
+looper_agent = Agent(
+    name="looper",
+    instructions="Limit tests.",
+    model="scripted:looper",
+    tools=(lookup_order,),
+    max_steps_per_run=4,
+    max_tool_calls_per_run=6,
+    tool_loop_limit=3,
+)
