@@ -67,6 +67,7 @@ def _visible_run(request: HttpRequest, run_id: str) -> Run:
 
 def _run_context(request: HttpRequest, run_id: str) -> dict[str, Any]:
     run = _visible_run(request, run_id)
+    visible = visible_runs(actor_of(request))
     steps = list(run.steps.order_by("started_at"))
     calls = list(run.tool_calls.order_by("requested_at", "position"))
     attempts = DecisionAttempt.objects.filter(run_id=run.pk).order_by("created_at")
@@ -88,9 +89,10 @@ def _run_context(request: HttpRequest, run_id: str) -> dict[str, Any]:
         ],
         "frames": frames,
         "last_seq": frames[-1].seq if frames else 0,
-        # The delegation tree around the run (SPEC §14): who started it, what it started.
-        "parent": run.parent_run,
-        "children": list(run.child_runs.order_by("created_at")),
+        # The delegation tree around the run (SPEC §14): who started it, what it started, as
+        # far as the viewer may see them (an approver of a child's call may not see its parent).
+        "parent": visible.filter(pk=run.parent_run_id).first() if run.parent_run_id else None,
+        "children": list(visible.filter(parent_run=run).order_by("created_at")),
     }
 
 

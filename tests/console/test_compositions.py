@@ -38,3 +38,11 @@ def test_the_run_page_shows_the_tree(login, delegated):
     assert "billing" in page and "waiting" in page
     page = client.get(reverse("console:run", args=[child.pk])).content.decode()
     assert "data-parent-run" in page and reverse("console:run", args=[parent.pk]) in page
+
+
+def test_an_approver_of_a_childs_call_is_not_linked_to_a_parent_it_may_not_see(login, delegated):
+    parent, child, _ = delegated
+    client = login("fran")  # finance decides the child's refund; the parent is alice's run
+    assert client.get(reverse("console:run", args=[parent.pk])).status_code == 404
+    page = client.get(reverse("console:run", args=[child.pk])).content.decode()
+    assert "data-parent-run" not in page and parent.pk not in page

@@ -89,8 +89,12 @@ def test_a_run_page_shows_transcript_steps_calls_and_stream(login, history):
 def test_a_waiting_run_links_to_its_card(login, history):
     run = history["waiting"]
     call = ToolCall.objects.get(run=run)
-    html = login("otto").get(reverse("console:run", args=[run.pk])).content.decode()
-    assert f"#card-{call.pk}" in html and "waiting" in html
+    client = login("otto")
+    html = client.get(reverse("console:run", args=[run.pk])).content.decode()
+    link = reverse("console:call", args=[call.pk])
+    # The call's own page, not the inbox's #card-<id>: rows carry no such anchor (issue 42).
+    assert f'href="{link}" data-decide' in html and "waiting" in html
+    assert f'id="card-{call.pk}"' in client.get(link).content.decode()
 
 
 def test_the_run_fragment_is_the_details_alone(login, history):
