@@ -174,3 +174,11 @@ def test_the_percentile_is_nearest_rank():
     assert percentile([], 50) is None
     assert percentile([3.0, 1.0, 2.0], 50) == 2.0
     assert percentile([float(n) for n in range(1, 101)], 95) == 95.0
+
+
+def test_pages_and_fragments_are_compressed_for_clients_that_accept_it(login, history):
+    client = login("otto")
+    for url in (reverse("console:inbox"), reverse("console:inbox_fragment")):
+        response = client.get(url, HTTP_ACCEPT_ENCODING="gzip, deflate, br")
+        assert response.status_code == 200 and response["Content-Encoding"] == "gzip", url
+    assert "Content-Encoding" not in client.get(reverse("console:inbox"))
