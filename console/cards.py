@@ -21,6 +21,7 @@ from agent_core.models import Message, ToolCall
 from agent_core.tools import ToolSpec
 from approvals import escalation, quorum
 from approvals.conf import approvals_settings
+from approvals.edits import EditPreview
 from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
 from approvals.models import Approval
 from approvals.policy import get_policy
@@ -52,6 +53,7 @@ class Card:
     approvals_needed: int = 1  # distinct approvers the call needs (its quorum)
     approvals: list[Approval] = field(default_factory=list)  # given so far
     escalated_to: str = ""  # the role the call was escalated to, once it was
+    edit_preview: EditPreview | None = None  # edited args shown for confirmation, not decided
     error: str = ""  # why the viewer's last action on this card was refused
     errors: list[str] = field(default_factory=list)  # field-level details of that refusal
 

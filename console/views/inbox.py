@@ -77,8 +77,12 @@ def reject(request: HttpRequest, call_id: str) -> HttpResponse:
 @require_POST
 @console_view
 def edit(request: HttpRequest, call_id: str) -> HttpResponse:
-    """Approve with edited arguments."""
+    """Approve with edited arguments, in two steps: the first shows the changes field by field
+    with the policy's answer for the edited call, and decides nothing; the second (``confirm``)
+    approves exactly what was shown."""
     form = EditArgsForm(request.POST, auto_id=f"id_%s_edit_{call_id}")
+    if "confirm" not in request.POST:
+        return _preview_edit(request, call_id, form)
     return _decide(
         request,
         call_id,
@@ -127,6 +131,24 @@ def extend(request: HttpRequest, call_id: str) -> HttpResponse:
         done=_extended,
         form=form,
     )
+
+
+def _preview_edit(request: HttpRequest, call_id: str, form: EditArgsForm) -> HttpResponse:
+    actor = actor_of(request)
+    call = tool_call_or_404(request, call_id)
+    card = card_for(actor, call, data=request.POST, form="edit")
+    if not form.is_valid():
+        card.error = "Check the form: nothing was decided."
+        return _card_response(request, card, status=400)
+    try:
+        card.edit_preview = port.preview_edit(call.pk, actor=actor, args=form.cleaned_data["args"])
+    except AgentCoreError as exc:
+        card.error = refusal(exc, call)
+        card.errors = _field_errors(exc)
+        return _card_response(request, card, status=exc.status_code)
+    response = _card_response(request, card, status=200)
+    response["X-Console-Card"] = "1"  # the page's script shows it in place of the card
+    return response
 
 
 def _extended(deadline: datetime) -> str:

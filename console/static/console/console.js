@@ -207,9 +207,13 @@
     if (card) card.setAttribute("data-submitting", "");
     form.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
     fetch(form.action, { method: "POST", body: new FormData(form), headers: FRAGMENT, credentials: "same-origin" })
-      .then(function (r) { return r.text().then(function (html) { return { ok: r.ok, html: html }; }); })
+      .then(function (r) {
+        // A card in answer (an edit to confirm, a refusal) replaces the card; else it decided.
+        var isCard = !r.ok || r.headers.get("X-Console-Card") === "1";
+        return r.text().then(function (html) { return { isCard: isCard, html: html }; });
+      })
       .then(function (res) {
-        if (res.ok) {
+        if (!res.isCard) {
           var area = document.getElementById("flash-area");
           if (area) area.insertAdjacentHTML("afterbegin", res.html);
           if (hooks.decided && hooks.decided(card, form, area)) return;
@@ -218,8 +222,12 @@
           focusAfterDecision(next, area);
           scheduleRefresh(0);
         } else if (card) {
+          var slot = card.parentNode, id = card.getAttribute("data-card");
           card.outerHTML = res.html;
           tick();
+          var fresh = slot && slot.querySelector('[data-card="' + id + '"]');
+          var confirm = fresh && fresh.querySelector("[data-edit-preview] button");
+          if (confirm) confirm.focus();
         }
       })
       .catch(function () { form.submit(); });
