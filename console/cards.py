@@ -37,6 +37,7 @@ class CallContext:
 
     user_text: str
     model_text: str
+    asked_by: str = ""  # the agent that delegated the run; "" when a person asked
 
 
 @dataclass
@@ -83,12 +84,23 @@ class Card:
             .order_by("-seq")
             .first()
         )
-        return CallContext(user_text=asked.text if asked else "", model_text=said.text)
+        # A delegated run's user message is the delegating agent's, never the person's.
+        chain = self.agents
+        return CallContext(
+            user_text=asked.text if asked else "",
+            model_text=said.text,
+            asked_by=f"{chain[-2]} (agent)" if len(chain) > 1 else "",
+        )
 
     @cached_property
+    def agents(self) -> list[str]:
+        """The agents from the run a person started down to the call's."""
+        return delegation.chain_of(self.call.run)
+
+    @property
     def chain(self) -> str:
         """The agents from the run a person started down to the call's: "support → billing"."""
-        return " → ".join(delegation.chain_of(self.call.run))
+        return " → ".join(self.agents)
 
     @property
     def prompt(self) -> str:

@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import TIME_STRINGS, timesince, timeuntil
 from django.utils.translation import get_language
 
+from console.conf import console_settings
 from console.people import name_of
 
 register = template.Library()
@@ -124,3 +125,9 @@ def percent(value: float | None) -> str:
 def get(mapping: dict[str, Any], key: str) -> Any:
     """``mapping[key]`` in a template (``None`` when missing)."""
     return mapping.get(key)
+
+
+@register.simple_tag
+def undo_seconds() -> int:
+    """How long a console decision waits, with an Undo, before it is sent."""
+    return console_settings().UNDO_SECONDS

@@ -187,17 +187,16 @@ def _decide(
         return _unchanged(request, _unchanged_text(call, actor, form_name))
     if callable(done):
         done = done(outcome)
+    said = f"{done}: {named(call)}."
     if is_fragment(request):
-        return HttpResponse(
-            format_html(
-                '<div class="flash ok" role="status">{}: {} ({}).</div>',
-                done,
-                call.tool_name,
-                call.pk,
-            )
-        )
-    messages.success(request, f"{done}: {call.tool_name} ({call.pk}).")
+        return HttpResponse(format_html('<div class="flash ok" role="status">{}</div>', said))
+    messages.success(request, said)
     return redirect("console:inbox")
+
+
+def named(call: ToolCall) -> str:
+    """A call as a flash message names it: its tool and summary (its id without a summary)."""
+    return f"{call.tool_name} — {call.summary}" if call.summary else f"{call.tool_name} ({call.pk})"
 
 
 # What the viewer's own attempt was, by the form it came from.

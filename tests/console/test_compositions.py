@@ -46,3 +46,9 @@ def test_an_approver_of_a_childs_call_is_not_linked_to_a_parent_it_may_not_see(l
     assert client.get(reverse("console:run", args=[parent.pk])).status_code == 404
     page = client.get(reverse("console:run", args=[child.pk])).content.decode()
     assert "data-parent-run" not in page and parent.pk not in page
+
+
+def test_a_delegated_calls_card_credits_its_message_to_the_delegating_agent(login, delegated):
+    _, _, refund = delegated
+    card = login("fran").get(reverse("console:call", args=[refund.pk])).content.decode()
+    assert "support (agent) asked" in card and "alice asked" not in card

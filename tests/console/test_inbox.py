@@ -86,7 +86,7 @@ def test_approve_runs_the_call_and_the_run_completes(login, refund, decide):
 def test_a_fragment_request_gets_a_notice(login, refund, decide):
     response = decide(_post, login("fran"), "approve", refund, **FRAGMENT)
     assert response.status_code == 200
-    assert f"Approved: issue_refund ({refund.pk})." in response.content.decode()
+    assert f"Approved: issue_refund — {refund.summary}." in response.content.decode()
 
 
 def test_approve_and_remember_remembers_for_the_thread(login, refund, decide):
