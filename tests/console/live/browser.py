@@ -41,13 +41,13 @@ def start_console_server(log: Path, **extra: str) -> Server:
     """daphne serving ``config.asgi`` with the test settings, static files and this test's
     approval policy, on the test database (the inline runner runs inside it); ``extra``: more
     of its environment."""
-    return start_server(
-        log,
-        DJANGO_SETTINGS_MODULE="tests.settings",
-        SERVE_STATIC="1",
-        AIRLOCK_TEST_APPROVAL_POLICY=settings.AGENT["APPROVAL_POLICY"],
+    environment = {
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "SERVE_STATIC": "1",
+        "AIRLOCK_TEST_APPROVAL_POLICY": settings.AGENT["APPROVAL_POLICY"],
         **extra,
-    )
+    }
+    return start_server(log, **environment)
 
 
 def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
