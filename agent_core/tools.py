@@ -90,6 +90,8 @@ class Recovered:
 PreflightFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], Preflight]
 RecoverFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], Recovered]
 SummaryFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], str]
+# Raises ValueError saying why a decider may not approve the edited args in place of the original.
+EditValidatorFn: TypeAlias = Callable[[ToolContext, dict[str, Any], dict[str, Any]], None]
 # A summary is one line on an inbox row: longer text is cut there.
 SUMMARY_MAX_CHARS = 300
 
@@ -115,6 +117,8 @@ class ToolSpec:
     answer_model: type[pydantic.BaseModel] | None = None  # human tools: the answer's schema
     delegate: str = ""  # delegation tools (SPEC §14): the agent the call starts a child run of
     detached: bool = False  # delegation tools: return the child's run id at once
+    editable: tuple[str, ...] | None = None  # the args a decider may edit (None: any of them)
+    validate_edit: EditValidatorFn | None = None  # bounds an edit (a refund within its order)
 
     @cached_property
     def parameters_schema(self) -> dict[str, Any]:
@@ -133,6 +137,24 @@ class ToolSpec:
         """A human tool's validated answer; raises ``pydantic.ValidationError``."""
         assert self.answer_model is not None, f"{self.name} is not a human tool"
         return self.answer_model.model_validate(answer).model_dump(mode="json")
+
+    def check_edit(
+        self, ctx: ToolContext, original: dict[str, Any], edited: dict[str, Any]
+    ) -> None:
+        """Raise ``ValueError`` saying why a decider may not approve ``edited`` (valid args) in
+        place of the call's ``original`` args: a field outside ``editable``, or the tool's own
+        ``validate_edit``."""
+        if self.editable is not None:
+            fixed = sorted(
+                k
+                for k in (original.keys() | edited.keys()) - set(self.editable)
+                if original.get(k) != edited.get(k)
+            )
+            if fixed:
+                allowed = ", ".join(self.editable) or "none"
+                raise ValueError(f"{', '.join(fixed)} may not be edited (editable: {allowed})")
+        if self.validate_edit is not None:
+            self.validate_edit(ctx, original, edited)
 
     def summarize(self, ctx: ToolContext, args: dict[str, Any]) -> str:
         """The call's one-line summary ("" without ``summary``, or when it raised: the decider
@@ -199,6 +221,8 @@ def tool(
     approval_scope: ApprovalScope = "call",
     rememberable: bool = True,
     queue: str | None = None,
+    editable: tuple[str, ...] | None = None,
+    validate_edit: EditValidatorFn | None = None,
 ) -> Any:
     """Declare a tool: ``@tool`` or ``@tool(kind="action", atomic=True, ...)``.
 
@@ -206,7 +230,9 @@ def tool(
     the Celery queue the durable runner runs it on (e.g. only workers holding its credentials
     listen there); by default see ``agent_core.runner.queues.queue_of``. ``summary(ctx, args)``
     returns one human line about a call ("Refund 120.00 on order A-1003 — Jane Doe"), computed
-    when the call asks for approval and stored with it.
+    when the call asks for approval and stored with it. ``editable`` names the args a decider
+    may change before approving (default: any), and ``validate_edit(ctx, original, edited)``
+    raises ``ValueError`` for an edit the tool refuses (a refund above its order's total).
     """
 
     def wrap(f: Callable[..., Any]) -> ToolSpec:
@@ -225,6 +251,8 @@ def tool(
             approval_scope=approval_scope,
             rememberable=rememberable,
             queue=queue,
+            editable=editable,
+            validate_edit=validate_edit,
         )
 
     return wrap(func) if func is not None else wrap

@@ -12,9 +12,9 @@ from agent_core import rows
 from agent_core.actors import Actor
 from agent_core.gate import Verdict
 from agent_core.models import Thread, ToolCall
-from agent_core.tools import ToolContext, ToolSpec
+from agent_core.tools import ToolSpec
 
-from . import cases, escalation, quorum
+from . import cases, escalation, guards, quorum
 from . import sql as statements
 from .notify import delivery
 from .policy import get_policy
@@ -33,7 +33,7 @@ class ApprovalGate:
         requirement = get_policy().requirement_for(tool, call.args, actor, thread)
         if not requirement.required:
             return Verdict(required=False)
-        call.summary = tool.summarize(_context(call, actor, thread), call.args)
+        call.summary = tool.summarize(guards.tool_context(call, actor, thread), call.args)
         approver = requirement.stored_approver
         expires_at = timezone.now() + requirement.ttl if requirement.ttl else None
         if requirement.escalate is not None and expires_at is not None:
@@ -57,13 +57,3 @@ class ApprovalGate:
         """What the policy lets ``actor`` decide now, and the calls escalated to its roles with
         the power to decide (decided or not: it may follow what it decided)."""
         return get_policy().decidable(actor) | cases.escalated(actor)
-
-
-def _context(call: ToolCall, actor: Actor, thread: Thread) -> ToolContext:
-    return ToolContext(
-        run_id=call.run_id,
-        thread_id=thread.pk,
-        tool_call_id=call.pk,
-        actor=actor,
-        idempotency_key=call.idempotency_key,
-    )

@@ -14,11 +14,12 @@ from agent_core.actors import Actor
 from agent_core.agents import get_agent
 from agent_core.choices import REQUESTER, SYSTEM_VIAS
 from agent_core.exceptions import ToolNotFound
-from agent_core.models import Run, ToolCall
-from agent_core.tools import ToolSpec
+from agent_core.models import Run, Thread, ToolCall
+from agent_core.tools import ToolContext, ToolSpec
 
 from .exceptions import EditNeedsApprover, InvalidDecision
 from .policy import get_policy
+from .requirement import Requirement
 
 
 def check_via(via: str) -> None:
@@ -37,14 +38,33 @@ def may_see(actor: Actor, call: ToolCall) -> bool:
     return may_see_run(actor, call.run_id)
 
 
-def check_edit(run: Run, call: ToolCall, tool: ToolSpec, args: dict[str, Any]) -> None:
-    """Edited args are asked of the policy again: a yes given under one rule (a small refund)
-    may not approve what another rule gives someone else (a large one)."""
+def tool_context(call: ToolCall, actor: Actor, thread: Thread) -> ToolContext:
+    """What the call's tool functions (summary, edit checks) are handed, outside its run."""
+    return ToolContext(
+        run_id=call.run_id,
+        thread_id=thread.pk,
+        tool_call_id=call.pk,
+        actor=actor,
+        idempotency_key=call.idempotency_key,
+    )
+
+
+def check_edit(
+    run: Run, call: ToolCall, tool: ToolSpec, args: dict[str, Any], ctx: ToolContext
+) -> Requirement:
+    """Edited (schema-valid) args are asked of the policy again (a yes given under one rule, a
+    small refund, may not approve what another rule gives someone else, a large one), then
+    checked by the tool (``editable``, ``validate_edit``). Returns the policy's answer."""
     requester = Actor(ref=run.actor_ref, roles=frozenset(run.actor_roles))
     need = get_policy().requirement_for(tool, args, requester, run.thread)
     if need.required and need.approver != call.approver:
         who = "the requester" if need.approver == REQUESTER else f"role {need.approver!r}"
         raise EditNeedsApprover(f"the edited arguments need the approval of {who}")
+    try:
+        tool.check_edit(ctx, call.args, args)
+    except ValueError as exc:
+        raise InvalidDecision(f"the edit is refused: {exc}") from exc
+    return need
 
 
 def extension_limit(run: Run, call: ToolCall) -> timedelta:

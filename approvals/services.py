@@ -20,10 +20,11 @@ from agent_core.agents import get_agent
 from agent_core.choices import CallStatus
 from agent_core.conf import agent_settings
 from agent_core.decisions import Decision, decision
-from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, RunNotActive
-from agent_core.models import ToolCall
+from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, NotFound, RunNotActive
+from agent_core.models import Run, ToolCall
+from agent_core.tools import ToolSpec
 
-from . import guards, quorum
+from . import edits, guards, quorum
 from .attempts import Attempt, Outcome, attempt, check_deadline, conflict, expire
 from .conf import approvals_settings
 from .exceptions import InvalidDecision, NotApprover
@@ -158,11 +159,12 @@ def _settle(
     if remember and not get_policy().may_remember(tool, call):
         raise InvalidDecision(f"{call.tool_name} approvals cannot be remembered")
     if args is not None:
-        args = _validated(tool.validate_args, args, "the edited arguments")
-        guards.check_edit(run, call, tool, args)
+        edit = _checked_edit(run, call, tool, args)
+        args = edit.args
+        current.note += edits.describe(edit.changes)  # the audit keeps what the decider changed
     if wanted == CallStatus.APPROVED:
         tally = quorum.vote(held, actor, via, remember=remember, args=args)
-        current.note += tally.note  # where the quorum's count stands
+        current.note = "; ".join(filter(None, (current.note, tally.note)))  # the count so far
         current.standing = tally.standing
         if tally.vote != quorum.Vote.COMPLETE:
             return Outcome.UNCHANGED if tally.vote == quorum.Vote.REPEATED else Outcome.APPLIED
@@ -212,6 +214,27 @@ def _answer(held: Decision, *, actor: Actor, via: str, answer: Any) -> Outcome:
     value = _validated(tool.validate_answer, answer, "the answer")
     held.answer(value, decided_by_ref=actor.ref, via=via)
     return Outcome.APPLIED
+
+
+def preview_edit(tool_call_id: str, *, actor: Actor, args: dict[str, Any]) -> edits.EditPreview:
+    """Check edited ``args`` as ``approve(args=...)`` would, deciding and recording nothing:
+    what the decider sees, and confirms, before an edited approval (404 for an unseen call,
+    403 for one the actor may not decide, 400 for args the schema or the tool refuses)."""
+    call = ToolCall.objects.select_related("run", "thread").filter(pk=tool_call_id).first()
+    if call is None or not guards.may_see(actor, call):
+        raise NotFound(f"no tool call {tool_call_id}")
+    if not get_policy().can_decide(actor, call):
+        raise NotApprover()
+    tool = get_agent(call.run.agent).get_tool(call.tool_name)
+    return _checked_edit(call.run, call, tool, args)
+
+
+def _checked_edit(run: Run, call: ToolCall, tool: ToolSpec, args: Any) -> edits.EditPreview:
+    valid = _validated(tool.validate_args, args, "the edited arguments")
+    requester = Actor(ref=run.actor_ref, roles=frozenset(run.actor_roles))
+    ctx = guards.tool_context(call, requester, run.thread)
+    need = guards.check_edit(run, call, tool, valid, ctx)
+    return edits.EditPreview(args=valid, changes=edits.changes(call.args, valid), requirement=need)
 
 
 def _validated(validate: Callable[[Any], Any], value: Any, what: str) -> Any:

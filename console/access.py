@@ -15,6 +15,7 @@ from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.urls import reverse
+from django.views.decorators.gzip import gzip_page
 
 from agent_core.actors import ROLES_ATTRIBUTE
 
@@ -56,8 +57,11 @@ def _remember_roles(user: Any) -> None:
 
 def console_view(view: View) -> View:
     """Require a logged-in user with console access: anonymous users go to the login page,
-    others get a 403 page that says why."""
+    others get a 403 page that says why. Pages and fragments are compressed for clients that
+    accept it (Django's ``GZipMiddleware``, which pads against BREACH), whatever the project's
+    middleware."""
 
+    @gzip_page
     @functools.wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not request.user.is_authenticated:

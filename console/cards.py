@@ -21,6 +21,7 @@ from agent_core.models import Message, ToolCall
 from agent_core.tools import ToolSpec
 from approvals import escalation, quorum
 from approvals.conf import approvals_settings
+from approvals.edits import EditPreview
 from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
 from approvals.models import Approval
 from approvals.policy import get_policy
@@ -36,6 +37,7 @@ class CallContext:
 
     user_text: str
     model_text: str
+    asked_by: str = ""  # the agent that delegated the run; "" when a person asked
 
 
 @dataclass
@@ -52,6 +54,7 @@ class Card:
     approvals_needed: int = 1  # distinct approvers the call needs (its quorum)
     approvals: list[Approval] = field(default_factory=list)  # given so far
     escalated_to: str = ""  # the role the call was escalated to, once it was
+    edit_preview: EditPreview | None = None  # edited args shown for confirmation, not decided
     error: str = ""  # why the viewer's last action on this card was refused
     errors: list[str] = field(default_factory=list)  # field-level details of that refusal
 
@@ -81,12 +84,23 @@ class Card:
             .order_by("-seq")
             .first()
         )
-        return CallContext(user_text=asked.text if asked else "", model_text=said.text)
+        # A delegated run's user message is the delegating agent's, never the person's.
+        chain = self.agents
+        return CallContext(
+            user_text=asked.text if asked else "",
+            model_text=said.text,
+            asked_by=f"{chain[-2]} (agent)" if len(chain) > 1 else "",
+        )
 
     @cached_property
+    def agents(self) -> list[str]:
+        """The agents from the run a person started down to the call's."""
+        return delegation.chain_of(self.call.run)
+
+    @property
     def chain(self) -> str:
         """The agents from the run a person started down to the call's: "support → billing"."""
-        return " → ".join(delegation.chain_of(self.call.run))
+        return " → ".join(self.agents)
 
     @property
     def prompt(self) -> str:

@@ -21,6 +21,8 @@ class ConsoleSettings:
     PAGE_SIZE: int = 50
     # Days shown by the metrics page.
     METRICS_DAYS: int = 14
+    # Seconds a decision made in the console waits, with an Undo, before it is sent (0: at once).
+    UNDO_SECONDS: int = 5
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ROLES", tuple(self.ROLES))

@@ -45,7 +45,22 @@ def _refund_summary(ctx: ToolContext, args: dict[str, Any]) -> str:
     return f"{said} — {name if name is not None else email}, order total {total}"
 
 
-@tool(kind="action", atomic=True, summary=_refund_summary)
+def _refund_within_total(
+    ctx: ToolContext, original: dict[str, Any], edited: dict[str, Any]
+) -> None:
+    # An approver may lower or raise a refund, never past what the customer paid.
+    total = Order.objects.filter(pk=edited["order_id"]).values_list("total", flat=True).first()
+    if total is not None and Decimal(edited["amount"]) > total:
+        raise ValueError(f"a refund of {edited['amount']} exceeds the order's total of {total}")
+
+
+@tool(
+    kind="action",
+    atomic=True,
+    summary=_refund_summary,
+    editable=("amount", "reason"),
+    validate_edit=_refund_within_total,
+)
 def issue_refund(
     ctx: ToolContext,
     order_id: str,

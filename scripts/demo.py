@@ -21,6 +21,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +34,7 @@ REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 BIN_DIR: Final = Path(sys.executable).parent
 HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8000
-STARTUP_TIMEOUT: Final = 60.0  # seconds for the web server to accept connections
+STARTUP_TIMEOUT: Final = 60.0  # seconds for the web server to answer its first request
 STOP_TIMEOUT: Final = 15.0  # seconds for children to stop after SIGTERM, before SIGKILL
 POLL_INTERVAL: Final = 0.2
 
@@ -99,10 +101,15 @@ def port_in_use(port: int) -> bool:
     return False
 
 
-def accepts_connections(port: int) -> bool:
+def answers_http(port: int) -> bool:
+    """Whether the web server answers a request (any status). A request, not a bare connection:
+    under daphne the inline runner's sweeper starts with the server's first event, and the
+    demo's crash walkthrough needs it running before anyone opens a page."""
     try:
-        with socket.create_connection((HOST, port), timeout=1.0):
+        with urllib.request.urlopen(f"http://{HOST}:{port}/console/login/", timeout=5.0):
             return True
+    except urllib.error.HTTPError:
+        return True  # it answered
     except OSError:
         return False
 
@@ -240,7 +247,7 @@ def main(argv: Sequence[str]) -> int:
                 name, status = dead
                 log(f"{name} exited unexpectedly (exit status {status}), stopping the rest")
                 return status or 1
-            if not banner_printed and accepts_connections(port):
+            if not banner_printed and answers_http(port):
                 print_banner(port, env)
                 banner_printed = True
             elif not banner_printed and time.monotonic() > banner_due:

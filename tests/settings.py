@@ -109,3 +109,9 @@ for _moment in ("before", "after"):
         _seconds = os.environ.get(f"AIRLOCK_TEST_PAUSE_{_moment}_{_kind}".upper())
         if _seconds:
             TEST_PAUSES[_moment, _kind] = float(_seconds)
+
+# Console decisions are sent at once, unless a browser test of the undo window asks for one.
+AIRLOCK_CONSOLE = {
+    **AIRLOCK_CONSOLE,  # noqa: F405
+    "UNDO_SECONDS": int(os.environ.get("AIRLOCK_TEST_UNDO_SECONDS", "0")),
+}

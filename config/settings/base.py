@@ -146,7 +146,7 @@ LOGIN_URL = "console:login"
 LOGIN_REDIRECT_URL = "console:inbox"
 
 # The operators' console (console/conf.py): who may open it besides staff users.
-AIRLOCK_CONSOLE = {"ROLES": ["operator"]}
+AIRLOCK_CONSOLE: dict[str, Any] = {"ROLES": ["operator"]}
 
 # No REST_FRAMEWORK: the Airlock views carry their own DRF classes (AGENT["API_*"]).
 

@@ -15,6 +15,7 @@ from django.utils.timesince import TIME_STRINGS, timesince, timeuntil
 from django.utils.translation import get_language
 
 from console.bidi import visible
+from console.conf import console_settings
 from console.people import name_of
 
 register = template.Library()
@@ -131,3 +132,9 @@ def percent(value: float | None) -> str:
 def get(mapping: dict[str, Any], key: str) -> Any:
     """``mapping[key]`` in a template (``None`` when missing)."""
     return mapping.get(key)
+
+
+@register.simple_tag
+def undo_seconds() -> int:
+    """How long a console decision waits, with an Undo, before it is sent."""
+    return console_settings().UNDO_SECONDS

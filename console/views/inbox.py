@@ -77,8 +77,12 @@ def reject(request: HttpRequest, call_id: str) -> HttpResponse:
 @require_POST
 @console_view
 def edit(request: HttpRequest, call_id: str) -> HttpResponse:
-    """Approve with edited arguments."""
+    """Approve with edited arguments, in two steps: the first shows the changes field by field
+    with the policy's answer for the edited call, and decides nothing; the second (``confirm``)
+    approves exactly what was shown."""
     form = EditArgsForm(request.POST, auto_id=f"id_%s_edit_{call_id}")
+    if "confirm" not in request.POST:
+        return _preview_edit(request, call_id, form)
     return _decide(
         request,
         call_id,
@@ -129,6 +133,24 @@ def extend(request: HttpRequest, call_id: str) -> HttpResponse:
     )
 
 
+def _preview_edit(request: HttpRequest, call_id: str, form: EditArgsForm) -> HttpResponse:
+    actor = actor_of(request)
+    call = tool_call_or_404(request, call_id)
+    card = card_for(actor, call, data=request.POST, form="edit")
+    if not form.is_valid():
+        card.error = "Check the form: nothing was decided."
+        return _card_response(request, card, status=400)
+    try:
+        card.edit_preview = port.preview_edit(call.pk, actor=actor, args=form.cleaned_data["args"])
+    except AgentCoreError as exc:
+        card.error = refusal(exc, call)
+        card.errors = _field_errors(exc)
+        return _card_response(request, card, status=exc.status_code)
+    response = _card_response(request, card, status=200)
+    response["X-Console-Card"] = "1"  # the page's script shows it in place of the card
+    return response
+
+
 def _extended(deadline: datetime) -> str:
     return f"Extended until {timezone.localtime(deadline):%Y-%m-%d %H:%M %Z}"
 
@@ -166,17 +188,16 @@ def _decide(
         return _unchanged(request, _unchanged_text(call, actor, form_name))
     if callable(done):
         done = done(outcome)
+    said = f"{done}: {named(call)}."
     if is_fragment(request):
-        return HttpResponse(
-            format_html(
-                '<div class="flash ok" role="status">{}: {} ({}).</div>',
-                done,
-                call.tool_name,
-                call.pk,
-            )
-        )
-    messages.success(request, f"{done}: {call.tool_name} ({call.pk}).")
+        return HttpResponse(format_html('<div class="flash ok" role="status">{}</div>', said))
+    messages.success(request, said)
     return redirect("console:inbox")
+
+
+def named(call: ToolCall) -> str:
+    """A call as a flash message names it: its tool and summary (its id without a summary)."""
+    return f"{call.tool_name} — {call.summary}" if call.summary else f"{call.tool_name} ({call.pk})"
 
 
 # The decision each form asks for, and what the viewer's own attempt was, by the form.

@@ -244,6 +244,37 @@ def test_edited_args_are_validated_and_the_original_is_kept(turn, decide):
     assert [a[2] for a in audit()] == ["invalid", "invalid", "applied"]
 
 
+def test_an_edit_is_bounded_by_the_tool_and_audited_field_by_field(turn, decide):
+    """Issue 42: a refund of 80 on A-1001 (total 59.90) may not become one on another order, nor
+    exceed the order's total; an accepted edit's audit row says what changed."""
+    run = turn(refund(80))
+    [call] = calls_of(run)
+    other_order = {"order_id": "A-1003", "amount": "50", "reason": ""}
+    with pytest.raises(InvalidDecision, match="order_id may not be edited"):
+        decide(port.approve, call.pk, actor=ALICE, args=other_order)
+    too_much = {"order_id": "A-1001", "amount": "5000", "reason": ""}
+    with pytest.raises(InvalidDecision, match=r"exceeds the order's total of 59\.90"):
+        decide(port.approve, call.pk, actor=ALICE, args=too_much)
+    assert calls_of(run)[0].status == CallStatus.PENDING_APPROVAL and not Refund.objects.exists()
+    decide(port.approve, call.pk, actor=ALICE, args={"order_id": "A-1001", "amount": "40"})
+    details = list(DecisionAttempt.objects.order_by("id").values_list("outcome", "detail"))
+    assert [outcome for outcome, _ in details] == ["invalid", "invalid", "applied"]
+    assert details[-1][1] == 'edited amount: "80" → "40"'
+    assert Refund.objects.get().amount == 40
+
+
+def test_an_edit_is_previewed_with_the_policys_answer_and_nothing_decided(turn):
+    run = turn(refund(80))
+    [call] = calls_of(run)
+    preview = port.preview_edit(call.pk, actor=ALICE, args={"order_id": "A-1001", "amount": "40"})
+    assert [(c.field, c.before, c.after) for c in preview.changes] == [("amount", "80", "40")]
+    assert preview.requirement.required and preview.requirement.approver == "requester"
+    with pytest.raises(InvalidDecision):
+        port.preview_edit(call.pk, actor=ALICE, args={"order_id": "A-1001", "amount": "60"})
+    call.refresh_from_db()
+    assert call.status == CallStatus.PENDING_APPROVAL and not DecisionAttempt.objects.exists()
+
+
 # --- preflight -----------------------------------------------------------------------------------
 
 

@@ -52,3 +52,9 @@ def test_the_run_page_names_only_the_runs_the_viewer_may_see(login, delegated):
     ):
         page = client.get(url).content.decode()
         assert parent.pk not in page and "data-parent-run" not in page
+
+
+def test_a_delegated_calls_card_credits_its_message_to_the_delegating_agent(login, delegated):
+    _, _, refund = delegated
+    card = login("fran").get(reverse("console:call", args=[refund.pk])).content.decode()
+    assert "support (agent) asked" in card and "alice asked" not in card

@@ -86,7 +86,7 @@ def test_approve_runs_the_call_and_the_run_completes(login, refund, decide):
 def test_a_fragment_request_gets_a_notice(login, refund, decide):
     response = decide(_post, login("fran"), "approve", refund, **FRAGMENT)
     assert response.status_code == 200
-    assert f"Approved: issue_refund ({refund.pk})." in response.content.decode()
+    assert f"Approved: issue_refund — {refund.summary}." in response.content.decode()
 
 
 def test_approve_and_remember_remembers_for_the_thread(login, refund, decide):
@@ -130,18 +130,49 @@ def test_edit_args_that_fail_the_schema_are_shown_inline(login, refund):
     html = response.content.decode()
     assert "the edited arguments do not fit the schema" in html
     assert "amount: Input should be greater than 0" in html
+    assert not DecisionAttempt.objects.exists()  # a preview is not an attempt to decide
+    response = _post(login("fran"), "edit", refund, {"args": args, "confirm": "1"})
+    assert response.status_code == 400  # a confirmation of args never previewed: refused too
     refund.refresh_from_db()
     assert refund.status == CallStatus.PENDING_APPROVAL and refund.original_args is None
     assert DecisionAttempt.objects.get().outcome == "invalid"
 
 
-def test_edited_args_are_what_runs(login, refund, decide):
+def test_an_edit_is_shown_field_by_field_with_the_policys_answer_before_it_decides(
+    login, refund, decide
+):
+    """Issue 42: the first step shows the changes and who the policy gives the edited call to,
+    and decides nothing; the confirmation approves exactly the previewed args."""
+    client = login("fran")
     args = json.dumps({"order_id": "A-1001", "amount": "10.00"})
-    decide(_post, login("fran"), "edit", refund, {"args": args})
+    response = _post(client, "edit", refund, {"args": args}, **FRAGMENT)
+    assert response.status_code == 200 and response["X-Console-Card"] == "1"
+    html = response.content.decode()
+    assert '<tr data-change="amount">' in html and "<del>&quot;25&quot;</del>" in html
+    assert "<ins>&quot;10.00&quot;</ins>" in html and 'data-change="order_id"' not in html
+    assert "The policy gives the edited call to finance" in html
     refund.refresh_from_db()
-    assert refund.status == CallStatus.SUCCEEDED
+    assert refund.status == CallStatus.PENDING_APPROVAL and not DecisionAttempt.objects.exists()
+    confirmed = {"args": json.dumps(refund_args := json.loads(args)), "confirm": "1"}
+    decide(_post, client, "edit", refund, confirmed)
+    refund.refresh_from_db()
+    assert refund.status == CallStatus.SUCCEEDED and refund_args["amount"] == "10.00"
     assert refund.original_args == {"order_id": "A-1001", "amount": "25", "reason": ""}
     assert str(Refund.objects.get().amount) == "10.00"
+    assert DecisionAttempt.objects.get().detail == 'edited amount: "25" → "10.00"'
+
+
+def test_an_edit_outside_the_tools_bounds_is_refused_at_the_preview(login, refund):
+    """The demo refund: only amount and reason may change, never past the order's total."""
+    client = login("fran")
+    for args, said in (
+        ({"order_id": "A-1003", "amount": "25"}, "order_id may not be edited"),
+        ({"order_id": "A-1001", "amount": "5000"}, "exceeds the order&#x27;s total of 59.90"),
+    ):
+        response = _post(client, "edit", refund, {"args": json.dumps(args)}, **FRAGMENT)
+        assert response.status_code == 400 and said in response.content.decode()
+    refund.refresh_from_db()
+    assert refund.status == CallStatus.PENDING_APPROVAL and not Refund.objects.exists()
 
 
 def test_a_stale_card_explains_who_decided_first(login, refund, decide):

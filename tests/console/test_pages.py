@@ -90,8 +90,12 @@ def test_a_run_page_shows_transcript_steps_calls_and_stream(login, history):
 def test_a_waiting_run_links_to_its_card(login, history):
     run = history["waiting"]
     call = ToolCall.objects.get(run=run)
-    html = login("otto").get(reverse("console:run", args=[run.pk])).content.decode()
-    assert f"#card-{call.pk}" in html and "waiting" in html
+    client = login("otto")
+    html = client.get(reverse("console:run", args=[run.pk])).content.decode()
+    link = reverse("console:call", args=[call.pk])
+    # The call's own page, not the inbox's #card-<id>: rows carry no such anchor (issue 42).
+    assert f'href="{link}" data-decide' in html and "waiting" in html
+    assert f'id="card-{call.pk}"' in client.get(link).content.decode()
 
 
 def test_the_run_fragment_is_the_details_alone(login, history):
@@ -186,3 +190,11 @@ def test_the_percentile_is_nearest_rank():
     assert percentile([], 50) is None
     assert percentile([3.0, 1.0, 2.0], 50) == 2.0
     assert percentile([float(n) for n in range(1, 101)], 95) == 95.0
+
+
+def test_pages_and_fragments_are_compressed_for_clients_that_accept_it(login, history):
+    client = login("otto")
+    for url in (reverse("console:inbox"), reverse("console:inbox_fragment")):
+        response = client.get(url, HTTP_ACCEPT_ENCODING="gzip, deflate, br")
+        assert response.status_code == 200 and response["Content-Encoding"] == "gzip", url
+    assert "Content-Encoding" not in client.get(reverse("console:inbox"))

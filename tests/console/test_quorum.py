@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.urls import reverse
 
 from agent_core.choices import CallStatus
@@ -28,7 +30,10 @@ def test_a_campaign_shows_its_count_of_approvals_until_the_second(
     assert call.status == CallStatus.PENDING_APPROVAL
     client.force_login(mia)
     html = card_html(client, call)
-    assert "1 of 2 approvals" in html and "otto approved" in html
+    badge = re.search(r"<span class=\"badge quorum\" data-quorum>(.*?)</span>\s*<", html, re.S)
+    assert badge, html  # one well-formed element: no markup inside an attribute (issue 42)
+    assert badge.group(1).startswith("1 of 2 approvals: ")
+    assert "otto approved <time" in badge.group(1)
 
     decide(client.post, reverse("console:approve", args=[call.pk]))
     call.refresh_from_db()

@@ -8,6 +8,7 @@
 (function () {
   "use strict";
   var FRAGMENT = { "X-Console-Fragment": "1" };
+  document.documentElement.classList.add("js");  // the phone's menu needs this script
   var refreshTimer = null;
   // What a page's own script (inbox.js) handles in place of the generic refresh; each hook
   // returns true when it did.
@@ -52,10 +53,12 @@
     var header = response.headers.get("X-Console-Counts");
     if (!header) return;
     header.split(";").forEach(function (pair) {
-      var kv = pair.split("="), el = document.querySelector('[data-count="' + kv[0] + '"]');
-      if (!el) return;
-      el.textContent = kv[1];
-      el.classList.toggle(kv[0] === "in_doubt" ? "warn" : "hot", kv[1] !== "0");
+      // Every place that shows the count: the nav and the inbox's tab agree.
+      var kv = pair.split("=");
+      document.querySelectorAll('[data-count="' + kv[0] + '"]').forEach(function (el) {
+        el.textContent = kv[1];
+        el.classList.toggle(kv[0] === "in_doubt" ? "warn" : "hot", kv[1] !== "0");
+      });
     });
   }
 
@@ -112,15 +115,17 @@
 
   // The card to work on once this one is decided: the next one, else the one before.
   function neighbour(card) {
-    var all = Array.prototype.slice.call(document.querySelectorAll("[data-card]:not([data-keep])"));
+    var all = Array.prototype.slice.call(document.querySelectorAll("[data-card]:not([data-keep]):not([data-held])"));
     var i = all.indexOf(card);
     return all[i + 1] || all[i - 1] || null;
   }
 
   // Keyboard focus must not fall to <body> when the focused card leaves the page.
+  // After a decision, focus goes to the next card itself, never to one of its buttons: Enter
+  // pressed twice must not decide a second call.
   function focusAfterDecision(next, area) {
-    var target = next && (next.querySelector("button.primary:not([disabled])") ||
-      next.querySelector("button:not([disabled]), summary"));
+    var target = next;
+    if (target && !target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
     if (!target && area && area.firstElementChild) {
       target = area.firstElementChild;
       target.setAttribute("tabindex", "-1");
@@ -203,6 +208,77 @@
     };
   }
 
+  // --- the undo window: a decision waits data-undo seconds (AIRLOCK_CONSOLE["UNDO_SECONDS"])
+  // before it is sent, its card set aside and a notice naming it offering Undo; leaving the
+  // page sends what waits at once (keepalive), so a decision is never silently dropped. -------
+
+  var held = [];
+
+  function noticeText(card, verb) {
+    var tool = card.querySelector(".card-head h3 code"), said = card.querySelector("[data-summary]");
+    return verb + " " + (tool ? tool.textContent : "this call") +
+      (said ? " — " + said.textContent : "") + ".";
+  }
+
+  function hold(form, card, seconds) {
+    var box = (hooks.holder && hooks.holder(card)) || card;
+    var notice = document.createElement("div");
+    notice.className = "flash warn"; notice.setAttribute("role", "status");
+    notice.setAttribute("data-pending", card.getAttribute("data-card"));
+    var text = document.createElement("span");
+    text.textContent = noticeText(card, form.getAttribute("data-decision")) + " ";
+    var left = document.createElement("span");
+    left.setAttribute("data-undo-left", "");
+    var undo = document.createElement("button");
+    undo.type = "button"; undo.className = "link"; undo.textContent = "Undo";
+    notice.append(text, undo, left);
+    var entry = { form: form, card: card, box: box, notice: notice, due: Date.now() + seconds * 1000 };
+    var next = neighbour(card);
+    held.push(entry);
+    box.hidden = true; box.setAttribute("data-held", "");
+    var area = document.getElementById("flash-area") || card.parentNode;
+    area.prepend(notice);
+    if (hooks.setAside) hooks.setAside(box); else focusAfterDecision(next, area);
+    function countdown() {
+      var s = Math.ceil((entry.due - Date.now()) / 1000);
+      left.textContent = " (sent in " + Math.max(s, 0) + " s)";
+    }
+    countdown();
+    entry.ticker = setInterval(countdown, 250);
+    entry.timer = setTimeout(function () { release(entry); send(entry.form, entry.card, notice); }, seconds * 1000);
+    undo.addEventListener("click", function () {
+      release(entry);
+      notice.remove();
+      box.hidden = false; box.removeAttribute("data-held");
+      card.removeAttribute("data-submitting");
+      form.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
+      var back = box.querySelector("[data-open]") || card;
+      if (!back.hasAttribute("tabindex") && back === card) card.setAttribute("tabindex", "-1");
+      back.focus();
+    });
+  }
+
+  function release(entry) {
+    clearTimeout(entry.timer); clearInterval(entry.ticker);
+    held = held.filter(function (e) { return e !== entry; });
+  }
+
+  window.addEventListener("pagehide", function () {
+    held.slice().forEach(function (entry) {
+      release(entry);
+      fetch(entry.form.action, {
+        method: "POST", body: new FormData(entry.form), headers: FRAGMENT,
+        credentials: "same-origin", keepalive: true
+      });
+    });
+  });
+
+  // Flash messages do not pile up: the newest few stay.
+  function trimFlashes(area) {
+    var all = area ? area.querySelectorAll(".flash:not([data-pending])") : [];
+    for (var i = 3; i < all.length; i++) all[i].remove();
+  }
+
   document.addEventListener("submit", function (e) {
     var form = e.target;
     if (!form.hasAttribute("data-fragment")) return;
@@ -210,24 +286,45 @@
     var card = form.closest("[data-card]");
     if (card) card.setAttribute("data-submitting", "");
     form.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+    var seconds = Number(document.body.getAttribute("data-undo") || 0);
+    if (card && seconds > 0 && form.hasAttribute("data-decision")) hold(form, card, seconds);
+    else send(form, card, null);
+  });
+
+  // Post a card's form; ``pending`` is its undo notice, replaced by the answer.
+  function send(form, card, pending) {
     fetch(form.action, { method: "POST", body: new FormData(form), headers: FRAGMENT, credentials: "same-origin" })
-      .then(function (r) { return r.text().then(function (html) { return { ok: r.ok, html: html }; }); })
+      .then(function (r) {
+        // A card in answer (an edit to confirm, a refusal) replaces the card; else it decided.
+        var isCard = !r.ok || r.headers.get("X-Console-Card") === "1";
+        return r.text().then(function (html) { return { isCard: isCard, html: html }; });
+      })
       .then(function (res) {
-        if (res.ok) {
-          var area = document.getElementById("flash-area");
-          if (area) area.insertAdjacentHTML("afterbegin", res.html);
+        var area = document.getElementById("flash-area");
+        if (pending) pending.remove();
+        if (!res.isCard) {
+          if (area) { area.insertAdjacentHTML("afterbegin", res.html); trimFlashes(area); }
+          if (pending) { if (hooks.sent) hooks.sent(card); else card.remove(); return; }
           if (hooks.decided && hooks.decided(card, form, area)) return;
           var next = card && neighbour(card);
           if (card) card.remove();
           focusAfterDecision(next, area);
           scheduleRefresh(0);
         } else if (card) {
+          if (pending) {  // refused after the window: the card comes back with the reason
+            var box = card.closest("[data-held]");
+            if (box) { box.hidden = false; box.removeAttribute("data-held"); }
+          }
+          var slot = card.parentNode, id = card.getAttribute("data-card");
           card.outerHTML = res.html;
           tick();
+          var fresh = slot && slot.querySelector('[data-card="' + id + '"]');
+          var confirm = fresh && fresh.querySelector("[data-edit-preview] button");
+          if (confirm) confirm.focus();
         }
       })
       .catch(function () { form.submit(); });
-  });
+  }
 
   document.addEventListener("input", function (e) {
     var card = e.target.closest && e.target.closest("[data-card]");
@@ -238,6 +335,12 @@
   });
 
   document.addEventListener("click", function (e) {
+    var menu = e.target.closest && e.target.closest("[data-menu]");
+    if (menu) {
+      var open = menu.closest(".top").classList.toggle("menu-open");
+      menu.setAttribute("aria-expanded", open ? "true" : "false");
+      return;
+    }
     if (!e.target.hasAttribute("data-dismiss")) return;
     var card = e.target.closest("[data-card]");
     if (card && hooks.dismissed && hooks.dismissed(card)) return;

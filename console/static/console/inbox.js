@@ -51,7 +51,9 @@
   }
 
   function rowNeighbour(row) {
-    var all = allRows().filter(function (r) { return r === row || !r.querySelector("[data-keep]"); });
+    var all = allRows().filter(function (r) {
+      return r === row || (!r.querySelector("[data-keep]") && !r.hasAttribute("data-held"));
+    });
     var i = all.indexOf(row);
     return all[i + 1] || all[i - 1] || null;
   }
@@ -91,7 +93,7 @@
 
   function placeRow(id, html) {
     var list = rowsList(), old = rowOf(id);
-    if (!list) return;
+    if (!list || (old && old.hasAttribute("data-held"))) return;  // its decision waits to be sent
     if (!html) { if (old) leave(old); return; }
     var holder = document.createElement("template");
     holder.innerHTML = html.trim();
@@ -143,7 +145,8 @@
         allRows().forEach(function (old) {
           var id = old.getAttribute("data-row"), fresh = list.querySelector('[data-row="' + id + '"]');
           var card = old.querySelector("[data-card]");
-          if (fresh && (card || old.contains(document.activeElement))) fresh.replaceWith(old);
+          if (old.hasAttribute("data-held")) { if (fresh) fresh.replaceWith(old); else list.prepend(old); }
+          else if (fresh && (card || old.contains(document.activeElement))) fresh.replaceWith(old);
           else if (!fresh && card && isBusy(card)) {
             if (!card.hasAttribute("data-keep")) keepAsNotice(card);
             list.prepend(old);
@@ -229,17 +232,38 @@
       updateRow(row.getAttribute("data-row"));
       return true;
     }
-    // The row goes; the next one opens into its card, its Approve focused.
+    // The row goes; the next one opens into its card, the focus on the row itself (never its
+    // Approve: Enter twice must not decide two calls).
     var nextRow = rowNeighbour(row);
     row.remove();
     showEmpty();
     updateBulkBar();
     if (nextRow) {
-      nextRow.querySelector("[data-open]").focus();  // at once: never <body>
-      openRow(nextRow, function (c) { focusAfterDecision(c, area); });
+      nextRow.querySelector("[data-open]").focus();
+      openRow(nextRow);
     } else focusAfterDecision(null, area);
     updateRow(row.getAttribute("data-row"));  // the counts (and the row, were it back)
     return true;
+  };
+
+  // The undo window (console.js): the row is set aside while its decision waits.
+  C.hooks.holder = function (card) { return card.closest("[data-row]"); };
+
+  C.hooks.setAside = function (row) {
+    if (!row) return;
+    var nextRow = rowNeighbour(row);
+    updateBulkBar();
+    if (nextRow) { nextRow.querySelector("[data-open]").focus(); openRow(nextRow); }
+    else focusAfterDecision(null, document.getElementById("flash-area"));
+  };
+
+  C.hooks.sent = function (card) {
+    var row = card.closest("[data-row]");
+    if (!row) { card.remove(); return; }
+    row.remove();
+    showEmpty();
+    updateBulkBar();
+    updateRow(row.getAttribute("data-row"));  // the counts (and the row, were it back)
   };
 
   document.addEventListener("submit", function (e) {
@@ -267,11 +291,25 @@
     if (e.target.hasAttribute && e.target.hasAttribute("data-select")) updateBulkBar();
   });
 
-  // Keyboard shortcuts on the inbox: j / k move between rows, x selects, a approves, r opens
-  // the rejection, ? shows the list. Never while typing, never with a modifier key.
+  // Keyboard shortcuts on the inbox: j / k move between rows, x selects (Shift+x: a range), a
+  // approves, r opens the rejection, e the edit, / the search, ? shows the list. Never while
+  // typing, never with a modifier key but Shift.
   function currentRow() {
     return document.activeElement && document.activeElement.closest &&
       document.activeElement.closest("[data-row]");
+  }
+
+  var lastPicked = null;
+
+  function selectRange(row) {
+    var all = allRows(), to = all.indexOf(row), from = all.indexOf(lastPicked);
+    if (from < 0) from = to;
+    all.slice(Math.min(from, to), Math.max(from, to) + 1).forEach(function (r) {
+      var box = r.querySelector("[data-select]");
+      if (box && !r.hasAttribute("data-held")) box.checked = true;
+    });
+    lastPicked = row;
+    updateBulkBar();
   }
 
   function moveTo(step) {
@@ -289,7 +327,9 @@
     var t = e.target;
     if (t.closest && t.closest("input, textarea, select, [contenteditable], dialog")) return;
     var help = document.getElementById("shortcuts"), row = currentRow();
-    if (e.key === "?") {
+    var search = document.querySelector('.list-controls input[type="search"]');
+    if (e.key === "/" && search) search.focus();
+    else if (e.key === "?") {
       if (help && !help.open) help.showModal(); else if (help) help.close();
     } else if (e.key === "j") moveTo(1);
     else if (e.key === "k") moveTo(-1);
@@ -297,6 +337,16 @@
       var box = row.querySelector("[data-select]");
       box.checked = !box.checked;
       updateBulkBar();
+      lastPicked = row;
+    } else if (e.key === "X" && row && row.querySelector("[data-select]")) {
+      selectRange(row);  // Shift+x: every row from the last one picked to this one
+    } else if (e.key === "e" && row) {
+      openRow(row, function (card) {
+        var edit = card && card.querySelector("details.more form[data-attempt=edit]");
+        if (!edit) return;
+        edit.closest("details").open = true;
+        edit.querySelector("textarea").focus();
+      });
     } else if (e.key === "a" && row) {
       openRow(row, function (card) {
         var approve = card && card.querySelector('form[action$="/approve/"] button');  // plain Approve first

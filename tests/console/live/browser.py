@@ -37,15 +37,17 @@ CHROMIUM_ARGS = [
 T = TypeVar("T")
 
 
-def start_console_server(log: Path) -> Server:
+def start_console_server(log: Path, **extra: str) -> Server:
     """daphne serving ``config.asgi`` with the test settings, static files and this test's
-    approval policy, on the test database (the inline runner runs inside it)."""
-    return start_server(
-        log,
-        DJANGO_SETTINGS_MODULE="tests.settings",
-        SERVE_STATIC="1",
-        AIRLOCK_TEST_APPROVAL_POLICY=settings.AGENT["APPROVAL_POLICY"],
-    )
+    approval policy, on the test database (the inline runner runs inside it); ``extra``: more
+    of its environment."""
+    environment = {
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "SERVE_STATIC": "1",
+        "AIRLOCK_TEST_APPROVAL_POLICY": settings.AGENT["APPROVAL_POLICY"],
+        **extra,
+    }
+    return start_server(log, **environment)
 
 
 def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
