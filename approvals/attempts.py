@@ -18,7 +18,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from agent_core import rows, tracing
+from agent_core import rows, state, tracing
 from agent_core.actors import SYSTEM, Actor
 from agent_core.choices import CallStatus
 from agent_core.decisions import Decision, decision
@@ -61,10 +61,11 @@ class Attempt:
         assert self.outcome is not None, "the body of an attempt sets its outcome"
         return self.outcome
 
-    def audited_by(self, outcome: Outcome) -> Riding:
-        """The settling statement with this attempt's audit row riding on it (one round trip):
-        the attempt ends with ``outcome``, and ``attempt`` appends no row of its own."""
-        self.outcome, self.audited = outcome, True
+    def audited_by(self, status: CallStatus) -> Riding:
+        """The statement settling the call as ``status`` with this attempt's audit row riding on
+        it (one round trip): the attempt is applied, and ``attempt`` appends no row of its own."""
+        state.check_statement(sql.SETTLE_AUDITED, ToolCall, CallStatus.PENDING_APPROVAL, status)
+        self.outcome, self.audited = Outcome.APPLIED, True
         return Riding(sql.SETTLE_AUDITED, self.entry(None, self.note).params())
 
     def entry(self, refusal: AgentCoreError | None, detail: str) -> Entry:

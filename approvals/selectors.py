@@ -9,7 +9,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Q, QuerySet
 
-from agent_core.access import in_visible_runs, is_operator
+from agent_core.access import in_visible_runs, is_operator, visible_runs
 from agent_core.actors import Actor
 from agent_core.api.pagination import KeysetPagination, Page
 from agent_core.conf import agent_settings
@@ -18,9 +18,19 @@ from agent_core.models import ToolCall
 
 from . import cases, pending, sql
 from .gate import ApprovalGate
-from .models import RememberedApproval
+from .models import DecisionAttempt, RememberedApproval
 from .pending import PendingRow
 from .policy import ApprovalPolicy, get_policy
+
+
+def visible_attempts(actor: Actor) -> QuerySet[DecisionAttempt]:
+    """The decision attempts ``actor`` may read: those on the runs it may see
+    (``agent_core.access.visible_runs``) and its own (a refused attempt may be on a run it may
+    not see)."""
+    attempts = DecisionAttempt.objects.all()
+    if is_operator(actor):
+        return attempts
+    return attempts.filter(Q(run_id__in=visible_runs(actor).values("pk")) | Q(actor_ref=actor.ref))
 
 
 def pending_for(actor: Actor) -> QuerySet[ToolCall]:

@@ -173,7 +173,7 @@ def _settle(
         reason=reason,
         remember=remember,
         args=args,
-        riding=current.audited_by(Outcome.APPLIED),
+        riding=current.audited_by(wanted),
     )
     if remember:
         _remember(call, actor)

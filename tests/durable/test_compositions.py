@@ -114,7 +114,7 @@ def test_cancel_of_the_parent_while_the_child_waits_cancels_both(cluster: Cluste
     cluster.worker()
     parent = start(ASK, agent="desk")
     child, refund = waiting_child(cluster, parent)
-    cancel.request_cancel(parent.pk, actor_ref=ALICE.ref)
+    cancel.request_cancel(parent.pk, actor=ALICE)
     wait_for("the child to be cancelled", settled(child.pk, RunStatus.CANCELLED), cluster)
     assert Run.objects.get(pk=parent.pk).status == RunStatus.CANCELLED
     refund.refresh_from_db()
