@@ -166,6 +166,8 @@ def resolve(run: Run, call: ToolCall, *, done: bool, result: Any = None) -> bool
     calls = ToolCall.objects.filter(pk=call.pk)
     if not state.transition(calls, CallStatus.IN_DOUBT, target, **fields):
         return False
+    for key, value in {**fields, "status": target}.items():
+        setattr(call, key, value)  # the call as the decision left it
     if done:
         Step.objects.update_or_create(
             run=run,

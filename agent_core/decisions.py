@@ -134,18 +134,19 @@ class Decision:
         run. ``False``: the call no longer waited for an answer."""
         run, call = self.run, self.call
         now = timezone.now()
-        won = state.transition(
-            ToolCall.objects.filter(pk=call.pk),
-            CallStatus.PENDING_INPUT,
-            CallStatus.SUCCEEDED,
-            result=answer,
-            decided_by_ref=decided_by_ref,
-            decided_via=via,
-            decided_at=now,
-            finished_at=now,
-        )
-        if not won:
+        fields = {
+            "result": answer,
+            "decided_by_ref": decided_by_ref,
+            "decided_via": via,
+            "decided_at": now,
+            "finished_at": now,
+        }
+        target = CallStatus.SUCCEEDED
+        asked = ToolCall.objects.filter(pk=call.pk)
+        if not state.transition(asked, CallStatus.PENDING_INPUT, target, **fields):
             return False
+        for key, value in {**fields, "status": target}.items():
+            setattr(call, key, value)  # the call as the decision left it
         journal.record_tool_step(run, call.pk, CallStatus.SUCCEEDED.value)
         streams.emit(run.pk, [frames.tool_output(call.pk, answer)])
         resume_if_unblocked(run)

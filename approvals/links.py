@@ -24,8 +24,9 @@ from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 
 from . import services
+from .attempts import Entry, audit
 from .conf import absolute, approvals_settings
-from .models import Action, DecisionAttempt, LinkUse
+from .models import Action, LinkUse
 
 SALT = "airlock.approvals.decision-link"
 ACTIONS = (Action.APPROVE, Action.REJECT)
@@ -152,11 +153,6 @@ def _unsigned(token: str) -> dict[str, object]:
 
 
 def _audit(action: str, refusal: LinkRefused, *, call_id: str, actor_ref: str, via: str) -> None:
-    DecisionAttempt.objects.create(
-        tool_call_id=call_id,
-        action=action if action in ACTIONS else Action.APPROVE,
-        actor_ref=actor_ref or "anonymous",
-        via=via[:64],
-        outcome=refusal.code,
-        detail=refusal.message,
-    )
+    action = action if action in ACTIONS else Action.APPROVE
+    refused = Entry(call_id, action, actor_ref or "anonymous", via[:64], refusal.code)
+    audit(refused.noted(refusal.message))

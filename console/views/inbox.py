@@ -7,7 +7,6 @@ decides and audits. A refusal is shown on the card it concerns, with the HTTP st
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from django.contrib import messages
@@ -129,7 +128,9 @@ def extend(request: HttpRequest, call_id: str) -> HttpResponse:
     )
 
 
-def _extended(deadline: datetime) -> str:
+def _extended(outcome: port.Outcome) -> str:
+    deadline = outcome.call.expires_at
+    assert deadline is not None  # a deadline was extended
     return f"Extended until {timezone.localtime(deadline):%Y-%m-%d %H:%M %Z}"
 
 
@@ -160,7 +161,7 @@ def _decide(
         card.error = refusal(exc, call)
         card.errors = _field_errors(exc)
         return _card_response(request, card, status=exc.status_code)
-    if outcome == port.Outcome.UNCHANGED:
+    if outcome.result == port.Result.UNCHANGED:
         call.refresh_from_db()
         return _unchanged(request, _unchanged_text(call, actor, form_name))
     if callable(done):
