@@ -33,7 +33,7 @@ def claim_call(lease: Lease, call_id: str) -> Run:
     """``approved → executing``, fenced by the lease token: the side effect may start now.
 
     Returns the run, locked until the caller's transaction ends (if it is in one)."""
-    state.check(ToolCall, CallStatus.APPROVED, CallStatus.EXECUTING)  # sql.CLAIM_CALL writes it
+    state.check_statement(sql.CLAIM_CALL, ToolCall, CallStatus.APPROVED, CallStatus.EXECUTING)
     locking = [lease.run_id, lease.token, lease.owner]
     # Joins the atomic tool's transaction; on its own, one statement needs none.
     with rows.one_statement():
@@ -61,7 +61,9 @@ def finish_call(
     """
     now = timezone.now()
     status = CallStatus.FAILED if error is not None else CallStatus.SUCCEEDED
-    state.check(ToolCall, expected, status)  # sql.FINISH_CALL writes the status
+    # The run's lock rides on the record, unless the caller holds it.
+    statement = sql.FINISH_CALL_LOCKING if held is None else sql.FINISH_CALL
+    state.check_statement(statement, ToolCall, expected, status)
     # No savepoint when nested (the atomic tool's transaction, or the inline driver opening the
     # next step in it): an error here ends it anyway.
     with transaction.atomic(savepoint=False):
@@ -84,7 +86,7 @@ def finish_call(
             # when a cancel arrived meanwhile.
             locking = [lease.run_id, lease.token, lease.owner]
             riding = Riding(
-                sql.FINISH_CALL_LOCKING,
+                statement,
                 [*locking, *call, expected.value, *step, OPEN, call_id],
             )
             found = streams.emit_if(lease.run_id, [announce], riding)
@@ -93,7 +95,7 @@ def finish_call(
             run = held
             call += [run.pk, expected.value]
             still = [run.pk, call_id, OPEN]
-            riding = Riding(sql.FINISH_CALL, [*call, *step, *still])
+            riding = Riding(statement, [*call, *step, *still])
             won, statuses, stored = streams.emit(run.pk, [announce], riding)
         if not won:
             raise InvalidTransition(f"{call_id} is not {expected}")
@@ -164,6 +166,8 @@ def resolve(run: Run, call: ToolCall, *, done: bool, result: Any = None) -> bool
     calls = ToolCall.objects.filter(pk=call.pk)
     if not state.transition(calls, CallStatus.IN_DOUBT, target, **fields):
         return False
+    for key, value in {**fields, "status": target}.items():
+        setattr(call, key, value)  # the call as the decision left it
     if done:
         Step.objects.update_or_create(
             run=run,

@@ -14,8 +14,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import frames, signals, state, streams
+from . import access, frames, signals, state, streams
+from .actors import Actor
 from .choices import CALL_PENDING, RUN_ACTIVE, RUN_TERMINAL, CallStatus, RunStatus
+from .exceptions import NotFound
 from .frames import Frames
 from .leases import Lease, lock_run
 from .models import Run, ToolCall
@@ -24,9 +26,21 @@ from .runs import end_run, report_unreported_calls
 logger = logging.getLogger(__name__)
 
 
-def request_cancel(run_id: str, *, actor_ref: str) -> Run:
-    """Cancel a run: settled at once when no driver holds it, else ``cancelling`` until its
-    driver reaches a safe point. Children are cancelled too. A finished run is left as it is."""
+def request_cancel(run_id: str, *, actor: Actor) -> Run:
+    """Cancel a run for ``actor`` (SPEC §8), as every surface does: ``NotFound`` for a run it may
+    not see, ``NotAllowed`` for one it may not cancel (``access.check_may_cancel``); else as
+    ``cancel_run``. A finished run, or one already being cancelled, is answered as it is."""
+    run = access.visible_run(actor, run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}")
+    access.check_may_cancel(actor, run)
+    return cancel_run(run_id, actor_ref=actor.ref)
+
+
+def cancel_run(run_id: str, *, actor_ref: str) -> Run:
+    """Cancel a run, whoever asks (its parent's cancel, the sweeper): settled at once when no
+    driver holds it, else ``cancelling`` until its driver reaches a safe point. Children are
+    cancelled too. A finished run is left as it is."""
     with transaction.atomic():
         run = lock_run(run_id)
         if run.is_terminal or run.status == RunStatus.CANCELLING:
@@ -59,7 +73,7 @@ def cancel_children(run_id: str, *, actor_ref: str) -> None:
     """Cancel the run's active child runs (and theirs)."""
     children = Run.objects.filter(parent_run_id=run_id, status__in=RUN_ACTIVE)
     for child_id in children.values_list("pk", flat=True):
-        request_cancel(child_id, actor_ref=actor_ref)
+        cancel_run(child_id, actor_ref=actor_ref)
 
 
 def cancel_orphans(limit: int = 100) -> int:
@@ -72,7 +86,7 @@ def cancel_orphans(limit: int = 100) -> int:
     ).exclude(status=RunStatus.CANCELLING)
     found = list(orphans.values_list("pk", flat=True)[:limit])
     for run_id in found:
-        request_cancel(run_id, actor_ref="")
+        cancel_run(run_id, actor_ref="")
     return len(found)
 
 

@@ -109,9 +109,6 @@ class AgentSettings:
     API_RENDERER_CLASSES: tuple[str, ...] = ("rest_framework.renderers.JSONRenderer",)
     API_SCHEMA_CLASS: str = "agent_core.api.openapi.AutoSchema"
     API_EXCEPTION_HANDLER: str = "agent_core.api.errors.exception_handler"
-    # The core's named statements bound on the server and prepared once per connection
-    # (agent_core.rows); False behind a pooler that cannot keep prepared statements.
-    PREPARED_STATEMENTS: bool = True
     TRACING: bool = False  # OpenTelemetry spans (agent_core.tracing; the ``otel`` extra)
     OPENAI: VendorSettings = field(default_factory=VendorSettings)
     ANTHROPIC: VendorSettings = field(default_factory=VendorSettings)

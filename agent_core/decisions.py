@@ -73,8 +73,10 @@ class Decision:
         statement; resumes the run when it was the last call waiting. ``False``: the call was no
         longer pending. ``riding``: ``sql.settle_call`` with more writes, and their parameters."""
         run, call = self.run, self.call
-        (source,) = state.check(ToolCall, CallStatus.PENDING_APPROVAL, status)
-        (freed,) = state.check(Run, RunStatus.WAITING, RunStatus.QUEUED)  # the run it may free
+        statement = riding.statement if riding else sql.SETTLE_CALL
+        (source,) = state.check_statement(statement, ToolCall, CallStatus.PENDING_APPROVAL, status)
+        # The run it may free.
+        (freed,) = state.check_statement(statement, Run, RunStatus.WAITING, RunStatus.QUEUED)
         now = timezone.now()
         fields: dict[str, Any] = {
             "status": status,
@@ -114,9 +116,8 @@ class Decision:
         if status != CallStatus.APPROVED:
             denied = "approval expired" if status == CallStatus.EXPIRED else reason or status.value
             announce.append(frames.tool_output_denied(call.pk, denied))
-        riding = riding or Riding(sql.SETTLE_CALL)
         queued = [RunStatus.QUEUED.value, deadline()]
-        riding = Riding(riding.statement, [*settle, *riding.before], queued)
+        riding = Riding(statement, [*settle, *(riding.before if riding else [])], queued)
         found = streams.emit_if(run.pk, announce, riding)
         if found is None:
             call.refresh_from_db()  # not what this decision wrote: what is there
@@ -133,18 +134,19 @@ class Decision:
         run. ``False``: the call no longer waited for an answer."""
         run, call = self.run, self.call
         now = timezone.now()
-        won = state.transition(
-            ToolCall.objects.filter(pk=call.pk),
-            CallStatus.PENDING_INPUT,
-            CallStatus.SUCCEEDED,
-            result=answer,
-            decided_by_ref=decided_by_ref,
-            decided_via=via,
-            decided_at=now,
-            finished_at=now,
-        )
-        if not won:
+        fields = {
+            "result": answer,
+            "decided_by_ref": decided_by_ref,
+            "decided_via": via,
+            "decided_at": now,
+            "finished_at": now,
+        }
+        target = CallStatus.SUCCEEDED
+        asked = ToolCall.objects.filter(pk=call.pk)
+        if not state.transition(asked, CallStatus.PENDING_INPUT, target, **fields):
             return False
+        for key, value in {**fields, "status": target}.items():
+            setattr(call, key, value)  # the call as the decision left it
         journal.record_tool_step(run, call.pk, CallStatus.SUCCEEDED.value)
         streams.emit(run.pk, [frames.tool_output(call.pk, answer)])
         resume_if_unblocked(run)

@@ -23,9 +23,7 @@ from .models import Run, Thread
 
 # The statuses a lease is taken in (``sql.ACQUIRE_LEASE``): a queued run, or a running one whose
 # driver died or passed the lease on.
-_TAKEN_FROM = [
-    str(status) for status in state.check(Run, [RunStatus.QUEUED, RunStatus.RUNNING], "running")
-]
+_TAKEN_FROM = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
 
 
 @dataclass(frozen=True)
@@ -67,6 +65,7 @@ def acquire(run_id: str, owner: str, *, passed: int | None = None) -> Lease | No
     # One compare-and-set. It waits for the row lock rather than skipping it (a decision holds it
     # only for a moment, and giving up would strand a run that decision just queued), then
     # re-checks its conditions against the row as the lock holder left it.
+    state.check_statement(sql.ACQUIRE_LEASE, Run, _TAKEN_FROM, RunStatus.RUNNING)
     params = [RunStatus.RUNNING.value, owner, deadline(), run_id, *_TAKEN_FROM]
     row = rows.fetch_one(sql.ACQUIRE_LEASE, [*params, timezone.now(), passed])
     return None if row is None else Lease(run_id, row[0], owner)

@@ -108,7 +108,9 @@ def record_model_step(
         statuses = {row.status for row in call_rows}
         parking = bool(call_rows) and parks(statuses)
         if parking:
-            state.check(Run, RunStatus.RUNNING, RunStatus.WAITING)
+            state.check_statement(
+                sql.RECORD_MODEL_STEP_AND_PARK, Run, RunStatus.RUNNING, RunStatus.WAITING
+            )
         # The message, the calls, the journal, the usage, the frames (and parking): one statement.
         recorded = [*message, rows.json_rows(call_rows), *step, name]
         if locking:

@@ -1,5 +1,11 @@
 """Running the core's named statements (``sql``) and making model instances of their rows:
-``rows.fetch_all(sql.TRANSCRIPT, …)`` runs a statement that ``sql`` names."""
+``rows.fetch_all(sql.TRANSCRIPT, …)`` runs a statement that ``sql`` names.
+
+Each runs on Django's own cursor (``connection.cursor()``), bound as the project binds every
+query: set ``DATABASES["default"]["OPTIONS"] = {"server_side_binding": True,
+"prepare_threshold": 1}`` and psycopg sends the parameters apart from the statement and prepares
+each statement the second time a connection runs it, so PostgreSQL parses and plans it once per
+connection (``docs/howto/prepared-statements.md``)."""
 
 from __future__ import annotations
 
@@ -11,22 +17,9 @@ from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections
-from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.backends.postgresql.psycopg_any import register_tzloader
-from django.db.backends.utils import CursorWrapper
+from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import Model, signals
 from django.db.models.base import ModelState
-from psycopg import ClientCursor, Connection, Cursor, adapters
-from psycopg.pq import Format
-
-from .conf import agent_settings
-
-# A connection prepares one of the core's statements the second time it runs it (psycopg's
-# threshold counts the runs before the one that prepares): a statement run once (a process's
-# start-up, a rare path) costs no extra round trip to prepare.
-PREPARE_THRESHOLD = 1
-_TIMESTAMPTZ = adapters.types["timestamptz"].oid
 
 
 def json_rows(rows: Sequence[Model]) -> str:
@@ -71,56 +64,9 @@ def in_one_statement() -> bool:
     return _alone.get()
 
 
-@contextmanager
-def _cursor() -> Iterator[CursorWrapper]:
-    """Django's cursor (its connection checks, execute wrappers, query log and error
-    translation), bound on the server when ``AGENT["PREPARED_STATEMENTS"]``: psycopg sends the
-    parameters apart from the statement instead of quoting them into its text in Python, and
-    the connection prepares the statement on its second run, so PostgreSQL parses and plans each
-    of the core's statements once per connection. Django's own queries keep the project's binding:
-    the threshold set here only reaches server-bound cursors, which a project binding on the
-    client has none of but these; a project binding on the server keeps its own threshold.
-
-    Not while Django logs queries (``DEBUG``, ``CaptureQueriesContext``): its log shows a
-    statement with its values only when the values were quoted into it (of a prepared one it
-    would show nothing), so then the core's statements are bound on the client as Django's are.
-
-    One cursor a statement: Django's ``cursor()`` would make a client-bound one to be replaced, so
-    its steps before it wraps a cursor (``BaseDatabaseWrapper._cursor``: the health check, the
-    connection, which refuses an event loop, the thread check, database errors translated) are
-    taken here around the bound one. ``tests/agent_core/test_prepared.py`` pins the text of the
-    steps copied: a Django release that changes them fails it until they are read again."""
-    # This thread's connection, looked up once: each use of the ``connection`` proxy looks it up.
-    db = connections[DEFAULT_DB_ALIAS]
-    if not db.queries_logged and agent_settings().PREPARED_STATEMENTS:
-        db.close_if_health_check_failed()
-        db.ensure_connection()
-        if issubclass(db.connection.cursor_factory, ClientCursor):
-            db.validate_thread_sharing()
-            with db.wrap_database_errors:
-                bound = _bound_on_server(db)
-            with CursorWrapper(bound, db) as cursor:  # as ``make_cursor`` wraps it
-                yield cursor
-            return
-    with db.cursor() as cursor:  # the project's own binding
-        yield cursor
-
-
-def _bound_on_server(db: BaseDatabaseWrapper) -> Cursor[Any]:
-    raw: Connection[Any] = db.connection
-    if raw.prepare_threshold is None:
-        raw.prepare_threshold = PREPARE_THRESHOLD
-    bound: Cursor[Any] = Cursor(raw)
-    # As Django's ``create_cursor``: the cursor reads times in the connection's time zone.
-    loader = raw.adapters.get_loader(_TIMESTAMPTZ, Format.TEXT)
-    if getattr(loader, "timezone", None) != db.timezone:
-        register_tzloader(db.timezone, bound)
-    return bound
-
-
 def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
     """Run ``statement``; its first row (``None``: no row)."""
-    with _cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(statement, params)
         row: tuple[Any, ...] | None = cursor.fetchone()
         return row
@@ -190,13 +136,13 @@ def _converters(model: type[Model]) -> list[tuple[int, Any]]:
 
 def fetch_all(statement: str, params: list[Any]) -> list[tuple[Any, ...]]:
     """Run ``statement``; every row."""
-    with _cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(statement, params)
         return list(cursor.fetchall())
 
 
 def execute(statement: str, params: list[Any]) -> int:
     """Run ``statement``; the number of rows it wrote."""
-    with _cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(statement, params)
         return int(cursor.rowcount)

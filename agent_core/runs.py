@@ -95,12 +95,14 @@ def end_run(
 ) -> bool:
     """Settle the run as ``status`` (from a status the table allows) and release its thread;
     ``ended`` go out before ``finish``. ``False``: the run had already left those statuses."""
-    sources = state.check(Run, state.sources_of(Run, status), status)
+    ends = sql.END_RUN_AND_FINISH
+    sources = state.check_statement(ends, Run, state.sources_of(Run, status), status)
     now, finish = timezone.now(), frames.finish(status.value, code)
     # The common end, with nothing queued on the thread: the run, its thread and its frames in
     # one statement.
-    riding = Riding(sql.END_RUN_AND_FINISH, [sources, run.thread_id], [status, code, message, now])
+    riding = Riding(ends, [sources, run.thread_id], [status, code, message, now])
     if streams.emit_if(run.pk, [*(ended or []), finish], riding) is None:
+        state.check_statement(sql.END_RUN, Run, sources, status)
         row = rows.fetch_one(
             sql.END_RUN, [status, code, message, now, run.pk, sources, run.pk, run.thread_id]
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.db.models import Model
 
+from . import state
 from .choices import CALL_TERMINAL, CallStatus, QueuedStatus, RunStatus
 from .models import Message, QueuedMessage, Run, Step, StreamFrame, Thread, ToolCall
 
@@ -18,6 +19,31 @@ _STEP = Step._meta.db_table
 _CALL = ToolCall._meta.db_table
 _FRAME = StreamFrame._meta.db_table
 _MESSAGE = Message._meta.db_table
+_R, _C = RunStatus, CallStatus
+
+
+def _moves(model: type[Model], sources: set[str], targets: set[str]) -> state.Writes:
+    return state.Writes(model, frozenset(sources), frozenset(targets))
+
+
+# The moves of the statements below that write a status (``state.writes``).
+_TAKE = _moves(Run, {_R.QUEUED, _R.RUNNING}, {_R.RUNNING})
+_ENDS = (
+    _moves(Run, {_R.RUNNING}, {_R.COMPLETED}),
+    _moves(Run, {_R.QUEUED, _R.RUNNING, _R.WAITING}, {_R.FAILED}),
+    _moves(Run, {_R.QUEUED, _R.RUNNING, _R.WAITING, _R.CANCELLING}, {_R.CANCELLED}),
+)
+_FINISHES = _moves(ToolCall, {_C.APPROVED, _C.EXECUTING}, {_C.SUCCEEDED, _C.FAILED})
+_PARKS = _moves(Run, {_R.RUNNING}, {_R.WAITING})
+# A decision settles a pending call and may free its run (``settle_call``).
+SETTLES = (
+    _moves(
+        ToolCall,
+        {_C.PENDING_APPROVAL},
+        {_C.APPROVED, _C.REJECTED, _C.EXPIRED, _C.CANCELLED},
+    ),
+    _moves(Run, {_R.WAITING}, {_R.QUEUED}),
+)
 
 
 def insert_rows(model: type[Model]) -> str:
@@ -29,12 +55,13 @@ def insert_rows(model: type[Model]) -> str:
 
 # Take a run's lease (leases.acquire): status, owner, deadline, run id, the two statuses a run
 # may be taken in, now, the token passed on. Waits for the row lock, then re-checks the row.
-ACQUIRE_LEASE = (
+ACQUIRE_LEASE = state.writes(
     f"UPDATE {_RUN} SET status = %s, lease_owner = %s,"
     " lease_token = lease_token + 1, lease_expires_at = %s"
     " WHERE id = %s AND status IN (%s, %s)"
     " AND (lease_owner = '' OR lease_expires_at < %s OR lease_token = %s)"
-    " RETURNING lease_token"
+    " RETURNING lease_token",
+    _TAKE,
 )
 
 # The conditions of a write fenced by a lease: token, owner.
@@ -66,12 +93,13 @@ _LOCKED = f"k AS MATERIALIZED ({LOCK_RUN}),"
 # ``state.check`` first) if the run is running: run id, token, owner, fence, started at, call id.
 # Answers the run's and thread's columns (as LOCK_RUN) and whether the call moved (0 or 1); no
 # row when the lease no longer holds the run.
-CLAIM_CALL = (
+CLAIM_CALL = state.writes(
     f"WITH {_LOCKED} c AS (UPDATE {_CALL} SET status = '{CallStatus.EXECUTING.value}',"
     " fence = %s, attempts = attempts + 1, started_at = %s"
     f" WHERE id = %s AND status = '{CallStatus.APPROVED.value}' AND run_id = (SELECT id FROM k)"
     f" AND (SELECT status FROM k) = '{RunStatus.RUNNING.value}' RETURNING id)"
-    " SELECT k.*, (SELECT count(*) FROM c) FROM k"
+    " SELECT k.*, (SELECT count(*) FROM c) FROM k",
+    _moves(ToolCall, {_C.APPROVED}, {_C.EXECUTING}),
 )
 
 # Every call of a run in the order its steps proposed them, each with ``delegated``: whether it
@@ -201,12 +229,16 @@ RECORD_MODEL_STEP_LOCKING = with_frames(
 )
 # The same, parking the run: ``running → waiting`` (the pair checked by ``state.check`` first),
 # its lease let go (runs.continue_or_park).
-RECORD_MODEL_STEP_AND_PARK = with_frames(
-    before=_RECORD,
-    sets=(
-        f"{_USAGE}, status = '{RunStatus.WAITING.value}', lease_owner = '', lease_expires_at = NULL"
+RECORD_MODEL_STEP_AND_PARK = state.writes(
+    with_frames(
+        before=_RECORD,
+        sets=(
+            f"{_USAGE}, status = '{RunStatus.WAITING.value}', lease_owner = '',"
+            " lease_expires_at = NULL"
+        ),
+        only=f" AND status = '{RunStatus.RUNNING.value}'",
     ),
-    only=f" AND status = '{RunStatus.RUNNING.value}'",
+    _PARKS,
 )
 
 
@@ -231,12 +263,15 @@ def _finish(run: str) -> str:
 # stored (JSON; NULL: it did not move).
 _TERMINAL = ", ".join(f"'{status.value}'" for status in sorted(CALL_TERMINAL))
 _FINISHED = ", (SELECT count(*) FROM c), (SELECT statuses FROM o), (SELECT to_json(c) FROM c)"
-FINISH_CALL = with_frames(
-    before=(
-        f"{_finish('%s')} o AS (SELECT array_agg(DISTINCT status) AS statuses"
-        f" FROM {_CALL} WHERE run_id = %s AND id <> %s AND status = ANY(%s)),"
+FINISH_CALL = state.writes(
+    with_frames(
+        before=(
+            f"{_finish('%s')} o AS (SELECT array_agg(DISTINCT status) AS statuses"
+            f" FROM {_CALL} WHERE run_id = %s AND id <> %s AND status = ANY(%s)),"
+        ),
+        extra=_FINISHED,
     ),
-    extra=_FINISHED,
+    _FINISHES,
 )
 # The same taking the run's lock first (``_LOCKED``: run id, token, owner, first), the call's run
 # being the locked one (no run id after the call id); the other calls' statuses take the
@@ -246,16 +281,19 @@ FINISH_CALL = with_frames(
 # for it is read as committed, not as the statement's snapshot saw it. Answers, after the
 # frames' columns, the run's and thread's (as LOCK_RUN), then FINISH_CALL's; no row when the
 # lease no longer holds the run.
-FINISH_CALL_LOCKING = with_frames(
-    before=(
-        f"{_LOCKED} {_finish('(SELECT id FROM k)')}"
-        " o AS (SELECT array_agg(DISTINCT status) FILTER (WHERE status = ANY(%s)) AS statuses"
-        f" FROM (SELECT status FROM {_CALL} WHERE run_id = (SELECT id FROM k) AND id <> %s"
-        f" AND status NOT IN ({_TERMINAL}) FOR SHARE) x),"
+FINISH_CALL_LOCKING = state.writes(
+    with_frames(
+        before=(
+            f"{_LOCKED} {_finish('(SELECT id FROM k)')}"
+            " o AS (SELECT array_agg(DISTINCT status) FILTER (WHERE status = ANY(%s)) AS statuses"
+            f" FROM (SELECT status FROM {_CALL} WHERE run_id = (SELECT id FROM k) AND id <> %s"
+            f" AND status NOT IN ({_TERMINAL}) FOR SHARE) x),"
+        ),
+        only=" AND EXISTS (SELECT FROM k)",
+        extra=f", k.*{_FINISHED}",
+        joined=", k",
     ),
-    only=" AND EXISTS (SELECT FROM k)",
-    extra=f", k.*{_FINISHED}",
-    joined=", k",
+    _FINISHES,
 )
 
 # A thread's transcript, in order, as ``(role, JSON content)`` (transcript.build_request), without
@@ -291,7 +329,7 @@ START_RUN = f"WITH t AS ({insert_rows(Thread)}), r AS ({insert_rows(Run)}) {APPE
 # statuses it may leave, run id, thread id. The queue is read with the statement's snapshot, not
 # again after waiting for the thread's lock: a message is queued under the run's lock, which the
 # ending transaction holds (turns._start_once), so none commits while this statement runs.
-END_RUN = (
+END_RUN = state.writes(
     f"WITH e AS (UPDATE {_RUN} SET status = %s, error_code = %s, error_message = %s,"
     " finished_at = %s, lease_owner = '', lease_expires_at = NULL"
     " WHERE id = %s AND status = ANY(%s) RETURNING thread_id),"
@@ -299,7 +337,8 @@ END_RUN = (
     " WHERE id = (SELECT thread_id FROM e) AND active_run_id = %s RETURNING id)"
     " SELECT EXISTS (SELECT 1 FROM e), EXISTS (SELECT 1 FROM t),"
     f" EXISTS (SELECT 1 FROM {QueuedMessage._meta.db_table} WHERE thread_id = %s"
-    f" AND status = '{QueuedStatus.QUEUED.value}')"
+    f" AND status = '{QueuedStatus.QUEUED.value}')",
+    *_ENDS,
 )
 
 # The same with the run's last frames, when no message waits on its thread (runs.end_run): the
@@ -311,17 +350,20 @@ _ENDING = (
     f" (SELECT FROM {QueuedMessage._meta.db_table} WHERE thread_id = %s"
     f" AND status = '{QueuedStatus.QUEUED.value}') AS queued),"
 )
-END_RUN_AND_FINISH = with_frames(
-    before=_ENDING,
-    sets=(
-        ", status = %s, error_code = %s, error_message = %s, finished_at = %s,"
-        " lease_owner = '', lease_expires_at = NULL"
+END_RUN_AND_FINISH = state.writes(
+    with_frames(
+        before=_ENDING,
+        sets=(
+            ", status = %s, error_code = %s, error_message = %s, finished_at = %s,"
+            " lease_owner = '', lease_expires_at = NULL"
+        ),
+        only=" AND status = ANY((SELECT sources FROM e)::varchar[]) AND NOT (SELECT queued FROM e)",
+        after=(
+            f", t AS (UPDATE {Thread._meta.db_table} SET active_run_id = NULL"
+            " WHERE id = (SELECT thread_id FROM r) AND active_run_id = (SELECT id FROM r))"
+        ),
     ),
-    only=" AND status = ANY((SELECT sources FROM e)::varchar[]) AND NOT (SELECT queued FROM e)",
-    after=(
-        f", t AS (UPDATE {Thread._meta.db_table} SET active_run_id = NULL"
-        " WHERE id = (SELECT thread_id FROM r) AND active_run_id = (SELECT id FROM r))"
-    ),
+    *_ENDS,
 )
 
 # A lock held to commit, by name (quotas: an actor's starts; idempotency: one key): the name.
@@ -396,4 +438,4 @@ def settle_call(also: str = "") -> str:
     )
 
 
-SETTLE_CALL = settle_call()
+SETTLE_CALL = state.writes(settle_call(), *SETTLES)

@@ -22,7 +22,7 @@ from django.db import connection
 from django.db.models import Field, Model, QuerySet
 
 from . import rows
-from .choices import CallStatus, RunStatus
+from .choices import CALL_TERMINAL, RUN_TERMINAL, CallStatus, RunStatus
 from .exceptions import InvalidTransition
 from .models import Run, ToolCall
 
@@ -86,21 +86,62 @@ CALL_ALLOWED: frozenset[tuple[str, str]] = frozenset(
 
 ALLOWED: dict[type[Model], frozenset[tuple[str, str]]] = {Run: RUN_ALLOWED, ToolCall: CALL_ALLOWED}
 
-# The named statements of ``sql.py`` that write a status themselves (one round trip with the
-# writes around it). The module that runs one passes its pair through ``check`` first, and
-# ``tests/agent_core/test_state.py`` keeps this list and the statements in step.
-SQL_TRANSITIONS = frozenset(
-    {
-        "ACQUIRE_LEASE",
-        "CLAIM_CALL",
-        "END_RUN",
-        "END_RUN_AND_FINISH",
-        "FINISH_CALL",
-        "FINISH_CALL_LOCKING",
-        "RECORD_MODEL_STEP_AND_PARK",
-        "SETTLE_CALL",
-    }
-)
+_TERMINAL: dict[type[Model], frozenset[str]] = {Run: RUN_TERMINAL, ToolCall: CALL_TERMINAL}
+
+
+@dataclass(frozen=True)
+class Writes:
+    """Moves a named statement makes on rows of ``model``: from any of ``sources`` to any of
+    ``targets`` (each pair one the table allows)."""
+
+    model: type[Model]
+    sources: frozenset[str]
+    targets: frozenset[str]
+
+
+# The named statements that write a status themselves (one round trip with the writes around
+# them), by their text, with the moves each declares (``writes``); ``check_statement`` holds a
+# caller to them, and ``tests/agent_core/test_state.py`` finds every statement of every module
+# that writes a status here.
+_DECLARED: dict[str, tuple[Writes, ...]] = {}
+
+
+def writes(statement: str, *moves: Writes) -> str:
+    """Declare the status moves ``statement`` makes (refused now, at import, if the table does not
+    allow one of them); returns the statement."""
+    for move in moves:
+        for source in move.sources:
+            for target in move.targets:
+                check(move.model, source, target)
+    _DECLARED[statement] = moves
+    return statement
+
+
+def declared(statement: str) -> tuple[Writes, ...] | None:
+    """The moves ``statement`` declares (``None``: it writes no status)."""
+    return _DECLARED.get(statement)
+
+
+def declared_statements() -> list[str]:
+    """Every statement declared to write a status."""
+    return list(_DECLARED)
+
+
+def check_statement(
+    statement: str, model: type[Model], sources: str | Iterable[str], target: str
+) -> list[str]:
+    """``check``, for a move the caller is about to make by running ``statement``: also refused
+    when the statement does not declare it."""
+    found = check(model, sources, target)
+    if not any(
+        move.model is model and target in move.targets and move.sources.issuperset(found)
+        for move in _DECLARED.get(statement, ())
+    ):
+        raise InvalidTransition(
+            f"this statement does not move a {model.__name__} from {found} to {target}"
+        )
+    return found
+
 
 _M = TypeVar("_M", Run, ToolCall)
 
@@ -110,7 +151,9 @@ def check(model: type[Model], sources: str | Iterable[str], target: str) -> list
     found = [sources] if isinstance(sources, str) else list(sources)
     allowed = ALLOWED[model]
     for source in found:
-        if source != target and (source, target) not in allowed:
+        # Keeping its status is no move (a lease taken over), unless the status is terminal.
+        kept = source == target and target not in _TERMINAL[model]
+        if not kept and (source, target) not in allowed:
             raise InvalidTransition(f"{model.__name__} may not go from {source} to {target}")
     return found
 

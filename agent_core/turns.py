@@ -99,7 +99,7 @@ def _start_once(
     )
     if mode == Mode.INTERRUPT:
         assert target is not None
-        request_cancel(target, actor_ref=actor.ref)
+        request_cancel(target, actor=actor)
         queued.refresh_from_db()
         if queued.run_id is not None:  # the run was parked: settled, and this turn started
             return Run.objects.get(pk=queued.run_id)

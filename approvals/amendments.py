@@ -15,9 +15,9 @@ from agent_core.conf import agent_settings
 from agent_core.exceptions import AgentCoreError, NotFound
 
 from . import guards
-from .attempts import Outcome, attempt, check_deadline, conflict
+from .attempts import Attempt, Entry, Outcome, Result, attempt, audit, check_deadline, conflict
 from .exceptions import InvalidDecision, NotApprover
-from .models import Action, DecisionAttempt, RememberedApproval
+from .models import Action, RememberedApproval
 from .policy import get_policy
 
 
@@ -28,8 +28,9 @@ def extend(
     ttl: timedelta | None = None,
     expires_at: datetime | None = None,
     via: str = "web",
-) -> datetime:
+) -> Outcome:
     """Give a pending request a later deadline (``ttl`` from now, or ``expires_at``); audited.
+    The outcome's call has the new deadline.
 
     Only someone who may decide the call may extend it, at most the policy's ``max_extension``
     past now (default: the ttl the policy gives the call); a request already past its deadline
@@ -37,7 +38,8 @@ def extend(
     """
     if (ttl is None) == (expires_at is None):
         raise InvalidDecision("give either ttl or expires_at")
-    with attempt(tool_call_id, Action.EXTEND, actor, via) as current:
+
+    def decide(current: Attempt) -> Result:
         held = current.decision
         run, call = held.run, held.call
         if not get_policy().can_decide(actor, call):
@@ -56,11 +58,12 @@ def extend(
             raise InvalidDecision(f"a deadline may be moved at most {limit} past now")
         current.note = f"expires_at {call.expires_at.isoformat()} -> {deadline.isoformat()}"
         held.extend(deadline)
-        current.outcome = Outcome.APPLIED
-    return deadline
+        return Result.APPLIED
+
+    return attempt(tool_call_id, Action.EXTEND, actor, via, decide)
 
 
-def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
+def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Result:
     """Revoke a remembered approval: later calls of its tool in its thread ask again; audited.
 
     The thread's owner, the grant's granter and operators (``AGENT["OPERATOR_ROLE"]``) may.
@@ -74,7 +77,7 @@ def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
             .first()
         )
         refusal: AgentCoreError | None = None
-        outcome: Outcome | None = None
+        outcome: Result | None = None
         if grant is None:
             refusal = NotFound(f"no remembered approval {remembered_id}")
         elif actor.ref not in (grant.granted_by_ref, grant.thread.owner_ref) and not actor.has_role(
@@ -87,22 +90,24 @@ def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Outcome:
                 else NotFound(f"no remembered approval {remembered_id}")
             )
         elif grant.revoked_at is not None:
-            outcome = Outcome.UNCHANGED
+            outcome = Result.UNCHANGED
         else:
             RememberedApproval.objects.filter(pk=grant.pk, revoked_at__isnull=True).update(
                 revoked_at=timezone.now(), revoked_by_ref=actor.ref
             )
-            outcome = Outcome.APPLIED
-        DecisionAttempt.objects.create(
-            tool_call_id=grant.source_tool_call_id or "" if grant else "",
-            thread_id=grant.thread_id if grant else "",
-            tool_name=grant.tool_name if grant else "",
-            action=Action.REVOKE,
-            actor_ref=actor.ref,
-            via=via,
-            outcome=outcome.value if outcome else refusal.code if refusal else "",
-            detail=f"remembered approval {remembered_id}"
-            + (f": {refusal.message}" if refusal else ""),
+            outcome = Result.APPLIED
+        detail = f"remembered approval {remembered_id}"
+        audit(
+            Entry(
+                grant.source_tool_call_id or "" if grant else "",
+                Action.REVOKE,
+                actor.ref,
+                via,
+                outcome.value if outcome else refusal.code if refusal else "",
+                detail + (f": {refusal.message}" if refusal else ""),
+                thread_id=grant.thread_id if grant else "",
+                tool_name=grant.tool_name if grant else "",
+            )
         )
     if refusal is not None:
         raise refusal

@@ -20,6 +20,3 @@ class ApprovalsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
-        from .receivers import connect
-
-        connect()

@@ -1,24 +1,23 @@
 """A decision attempt: authorized, made under the run's lock, audited whatever came of it.
 
-``with attempt(call_id, action, actor, via) as current:`` refuses a reserved ``via``, takes the
-core's ``decision`` (a transaction holding the run's lock, the call read under it), answers 404
-for a call the actor may not see, and runs the body. Every attempt leaves a ``DecisionAttempt``
-row (a decision that settles the call appends it in its compare-and-set's statement,
-``Attempt.audited_by``); a refusal (an ``AgentCoreError`` from the body) is raised after that row
-has committed.
+``attempt(call_id, action, actor, via, decide)`` refuses a reserved ``via``, takes the core's
+``decision`` (a transaction holding the run's lock, the call read under it), answers 404 for a
+call the actor may not see, and runs ``decide``, which returns what came of it. Every attempt
+leaves a ``DecisionAttempt`` row, written by ``audit`` (the one writer, which traces it) or, when
+a decision settles the call, in its compare-and-set's statement (``Attempt.audited_by``); a
+refusal (an ``AgentCoreError`` from ``decide``) is raised after that row has committed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
 from django.utils import timezone
 
-from agent_core import rows, tracing
+from agent_core import rows, state, tracing
 from agent_core.actors import SYSTEM, Actor
 from agent_core.choices import CallStatus
 from agent_core.decisions import Decision, decision
@@ -32,117 +31,179 @@ from .models import Action
 from .quorum import Standing
 
 
-class Outcome(StrEnum):
+class Result(StrEnum):
     """A successful decision either changed the call or repeated what was already decided."""
 
     APPLIED = "applied"
     UNCHANGED = "unchanged"
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What a decision did (``result``), with the call as it left it and, when it counted a
+    vote, the call's quorum standing (what the API answers, without reading the call again)."""
+
+    result: Result
+    call: ToolCall
+    standing: Standing | None = None
+
+
 @dataclass
 class Attempt:
-    """The decision an attempt holds, what came of it and the note its audit row keeps; once the
-    attempt is over, its call is the row as the decision left it."""
+    """The decision an attempt holds and the note its audit row keeps; the body (``decide``)
+    says what came of it by returning it."""
 
     decision: Decision
     action: Action
     actor: Actor
     via: str
-    outcome: Outcome | None = None
     note: str = ""
     # The call's quorum standing when the attempt counted a vote (None: it did not).
     standing: Standing | None = None
     # Whether the audit row rode on the settling statement (``audited_by``).
     audited: bool = False
 
-    @property
-    def done(self) -> Outcome:
-        """The outcome of an attempt whose body ran to its end."""
-        assert self.outcome is not None, "the body of an attempt sets its outcome"
-        return self.outcome
-
-    def audited_by(self, outcome: Outcome) -> Riding:
-        """The settling statement with this attempt's audit row riding on it (one round trip):
-        the attempt ends with ``outcome``, and ``attempt`` appends no row of its own."""
-        self.outcome, self.audited = outcome, True
-        return Riding(sql.SETTLE_AUDITED, self.entry(None, self.note).params())
-
-    def entry(self, refusal: AgentCoreError | None, detail: str) -> Entry:
-        """This attempt's audit row as it stands, refused by ``refusal`` if not ``None``."""
-        call, outcome = self.decision.call, self.outcome
-        return Entry(call.pk, call, self.action, self.actor, self.via, outcome, refusal, detail)
+    def audited_by(self, status: CallStatus) -> Riding:
+        """The statement settling the call as ``status`` with this attempt's audit row riding on
+        it (one round trip): the attempt is applied, and ``attempt`` appends no row of its own."""
+        state.check_statement(sql.SETTLE_AUDITED, ToolCall, CallStatus.PENDING_APPROVAL, status)
+        self.audited = True
+        entry = Entry.of(self.decision.call, self.action, self.actor, self.via, Result.APPLIED)
+        return Riding(sql.SETTLE_AUDITED, entry.noted(self.note).params())
 
 
 @dataclass(frozen=True)
 class Entry:
-    """What an attempt's ``DecisionAttempt`` row records: the call (``None`` when no call has
-    that id) and who tried what through which channel, with what came of it."""
+    """One ``DecisionAttempt`` row: who tried what on which call through which channel, and what
+    came of it (``outcome``: the result, or the refusal's error code)."""
 
     tool_call_id: str
-    call: ToolCall | None
-    action: Action
-    actor: Actor
+    action: str
+    actor_ref: str
     via: str
-    outcome: Outcome | None = None
-    refusal: AgentCoreError | None = None
+    outcome: str
     detail: str = ""
+    run_id: str = ""
+    thread_id: str = ""
+    tool_name: str = ""
 
-    @property
-    def run_id(self) -> str:
-        return self.call.run_id if self.call else ""
-
-    @property
-    def code(self) -> str:
-        """The row's ``outcome``: what came of it, or the refusal's error code."""
-        return self.outcome.value if self.outcome else self.refusal.code if self.refusal else ""
-
-    def trace(self) -> None:
-        trace_decision(
-            self.tool_call_id, self.run_id, self.action, self.via, self.code, self.actor.ref
+    @classmethod
+    def of(cls, call: ToolCall, action: str, actor: Actor, via: str, outcome: str) -> Entry:
+        """The row of an attempt on ``call``."""
+        return cls(
+            call.pk,
+            action,
+            actor.ref,
+            via,
+            outcome,
+            run_id=call.run_id,
+            thread_id=call.thread_id,
+            tool_name=call.tool_name,
         )
+
+    @classmethod
+    def refused(
+        cls,
+        tool_call_id: str,
+        call: ToolCall | None,
+        action: str,
+        actor: Actor,
+        via: str,
+        refusal: AgentCoreError,
+    ) -> Entry:
+        """The row of a refused attempt on ``tool_call_id`` (``call``: the call if one has that
+        id), its refusal's message as the detail."""
+        entry = (
+            cls.of(call, action, actor, via, refusal.code)
+            if call is not None
+            else cls(tool_call_id, action, actor.ref, via, refusal.code)
+        )
+        return entry.noted(refusal.message)
+
+    def noted(self, detail: str) -> Entry:
+        return replace(self, detail=detail)
 
     def params(self) -> list[Any]:
         """The parameters of ``sql.AUDIT_ATTEMPT``."""
-        call = self.call
-        thread_id, tool_name = (call.thread_id, call.tool_name) if call else ("", "")
         return [
             self.tool_call_id,
             self.run_id,
-            thread_id,
-            tool_name,
+            self.thread_id,
+            self.tool_name,
             self.action,
-            self.actor.ref,
+            self.actor_ref,
             self.via,
-            self.code,
+            self.outcome,
             self.detail,
             timezone.now(),
         ]
 
+    def trace(self) -> None:
+        """Trace the attempt (SPEC §13), as ``audit`` does with every row it writes."""
+        if self.run_id:
+            tracing.event(
+                "airlock.decision",
+                self.run_id,
+                **{
+                    "airlock.tool_call_id": self.tool_call_id,
+                    "airlock.decision.action": self.action,
+                    "airlock.decision.via": self.via,
+                    "airlock.decision.outcome": self.outcome,
+                    "enduser.id": self.actor_ref,
+                },
+            )
 
-@contextmanager
-def attempt(tool_call_id: str, action: Action, actor: Actor, via: str) -> Iterator[Attempt]:
-    """Hold the call's decision for the body, and audit the attempt whatever came of it."""
+
+def audit(entry: Entry) -> None:
+    """Append a decision attempt's ``DecisionAttempt`` row and trace it: the one writer of
+    decision attempts, refused ones included (SPEC §7). Joins the caller's transaction."""
+    rows.execute(sql.AUDIT_ATTEMPT, entry.params())
+    entry.trace()
+
+
+def attempt(
+    tool_call_id: str,
+    action: Action,
+    actor: Actor,
+    via: str,
+    decide: Callable[[Attempt], Result],
+) -> Outcome:
+    """Hold the call's decision (a transaction holding its run's lock) while ``decide`` makes
+    it, and audit the attempt whatever came of it. A refusal (an ``AgentCoreError`` from
+    ``decide``) is raised once its audit row has committed; a call the actor may not see is
+    unknown (404), as SPEC §7 says."""
     guards.check_via(via)
     refusal: AgentCoreError | None = None
+    outcome: Outcome | None = None
     with decision(tool_call_id, sql.LOCK_CALL_WITH_QUORUM) as found:
         if found is None or not guards.may_see(actor, found.call):
             # Unseen is unknown (SPEC §7): a 403 would confirm that the id exists.
             refusal = NotFound(f"no tool call {tool_call_id}")
-            call = found.call if found else None
-            audit(Entry(tool_call_id, call, action, actor, via, None, refusal, refusal.message))
+            audit(
+                Entry.refused(
+                    tool_call_id, found.call if found else None, action, actor, via, refusal
+                )
+            )
         else:
             current = Attempt(found, action, actor, via)
             try:
-                yield current
+                result = decide(current)
             except AgentCoreError as exc:
                 refusal = exc
-            entry = current.entry(refusal, refusal.message if refusal else current.note)
-            if current.audited and refusal is None:
-                entry.trace()  # its row rode on the settling statement
+            if refusal is not None:
+                entry = Entry.of(found.call, action, actor, via, refusal.code)
+                audit(entry.noted(refusal.message))
             else:
-                audit(entry)
+                entry = Entry.of(found.call, action, actor, via, result).noted(current.note)
+                if current.audited:
+                    entry.trace()  # its row rode on the settling statement
+                else:
+                    audit(entry)
+                outcome = Outcome(result, found.call, current.standing)
     if refusal is not None:
         raise refusal
+    assert outcome is not None
+    return outcome
 
 
 def conflict(run: Run, call: ToolCall) -> AgentCoreError:
@@ -167,31 +228,5 @@ def expire(held: Decision) -> bool:
     audited as its attempt; ``False`` when the call was no longer pending."""
     if not held.settle(CallStatus.EXPIRED, decided_by_ref=SYSTEM.ref, decided_via="expiry"):
         return False
-    call = held.call
-    audit(Entry(call.pk, call, Action.EXPIRE, SYSTEM, "expiry", Outcome.APPLIED))
+    audit(Entry.of(held.call, Action.EXPIRE, SYSTEM, "expiry", Result.APPLIED))
     return True
-
-
-def audit(entry: Entry) -> None:
-    """Append an attempt's ``DecisionAttempt`` row: one named statement and no model built, so
-    it is traced here (an attempt saved through the model is traced by ``post_save``)."""
-    rows.execute(sql.AUDIT_ATTEMPT, entry.params())
-    entry.trace()
-
-
-def trace_decision(
-    tool_call_id: str, run_id: str, action: str, via: str, outcome: str, actor_ref: str
-) -> None:
-    """Trace a decision attempt (every one, refused ones too, is audited as one row)."""
-    if run_id:
-        tracing.event(
-            "airlock.decision",
-            run_id,
-            **{
-                "airlock.tool_call_id": tool_call_id,
-                "airlock.decision.action": action,
-                "airlock.decision.via": via,
-                "airlock.decision.outcome": outcome,
-                "enduser.id": actor_ref,
-            },
-        )

@@ -99,8 +99,10 @@ def check_policy_mirrors_its_rules(app_configs: Any = None, **kwargs: Any) -> li
             Warning(
                 f"{policy.__name__} overrides {', '.join(sorted(overrides))} but not decidable()",
                 id="approvals.W001",
-                hint="The pending-approvals list filters with decidable(); mirror the rule there "
-                "or the list may show calls the actor cannot decide (or hide ones they can).",
+                hint="Every list of what an actor may decide filters with decidable(): mirror the "
+                "rule there in SQL, or return self.checked_one_by_one(actor) for a rule SQL "
+                "cannot say; else the lists show calls the actor cannot decide (or hide ones "
+                "they can).",
             )
         ]
     return []

@@ -23,7 +23,8 @@ from agent_core.decisions import decision
 from agent_core.frames import Frame
 from agent_core.models import ToolCall
 
-from .models import Action, DecisionAttempt, Escalation
+from .attempts import Entry, Result, audit
+from .models import Action, Escalation
 from .notify import delivery
 from .notify.notice import ESCALATED
 from .policy import role_members
@@ -73,18 +74,9 @@ def _escalate(call_id: str) -> bool:
             return False
         escalation = Escalation.objects.get(pk=call_id)
         streams.emit(run.pk, [frame(escalation)])
-        DecisionAttempt.objects.create(
-            tool_call_id=call_id,
-            run_id=run.pk,
-            thread_id=call.thread_id,
-            tool_name=call.tool_name,
-            action=Action.ESCALATE,
-            actor_ref=SYSTEM.ref,
-            via="escalation",
-            outcome="applied",
-            detail=f"escalated to {escalation.role}"
-            + (" (may decide)" if escalation.may_decide else ""),
-        )
+        escalated = Entry.of(call, Action.ESCALATE, SYSTEM, "escalation", Result.APPLIED)
+        may_decide = " (may decide)" if escalation.may_decide else ""
+        audit(escalated.noted(f"escalated to {escalation.role}{may_decide}"))
         delivery.record([call], event=ESCALATED, refs=role_members(frozenset({escalation.role})))
     return True
 

@@ -33,7 +33,7 @@ from . import services
 from .attempts import Entry, audit
 from .conf import absolute, approvals_settings
 from .exceptions import NotApprover
-from .models import Action, DecisionAttempt, LinkUse
+from .models import Action, LinkUse
 from .policy import get_policy
 
 SALT = "airlock.approvals.decision-link"
@@ -134,17 +134,7 @@ def use(
     if refused is not None:
         # Who tried: the person signed in, when the link is someone else's.
         tried = signed_in if isinstance(refused, LinkOtherPerson) and signed_in else actor
-        audit(
-            Entry(
-                link.tool_call_id,
-                call,
-                Action(link.action),
-                tried,
-                link.via[:64],
-                refusal=refused,
-                detail=refused.message,
-            )
-        )
+        audit(Entry.refused(link.tool_call_id, call, link.action, tried, link.via[:64], refused))
         raise refused
     try:
         with transaction.atomic():
@@ -219,11 +209,6 @@ def _unsigned(token: str) -> dict[str, object]:
 
 
 def _audit(action: str, refusal: LinkRefused, *, call_id: str, actor_ref: str, via: str) -> None:
-    DecisionAttempt.objects.create(
-        tool_call_id=call_id,
-        action=action if action in ACTIONS else Action.APPROVE,
-        actor_ref=actor_ref or "anonymous",
-        via=via[:64],
-        outcome=refusal.code,
-        detail=refusal.message,
-    )
+    action = action if action in ACTIONS else Action.APPROVE
+    refused = Entry(call_id, action, actor_ref or "anonymous", via[:64], refusal.code)
+    audit(refused.noted(refusal.message))

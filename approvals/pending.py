@@ -14,6 +14,7 @@ from functools import reduce
 from operator import or_
 from typing import Any, NamedTuple
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import Q, QuerySet
 
@@ -74,7 +75,10 @@ def page(
 
 def rows(keys: QuerySet[ToolCall, dict[str, Any]], ordering: Ordering) -> list[PendingRow]:
     """The rows of the calls ``keys`` selects (their ``id`` and sort key), in ``ordering``."""
-    keys_sql, params = keys.query.sql_with_params()
+    try:
+        keys_sql, params = keys.query.sql_with_params()
+    except EmptyResultSet:  # a rule that lets the actor decide nothing (``pk__in=[]``)
+        return []
     return read(statement(keys_sql, ordering), params)
 
 

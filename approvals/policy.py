@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.utils.module_loading import import_string
 
 from agent_core.actors import Actor
+from agent_core.choices import CallStatus
 from agent_core.conf import agent_settings
 from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolSpec
@@ -22,6 +23,7 @@ from agent_core.tools import ToolSpec
 from . import cases
 from .conf import approvals_settings
 from .models import Escalation
+from .pending import WAITING
 from .requirement import REQUESTER, Escalate, Requirement, approver_roles
 from .rules import requirement_from_rules
 
@@ -39,9 +41,11 @@ class ApprovalPolicy:
     """The base policy: every action call needs the requester's yes, with no expiry.
 
     Subclass and override ``requirement_for`` (who and how long), ``can_decide`` / ``can_answer``
-    (who may decide a stored call). Whoever overrides ``can_decide`` or ``can_answer`` should
-    also override ``decidable``, its mirror as a query, which lists pending approvals in one
-    indexed query; the system check ``approvals.W001`` reminds you.
+    (who may decide a stored call). Whoever overrides ``can_decide`` or ``can_answer`` also
+    overrides ``decidable``, the same rule as a filter, which every list of what an actor may
+    decide or see uses (the inbox, the console, the runs an approver follows): its mirror in SQL,
+    or, for a rule SQL cannot say, ``checked_one_by_one`` (the system check ``approvals.W001``
+    reminds you). ``docs/howto/approval-policy.md`` says both paths.
     """
 
     def requirement_for(
@@ -92,6 +96,20 @@ class ApprovalPolicy:
         """``can_decide`` and ``can_answer`` as a filter on pending ``ToolCall`` rows: the cases
         of ``sql.DECIDABLE``, which the inbox's named counts and first page say too."""
         return cases.decidable(actor)
+
+    def checked_one_by_one(self, actor: Actor) -> Q:
+        """``decidable`` for a rule SQL cannot say: ``can_decide`` / ``can_answer`` asked of
+        every waiting call, its answer the filter of the calls that said yes. One query and a
+        call of the rule per waiting call: for as many waiting calls as a request can afford."""
+        waiting = ToolCall.objects.filter(status__in=WAITING).select_related("run", "thread")
+        allowed = [
+            call.pk
+            for call in waiting
+            if (self.can_answer if call.status == CallStatus.PENDING_INPUT else self.can_decide)(
+                actor, call
+            )
+        ]
+        return Q(pk__in=allowed)
 
 
 def role_members(roles: frozenset[str]) -> list[str]:

@@ -9,18 +9,31 @@ from typing import Any
 from django.db import connection
 from django.db.models import Q, QuerySet
 
-from agent_core.access import in_visible_runs, is_operator
+from agent_core.access import in_visible_runs, is_operator, visible_runs
 from agent_core.actors import Actor
 from agent_core.api.pagination import KeysetPagination, Page
 from agent_core.conf import agent_settings
+from agent_core.exceptions import NotFound
 from agent_core.gate import cases_of, get_gate
 from agent_core.models import ToolCall
 
 from . import cases, pending, sql
 from .gate import ApprovalGate
-from .models import RememberedApproval
+from .models import DecisionAttempt, RememberedApproval
 from .pending import PendingRow
-from .policy import ApprovalPolicy, get_policy
+from .policy import get_policy
+
+
+def visible_attempts(actor: Actor) -> QuerySet[DecisionAttempt]:
+    """The decision attempts ``actor`` may read: those on the runs it may see
+    (``agent_core.access.visible_runs``) and its own (a refused attempt may be on a run it may
+    not see), but for its ``not_found`` ones (issue 35)."""
+    attempts = DecisionAttempt.objects.all()
+    if is_operator(actor):
+        return attempts
+    # Its own but for those on calls it may not see: their row names the call's tool and run.
+    own = Q(actor_ref=actor.ref) & ~Q(outcome=NotFound.code)
+    return attempts.filter(Q(run_id__in=visible_runs(actor).values("pk")) | own)
 
 
 def pending_for(actor: Actor) -> QuerySet[ToolCall]:
@@ -37,7 +50,7 @@ def pending_count(actor: Actor) -> int:
     """``pending_for(actor).count()``: with the default policy and gate, one named statement
     (``sql.DECIDABLE_COUNT``); else compiled from the policy, a ``UNION`` of one index walk per
     case."""
-    if _default_rule():
+    if _default_rule(actor):
         return _count(sql.DECIDABLE_COUNT, actor)
     return pending.count(all_calls(), pending_branches(actor))
 
@@ -47,16 +60,18 @@ def seen_waiting_count(actor: Actor) -> int:
     with the default policy and gate, one named statement (``sql.SEEN_WAITING_COUNT``)."""
     if is_operator(actor):
         return _count(sql.WAITING_COUNT, actor)
-    if _default_rule():
+    if _default_rule(actor):
         return _count(sql.SEEN_WAITING_COUNT, actor)
     return in_visible_runs(actor, ToolCall.objects.filter(status__in=pending.WAITING)).count()
 
 
-def _default_rule() -> bool:
-    """Whether who may decide (and so see) what is ``ApprovalPolicy.decidable`` and
-    ``ApprovalGate.decidable``, which the named counts say in SQL."""
-    policy = type(get_policy()).decidable is ApprovalPolicy.decidable
-    return policy and type(get_gate()).decidable is ApprovalGate.decidable
+def _default_rule(actor: Actor) -> bool:
+    """Whether who may decide what for ``actor`` is the cases of ``sql.DECIDABLE`` (the rule the
+    policy gives equals ``cases.decidable``: it is what the policy says, not which methods it
+    overrides), which the named statements say: then they read it, else the ORM compiles the
+    rule. Both answer the same (``tests/approvals/test_named_counts.py`` runs its tests over a
+    policy of each kind). The gate adds the escalations, which the named statements say too."""
+    return decidable_by(actor) == cases.decidable(actor) and type(get_gate()) is ApprovalGate
 
 
 def first_page(actor: Actor, params: Any, pagination: KeysetPagination) -> Page[PendingRow] | None:
@@ -80,7 +95,7 @@ def seen_first_page(
 def _named_page(
     keys: str, actor: Actor, params: Any, pagination: KeysetPagination
 ) -> Page[PendingRow] | None:
-    if params.get(pagination.cursor_query_param) or not _default_rule():
+    if params.get(pagination.cursor_query_param) or not _default_rule(actor):
         return None
     sort, limit = pagination.sort_of(params), pagination.limit_of(params)
     ordering = pagination.orderings[sort]

@@ -25,7 +25,7 @@ from agent_core.models import Run, ToolCall
 from agent_core.tools import ToolSpec
 
 from . import edits, guards, quorum
-from .attempts import Attempt, Outcome, attempt, check_deadline, conflict, expire
+from .attempts import Attempt, Outcome, Result, attempt, check_deadline, conflict, expire
 from .conf import approvals_settings
 from .exceptions import InvalidDecision, NotApprover
 from .models import Action, RememberedApproval
@@ -56,46 +56,32 @@ def approve(
     ``remember`` also approves later calls of the same tool in the same thread (rememberable
     tools only) until the grant expires (``APPROVALS["REMEMBER_TTL"]``) or is revoked.
     """
-    return approval(tool_call_id, actor=actor, remember=remember, via=via, args=args).done
 
+    def decide(current: Attempt) -> Result:
+        return _settle(current, CallStatus.APPROVED, actor, via, remember=remember, args=args)
 
-def approval(
-    tool_call_id: str,
-    *,
-    actor: Actor,
-    remember: bool = False,
-    via: str = "web",
-    args: dict[str, Any] | None = None,
-) -> Attempt:
-    """``approve``, answering the attempt itself: the call as it left it, its quorum standing
-    (what the API answers, without reading the call again)."""
-    with attempt(tool_call_id, Action.APPROVE, actor, via) as current:
-        current.outcome = _settle(
-            current, CallStatus.APPROVED, actor, via, remember=remember, args=args
-        )
-    return current
+    return attempt(tool_call_id, Action.APPROVE, actor, via, decide)
 
 
 def reject(tool_call_id: str, *, actor: Actor, reason: str = "", via: str = "web") -> Outcome:
     """Reject a pending call; the model is told ``reason`` and that the tool did not run."""
-    return rejection(tool_call_id, actor=actor, reason=reason, via=via).done
 
-
-def rejection(tool_call_id: str, *, actor: Actor, reason: str = "", via: str = "web") -> Attempt:
-    """``reject``, answering the attempt itself (as ``approval`` does)."""
-    with attempt(tool_call_id, Action.REJECT, actor, via) as current:
+    def decide(current: Attempt) -> Result:
         current.note = reason
-        current.outcome = _settle(current, CallStatus.REJECTED, actor, via, reason=reason)
-    return current
+        return _settle(current, CallStatus.REJECTED, actor, via, reason=reason)
+
+    return attempt(tool_call_id, Action.REJECT, actor, via, decide)
 
 
 def answer(tool_call_id: str, *, actor: Actor, answer: Any, via: str = "web") -> Outcome:
     """Answer a human tool's question; the answer, validated, becomes the call's result."""
-    with attempt(tool_call_id, Action.ANSWER, actor, via) as current:
+
+    def decide(current: Attempt) -> Result:
         # The audit keeps what was answered, as the call's result keeps it.
         current.note = json.dumps(answer, ensure_ascii=False, default=str)
-        current.outcome = _answer(current.decision, actor=actor, via=via, answer=answer)
-    return current.done
+        return _answer(current.decision, actor=actor, via=via, answer=answer)
+
+    return attempt(tool_call_id, Action.ANSWER, actor, via, decide)
 
 
 def mark_done(
@@ -103,17 +89,21 @@ def mark_done(
 ) -> Outcome:
     """A person says an in-doubt call did happen: ``result`` is recorded, nothing runs again,
     and the run resumes. Whoever ``may_resolve`` it may; audited."""
-    with attempt(tool_call_id, Action.MARK_DONE, actor, via) as current:
-        current.outcome = _resolve(current.decision, done=True, actor=actor, result=result)
-    return current.done
+
+    def decide(current: Attempt) -> Result:
+        return _resolve(current.decision, done=True, actor=actor, result=result)
+
+    return attempt(tool_call_id, Action.MARK_DONE, actor, via, decide)
 
 
 def mark_not_done(tool_call_id: str, *, actor: Actor, via: str = "console") -> Outcome:
     """A person says an in-doubt call did not happen: it runs again (after a fresh approval when
     its tool's ``approval_scope`` is ``"attempt"``); audited."""
-    with attempt(tool_call_id, Action.MARK_NOT_DONE, actor, via) as current:
-        current.outcome = _resolve(current.decision, done=False, actor=actor)
-    return current.done
+
+    def decide(current: Attempt) -> Result:
+        return _resolve(current.decision, done=False, actor=actor)
+
+    return attempt(tool_call_id, Action.MARK_NOT_DONE, actor, via, decide)
 
 
 def may_resolve(actor: Actor, call: ToolCall) -> bool:
@@ -122,7 +112,7 @@ def may_resolve(actor: Actor, call: ToolCall) -> bool:
     return actor.has_role(agent_settings().OPERATOR_ROLE) or get_policy().can_decide(actor, call)
 
 
-def _resolve(held: Decision, *, done: bool, actor: Actor, result: Any = None) -> Outcome:
+def _resolve(held: Decision, *, done: bool, actor: Actor, result: Any = None) -> Result:
     run, call = held.run, held.call
     if not may_resolve(actor, call):
         raise NotApprover()
@@ -131,7 +121,7 @@ def _resolve(held: Decision, *, done: bool, actor: Actor, result: Any = None) ->
             raise RunNotActive()
         raise AlreadyDecided(f"{call.pk} is {call.status}, not in doubt")
     held.resolve(done=done, decided_by_ref=actor.ref, result=result)
-    return Outcome.APPLIED
+    return Result.APPLIED
 
 
 def _settle(
@@ -143,7 +133,7 @@ def _settle(
     remember: bool = False,
     reason: str = "",
     args: dict[str, Any] | None = None,
-) -> Outcome:
+) -> Result:
     held = current.decision
     run, call = held.run, held.call
     if call.kind == "human":
@@ -152,7 +142,7 @@ def _settle(
         raise NotApprover()
     if call.status != CallStatus.PENDING_APPROVAL:
         if _repeats(call, wanted, remember=remember, args=args):
-            return Outcome.UNCHANGED
+            return Result.UNCHANGED
         raise conflict(run, call)
     check_deadline(held)
     tool = get_agent(run.agent).get_tool(call.tool_name)
@@ -167,7 +157,7 @@ def _settle(
         current.note = "; ".join(filter(None, (current.note, tally.note)))  # the count so far
         current.standing = tally.standing
         if tally.vote != quorum.Vote.COMPLETE:
-            return Outcome.UNCHANGED if tally.vote == quorum.Vote.REPEATED else Outcome.APPLIED
+            return Result.UNCHANGED if tally.vote == quorum.Vote.REPEATED else Result.APPLIED
     held.settle(
         wanted,
         decided_by_ref=actor.ref,
@@ -175,11 +165,11 @@ def _settle(
         reason=reason,
         remember=remember,
         args=args,
-        riding=current.audited_by(Outcome.APPLIED),
+        riding=current.audited_by(wanted),
     )
     if remember:
         _remember(call, actor)
-    return Outcome.APPLIED
+    return Result.APPLIED
 
 
 def _repeats(
@@ -200,7 +190,7 @@ def _repeats(
     return args is None or args == call.args
 
 
-def _answer(held: Decision, *, actor: Actor, via: str, answer: Any) -> Outcome:
+def _answer(held: Decision, *, actor: Actor, via: str, answer: Any) -> Result:
     run, call = held.run, held.call
     if call.kind != "human":
         raise InvalidDecision("this call asks for an approval, not an answer")
@@ -213,7 +203,7 @@ def _answer(held: Decision, *, actor: Actor, via: str, answer: Any) -> Outcome:
     tool = get_agent(run.agent).get_tool(call.tool_name)
     value = _validated(tool.validate_answer, answer, "the answer")
     held.answer(value, decided_by_ref=actor.ref, via=via)
-    return Outcome.APPLIED
+    return Result.APPLIED
 
 
 def preview_edit(tool_call_id: str, *, actor: Actor, args: dict[str, Any]) -> edits.EditPreview:

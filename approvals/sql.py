@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from agent_core import approvers, sql
+from agent_core import approvers, sql, state
 from agent_core.choices import REQUESTER, CallStatus
 from agent_core.models import Run, Thread, ToolCall
 
@@ -144,7 +144,7 @@ RESUME_LOST = (
 # (services: an approval or rejection that settles the call): as ``sql.SETTLE_CALL``, the audit
 # row's parameters (as AUDIT_ATTEMPT's) where ``also``'s go. The row is appended whatever the
 # compare-and-set found, as ``attempts.attempt`` would.
-SETTLE_AUDITED = sql.settle_call(f"a AS ({AUDIT_ATTEMPT}),")
+SETTLE_AUDITED = state.writes(sql.settle_call(f"a AS ({AUDIT_ATTEMPT}),"), *sql.SETTLES)
 
 # Who may decide a waiting call by default (``ApprovalPolicy.decidable``), said once: the cases,
 # each a status and a condition on the call's columns (``{c}``: the alias of its table;

@@ -22,3 +22,7 @@ AGENT = _agent
 # no health checks: with them, every task would begin with a `SELECT 1` of its own.
 DATABASES["default"]["CONN_MAX_AGE"] = 60  # noqa: F405
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = False  # noqa: F405
+# Every statement bound on the server and prepared the second time a connection runs it, through
+# Django's public options (docs/howto/prepared-statements.md): PostgreSQL parses and plans each
+# once per connection.
+DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 1}  # noqa: F405

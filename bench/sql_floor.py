@@ -46,7 +46,6 @@ django.setup()
 import psycopg  # noqa: E402
 from django.db import connection  # noqa: E402
 
-from agent_core import rows  # noqa: E402
 from agent_core.dispatch import set_runner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
 from bench.approval_cycle import (  # noqa: E402
@@ -251,12 +250,12 @@ def check_replayed(copy: str, began: float, ended: float) -> None:
 @contextmanager
 def replaying(copy: str) -> Iterator[psycopg.Connection[Any]]:
     """A connection to the copy with Django's parameters (its adapters), in autocommit (``send``
-    sends the ``BEGIN`` and ``COMMIT`` it recorded), preparing statements as the core's does: a
-    connection of Django's prepares none, and psycopg told to prepare a statement on one that
-    has no threshold prepares it at every run, planned each time."""
+    sends the ``BEGIN`` and ``COMMIT`` it recorded), preparing statements as the benchmark's
+    settings do (``prepare_threshold`` 1): psycopg told to prepare a statement on a connection
+    that has no threshold prepares it at every run, planned each time."""
     params = {**connection.get_connection_params(), "dbname": copy}
     with psycopg.connect(**params, autocommit=True) as conn:
-        conn.prepare_threshold = rows.PREPARE_THRESHOLD
+        conn.prepare_threshold = 1  # as bench/settings.py prepares
         yield conn
 
 

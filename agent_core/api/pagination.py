@@ -157,8 +157,9 @@ class KeysetPagination(BasePagination):
             return keys[:n]
         # Each case of ``branches`` its own ordered, limited branch: one index walk per case.
         parts = [keys.filter(case)[:n] for case in cases_of(branches)]
-        combined = parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
-        return combined.order_by(*order)[:n]
+        if len(parts) == 1:  # one case (a rule of its own): already ordered and limited
+            return parts[0]
+        return parts[0].union(*parts[1:]).order_by(*order)[:n]
 
     def _after_cursor(self, queryset: QuerySet[M], params: Any) -> QuerySet[M]:
         raw_cursor = params.get(self.cursor_query_param)

@@ -25,7 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from .. import cancel, history, idempotency, turns
-from ..access import check_may_cancel, check_may_manage, visible_runs, visible_threads
+from ..access import check_may_manage, visible_runs, visible_threads
 from ..exceptions import InvalidHeader, NotFound, RunActive
 from ..ids import ID_REGEX
 from ..models import Message, QueuedMessage, Run, Thread, ToolCall
@@ -157,12 +157,7 @@ class CancelView(AirlockAPIView):
         responses={202: serializers.RunStatusSerializer, **_ERRORS},
     )
     def post(self, request: Request, run_id: str) -> Response:
-        actor = request_actor(request)
-        run = visible_runs(actor).select_related("thread").filter(pk=run_id).first()
-        if run is None:
-            raise NotFound(f"no run {run_id}")
-        check_may_cancel(actor, run)
-        run = cancel.request_cancel(run.pk, actor_ref=actor.ref)
+        run = cancel.request_cancel(run_id, actor=request_actor(request))
         return Response({"status": run.status}, status=status.HTTP_202_ACCEPTED)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from datetime import timedelta
 from typing import Any
 
@@ -18,7 +17,6 @@ from agent_core.api.throttles import DecisionThrottle
 from agent_core.models import ToolCall
 
 from .. import amendments, pending, quorum, selectors, services
-from ..attempts import Attempt
 from ..models import RememberedApproval
 from .filters import PendingFilter, PendingPagination
 from .serializers import (
@@ -35,27 +33,17 @@ from .serializers import (
 )
 
 
-@functools.cache
-def _shared(serializer_class: type[serializers.Serializer[Any]]) -> serializers.Serializer[Any]:
-    # One instance per process and class: a serializer deep-copies its fields when it is made,
-    # which cost more than what it then does; validating and representing keep no state on it.
-    return serializer_class()
-
-
 def _body(serializer_class: type[serializers.Serializer[Any]], request: Request) -> Any:
-    """The request body validated (400 with each field's errors, as ``is_valid`` raises)."""
-    return _shared(serializer_class).run_validation(request.data)
+    """The request body validated (400 with each field's errors)."""
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
 
 
-def _result(call_id: str, outcome: str) -> Response:
-    call = ToolCall.objects.only("status", "expires_at", "requested_at").get(pk=call_id)
-    return _answer(call, outcome, quorum.standing(call))
-
-
-def _decided(current: Attempt) -> Response:
-    """An approval's or rejection's answer from the call as the decision left it (no read)."""
-    call = current.decision.call
-    return _answer(call, current.done, current.standing or quorum.standing(call))
+def _decided(outcome: services.Outcome) -> Response:
+    """A decision's answer from the call as the decision left it (no read)."""
+    call = outcome.call
+    return _answer(call, outcome.result, outcome.standing or quorum.standing(call))
 
 
 def _answer(call: ToolCall, outcome: str, standing: quorum.Standing) -> Response:
@@ -64,7 +52,7 @@ def _answer(call: ToolCall, outcome: str, standing: quorum.Standing) -> Response
     if needed > 1:
         data.update(approvals=given, approvals_needed=needed)
     data["expires_at"] = call.expires_at
-    return Response(_shared(DecisionResultSerializer).to_representation(data))
+    return Response(DecisionResultSerializer(data).data)
 
 
 class _DecisionView(AirlockAPIView):
@@ -89,14 +77,14 @@ class ApproveView(_DecisionView):
     )
     def post(self, request: Request) -> Response:
         body = _body(ApproveSerializer, request)
-        current = services.approval(
+        outcome = services.approve(
             body["tool_call_id"],
             actor=request_actor(request),
             remember=body["remember"],
             via=body["via"],
             args=body.get("args"),
         )
-        return _decided(current)
+        return _decided(outcome)
 
 
 class RejectView(_DecisionView):
@@ -105,13 +93,13 @@ class RejectView(_DecisionView):
     @extend_schema(request=RejectSerializer, responses=DecisionResultSerializer)
     def post(self, request: Request) -> Response:
         body = _body(RejectSerializer, request)
-        current = services.rejection(
+        outcome = services.reject(
             body["tool_call_id"],
             actor=request_actor(request),
             reason=body["reason"],
             via=body["via"],
         )
-        return _decided(current)
+        return _decided(outcome)
 
 
 class AnswerView(_DecisionView):
@@ -126,7 +114,7 @@ class AnswerView(_DecisionView):
             answer=body["answer"],
             via=body["via"],
         )
-        return _result(body["tool_call_id"], outcome)
+        return _decided(outcome)
 
 
 class ExtendView(_DecisionView):
@@ -136,14 +124,14 @@ class ExtendView(_DecisionView):
     def post(self, request: Request) -> Response:
         body = _body(ExtendSerializer, request)
         ttl = timedelta(seconds=body["ttl"]) if "ttl" in body else None
-        amendments.extend(
+        outcome = amendments.extend(
             body["tool_call_id"],
             actor=request_actor(request),
             ttl=ttl,
             expires_at=body.get("expires_at"),
             via=body["via"],
         )
-        return _result(body["tool_call_id"], services.Outcome.APPLIED)
+        return _decided(outcome)
 
 
 class MarkDoneView(_DecisionView):
@@ -158,7 +146,7 @@ class MarkDoneView(_DecisionView):
             result=body.get("result"),
             via=body["via"],
         )
-        return _result(body["tool_call_id"], outcome)
+        return _decided(outcome)
 
 
 class MarkNotDoneView(_DecisionView):
@@ -170,7 +158,7 @@ class MarkNotDoneView(_DecisionView):
         outcome = services.mark_not_done(
             body["tool_call_id"], actor=request_actor(request), via=body["via"]
         )
-        return _result(body["tool_call_id"], outcome)
+        return _decided(outcome)
 
 
 class PendingApprovalsView(AirlockAPIView):

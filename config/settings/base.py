@@ -92,9 +92,9 @@ DATABASES = {
 # sends the parameters apart from the statement (no quoting them into its text in Python) and
 # prepares a statement once a connection has run it twice (psycopg's ``prepare_threshold``
 # counts the runs before the one that prepares), so PostgreSQL parses and plans each once per
-# connection (bench/README.md, "Prepared statements"). Airlock's own statements are
-# prepared either way (``AGENT["PREPARED_STATEMENTS"]``). Off by default: a pooler in transaction
-# mode that cannot keep prepared statements (PgBouncer before 1.21) breaks.
+# connection (bench/README.md, "Prepared statements"; docs/howto/prepared-statements.md). Off by
+# default: a pooler in transaction mode that cannot keep prepared statements (PgBouncer before
+# 1.21) breaks.
 if os.environ.get("DATABASE_PREPARED") == "1":
     DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 2}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

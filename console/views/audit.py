@@ -6,12 +6,11 @@ import csv
 from collections.abc import Iterator
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 
-from agent_core.access import is_operator, visible_runs
-from agent_core.exceptions import NotFound
 from approvals.models import DecisionAttempt
+from approvals.selectors import visible_attempts
 
 from ..access import console_view
 from ..filters import AuditFilter, filtered, newest_first
@@ -34,15 +33,7 @@ CSV_COLUMNS = (
 
 
 def _attempts(request: HttpRequest) -> AuditFilter:
-    qs = DecisionAttempt.objects.all()
-    actor = actor_of(request)
-    if not is_operator(actor):
-        # The API's rule: attempts on the runs the user sees, and the user's own, but for those
-        # on calls it may not see (their row names the call's tool and run: not the user's).
-        runs = visible_runs(actor).values("pk")
-        own = Q(actor_ref=actor.ref) & ~Q(outcome=NotFound.code)
-        qs = qs.filter(Q(run_id__in=runs) | own)
-    return AuditFilter(request.GET, queryset=qs)
+    return AuditFilter(request.GET, queryset=visible_attempts(actor_of(request)))
 
 
 @console_view

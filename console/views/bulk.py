@@ -88,7 +88,7 @@ def _decide(actor: Actor, call: ToolCall, form: BulkForm) -> Result:
         call.refresh_from_db()
         return Result(call, False, f"{refusal(exc, call)} Not sent.")
     call.refresh_from_db()
-    if outcome == port.Outcome.UNCHANGED:
+    if outcome.result == port.Result.UNCHANGED:
         return Result(call, False, f"{explain(call)} Nothing more was sent.")
     return Result(call, True, "Rejected." if rejecting else "Approved.")
 

@@ -105,4 +105,4 @@ def refuse_unseen(call_id: str, call: ToolCall | None, action: Action, actor: Ac
     """Audit a decision asked of the console for a call ``actor`` may not see (``call``: the
     call if one has that id), as the port's refusal ``not_found``."""
     refusal = NotFound(f"no tool call {call_id}")
-    audit(Entry(call_id, call, action, actor, VIA, refusal=refusal, detail=refusal.message))
+    audit(Entry.refused(call_id, call, action, actor, VIA, refusal))

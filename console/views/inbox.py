@@ -7,7 +7,6 @@ decides and audits. A refusal is shown on the card it concerns, with the HTTP st
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from django.contrib import messages
@@ -151,7 +150,9 @@ def _preview_edit(request: HttpRequest, call_id: str, form: EditArgsForm) -> Htt
     return response
 
 
-def _extended(deadline: datetime) -> str:
+def _extended(outcome: port.Outcome) -> str:
+    deadline = outcome.call.expires_at
+    assert deadline is not None  # a deadline was extended
     return f"Extended until {timezone.localtime(deadline):%Y-%m-%d %H:%M %Z}"
 
 
@@ -183,7 +184,7 @@ def _decide(
         card.error = refusal(exc, call)
         card.errors = _field_errors(exc)
         return retry_after(_card_response(request, card, status=exc.status_code), exc)
-    if outcome == port.Outcome.UNCHANGED:
+    if outcome.result == port.Result.UNCHANGED:
         call.refresh_from_db()
         return _unchanged(request, _unchanged_text(call, actor, form_name))
     if callable(done):

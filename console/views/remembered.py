@@ -55,7 +55,7 @@ def revoke(request: HttpRequest, grant_id: int) -> HttpResponse:
             request, show_all=show_all, error=exc.message, failed=grant_id, status=exc.status_code
         )
     grant = RememberedApproval.objects.get(pk=grant_id)
-    if outcome == amendments.Outcome.UNCHANGED:
+    if outcome == amendments.Result.UNCHANGED:
         messages.info(request, f"{grant.tool_name} in this thread was already revoked.")
     else:
         messages.success(

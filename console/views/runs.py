@@ -125,17 +125,17 @@ def run_fragment(request: HttpRequest, run_id: str) -> HttpResponse:
 @console_view
 def cancel(request: HttpRequest, run_id: str) -> HttpResponse:
     """Cancel a run (and its children): settled at once when it is parked, else ``cancelling``
-    until its driver reaches a safe point. A refusal is shown on the run's page."""
-    run = _visible_run(request, run_id)
-    actor = actor_of(request)
+    until its driver reaches a safe point (``request_cancel``, as the API). A refusal is shown on
+    the run's page; a run already finished or being cancelled is left as it is."""
+    before = _visible_run(request, run_id)
     try:
-        check_may_cancel(actor, run)
+        run = request_cancel(before.pk, actor=actor_of(request))
     except NotAllowed as exc:
         return _refused(request, run_id, exc.message, status=403)
-    if run.is_terminal or run.status == RunStatus.CANCELLING:
-        return _refused(request, run_id, _too_late(run), status=409)
-    run = request_cancel(run.pk, actor_ref=actor.ref)
-    if run.status == RunStatus.CANCELLING:
+    # Accepted whatever the run's status, as over REST (idempotent); the message says what it did.
+    if before.is_terminal or before.status == RunStatus.CANCELLING:
+        messages.info(request, _too_late(before))
+    elif run.status == RunStatus.CANCELLING:
         messages.success(request, f"Cancelling {run.pk}: it stops at its next safe point.")
     else:
         messages.success(request, f"Cancelled {run.pk}.")

@@ -70,7 +70,7 @@ def test_the_parent_model_is_told_what_became_of_the_child(desk, decide, outcome
     if outcome == "reject":
         decide(port.reject, refund.pk, actor=ALICE, reason="too much")
     else:
-        decide(cancel.request_cancel, child.pk, actor_ref=ALICE.ref)
+        decide(cancel.request_cancel, child.pk, actor=ALICE)
     parent.refresh_from_db()
     assert parent.status == RunStatus.COMPLETED
     [delegation] = ToolCall.objects.filter(run=parent)
@@ -83,7 +83,7 @@ def test_the_parent_model_is_told_what_became_of_the_child(desk, decide, outcome
 def test_cancelling_the_parent_cancels_the_waiting_child(desk, decide):
     parent = desk(ask("ask_billing", REFUND_10))
     child = child_of(parent)
-    decide(cancel.request_cancel, parent.pk, actor_ref=ALICE.ref)
+    decide(cancel.request_cancel, parent.pk, actor=ALICE)
     parent.refresh_from_db()
     child.refresh_from_db()
     assert parent.status == child.status == RunStatus.CANCELLED

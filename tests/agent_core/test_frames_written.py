@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 import pytest
-from django.db import transaction
-from django.test import override_settings
+from django.db import connection, transaction
 
 from agent_core import streams
 from agent_core.frames import Frame
@@ -37,14 +37,24 @@ def _written(run: Run) -> list[tuple[int, str, Any]]:
     return [(frame.seq, frame.kind, frame.data) for frame in rows]
 
 
-@pytest.mark.parametrize("prepared", [True, False], ids=["bound on the server", "on the client"])
-def test_frames_are_stored_as_emitted_and_numbered_in_order(prepared: bool) -> None:
-    with override_settings(AGENT={"PREPARED_STATEMENTS": prepared}):
+@pytest.mark.parametrize(
+    "factory", [psycopg.Cursor, psycopg.ClientCursor], ids=["server", "client"]
+)
+def test_frames_are_stored_as_emitted_and_numbered_in_order(factory: type) -> None:
+    # Bound as Django's ``server_side_binding`` binds (prepared on its second run), or on the
+    # client.
+    connection.ensure_connection()
+    raw: Any = connection.connection
+    kept = raw.cursor_factory, raw.prepare_threshold
+    raw.cursor_factory, raw.prepare_threshold = factory, 1
+    try:
         run = _run()
         with transaction.atomic():
             streams.emit(run.pk, TRICKY[:1])
         with transaction.atomic():
             streams.emit(run.pk, TRICKY[1:])
+    finally:
+        raw.cursor_factory, raw.prepare_threshold = kept
     assert _written(run) == [(seq, kind, data) for seq, (kind, data) in enumerate(TRICKY, 1)]
     run.refresh_from_db()
     assert run.last_seq == len(TRICKY)

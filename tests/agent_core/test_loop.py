@@ -62,14 +62,14 @@ def test_an_action_call_waits_for_a_person(turn):
 def test_approve_runs_the_call_exactly_once_and_completes(turn, decide):
     run = turn('/call issue_refund {"order_id": "A-1001", "amount": 10}')
     [call] = calls_of(run)
-    assert decide(port.approve, call.pk, actor=ALICE) == port.Outcome.APPLIED
+    assert decide(port.approve, call.pk, actor=ALICE).result == port.Result.APPLIED
     run.refresh_from_db()
     call.refresh_from_db()
     assert run.status == RunStatus.COMPLETED
     assert call.status == CallStatus.SUCCEEDED and call.attempts == 1
     assert call.decided_by_ref == ALICE.ref and call.decided_via == "web"
     assert Refund.objects.filter(tool_call_id=call.pk).count() == 1
-    assert decide(port.approve, call.pk, actor=ALICE) == port.Outcome.UNCHANGED
+    assert decide(port.approve, call.pk, actor=ALICE).result == port.Result.UNCHANGED
     assert Refund.objects.count() == 1
     kinds = frames(run)
     order = ["approval-requested", "approval-settled", "tool-output", "finish"]

@@ -168,7 +168,7 @@ def test_a_decision_inside_the_ttl_wins_and_the_expiry_never_fires(turn, decide)
     assert port.expire_due() == 0
     call.refresh_from_db()
     assert call.status == CallStatus.SUCCEEDED and Refund.objects.count() == 1
-    assert decide(port.approve, call.pk, actor=ALICE) == port.Outcome.UNCHANGED
+    assert decide(port.approve, call.pk, actor=ALICE).result == port.Result.UNCHANGED
     assert "expired" not in StreamFrame.objects.filter(run=run).values_list("data", flat=True)
 
 
@@ -182,7 +182,9 @@ def test_an_approver_extends_the_deadline_and_it_is_audited(turn, decide):
         amendments.extend(call.pk, actor=BOB, ttl=timedelta(hours=2))
     with pytest.raises(InvalidDecision):
         amendments.extend(call.pk, actor=ALICE, expires_at=before - timedelta(seconds=5))
-    new = amendments.extend(call.pk, actor=ALICE, ttl=timedelta(hours=2), via="console")
+    new = amendments.extend(
+        call.pk, actor=ALICE, ttl=timedelta(hours=2), via="console"
+    ).call.expires_at
     call.refresh_from_db()
     assert call.expires_at == new and new > before + timedelta(minutes=30)
     frame = StreamFrame.objects.get(run=run, kind="approval-extended").data
@@ -209,7 +211,7 @@ def test_an_extension_is_bounded_by_the_policys_ttl_and_the_refusal_audited(turn
         with pytest.raises(InvalidDecision, match="at most 0:01:00 past now"):
             amendments.extend(call.pk, actor=ALICE, **kwargs)
     ToolCall.objects.filter(pk=call.pk).update(expires_at=timezone.now() + timedelta(seconds=5))
-    new = amendments.extend(call.pk, actor=ALICE, ttl=timedelta(seconds=55))  # renewed within 60 s
+    new = amendments.extend(call.pk, actor=ALICE, ttl=timedelta(seconds=55)).call.expires_at
     call.refresh_from_db()
     assert call.expires_at == new
     outcomes = DecisionAttempt.objects.filter(action=Action.EXTEND).order_by("id")

@@ -80,10 +80,62 @@ def test_the_named_counts_are_the_compiled_ones_for_every_reason(every_reason):
 
 
 class AuditorsDecideRefunds(DefaultPolicy):
+    """A rule of its own, said in SQL: auditors decide refunds too."""
+
+    def can_decide(self, actor: Actor, call: ToolCall) -> bool:
+        auditor = "auditors" in actor.roles and call.tool_name == "issue_refund"
+        return auditor or super().can_decide(actor, call)
+
     def decidable(self, actor: Actor) -> Q:
         auditor = "auditors" in actor.roles
         refunds = Q(status="pending_approval", tool_name="issue_refund")
         return super().decidable(actor) | (refunds if auditor else Q(pk__in=[]))
+
+
+class AuditorsDecideRefundsInPython(AuditorsDecideRefunds):
+    """The same rule as one SQL cannot say: asked of each call (the documented path)."""
+
+    def decidable(self, actor: Actor) -> Q:
+        return self.checked_one_by_one(actor)
+
+
+AUDITOR = Actor(ref="user:aud", roles=frozenset({"auditors"}))
+HERE = "tests.approvals.test_named_counts"
+
+
+@pytest.fixture(
+    params=[
+        "approvals.policy.DefaultPolicy",  # the cases, read by the named statements
+        f"{HERE}.AuditorsDecideRefunds",  # a rule in SQL, compiled by the ORM
+        f"{HERE}.AuditorsDecideRefundsInPython",  # a rule SQL cannot say, asked call by call
+    ]
+)
+def policy(request, settings):
+    settings.AGENT = {**settings.AGENT, "APPROVAL_POLICY": request.param}
+    return request.param
+
+
+def test_every_list_is_what_the_policy_says_call_by_call(every_reason, header_actor, policy):
+    """The one rule of who may decide, whatever the policy: the REST inbox, the counts the
+    console shows, and what the actor may see are the calls the port lets it decide."""
+    rule, waiting = get_policy(), list(ToolCall.objects.filter(status__in=pending.WAITING))
+    for actor in (*VIEWERS, AUDITOR):
+        may = {
+            call.pk
+            for call in waiting
+            if (rule.can_answer if call.status == CallStatus.PENDING_INPUT else rule.can_decide)(
+                actor, call
+            )
+        }
+        listed = {row["tool_call_id"] for row in api_get(actor, {"limit": "200"})["results"]}
+        assert listed == may, (policy, actor)
+        assert selectors.pending_count(actor) == len(may), (policy, actor)
+        seen = in_visible_runs(actor, ToolCall.objects.filter(pk__in=may))
+        assert seen.count() == len(may), (policy, actor)  # whoever may decide a call sees it
+        assert selectors.seen_waiting_count(actor) == reference(actor)[1], (policy, actor)
+    refunds = [c for c in waiting if c.tool_name == "issue_refund" and c.kind != "human"]
+    auditor_may = policy != "approvals.policy.DefaultPolicy"
+    assert selectors.pending_count(AUDITOR) == (len(refunds) if auditor_may else 0)
 
 
 def test_a_policy_of_its_own_is_counted_by_its_own_query(turn, settings):

@@ -44,14 +44,14 @@ def progress_frames(run: Run) -> list[dict]:
 def test_the_first_yes_is_recorded_and_the_call_waits_for_the_second(turn, decide):
     run = turn(REFUND)
     [call] = calls_of(run)
-    assert decide(port.approve, call.pk, actor=FRAN, via="api") == port.Outcome.APPLIED
+    assert decide(port.approve, call.pk, actor=FRAN, via="api").result == port.Result.APPLIED
     call.refresh_from_db()
     assert call.status == CallStatus.PENDING_APPROVAL and Refund.objects.count() == 0
     [frame] = progress_frames(run)
     assert frame["needed"] == 2 and [a["by"] for a in frame["approvals"]] == ["user:fran"]
     assert DecisionAttempt.objects.get().detail == "1 of 2 approvals"
 
-    assert decide(port.approve, call.pk, actor=FINN, via="api") == port.Outcome.APPLIED
+    assert decide(port.approve, call.pk, actor=FINN, via="api").result == port.Result.APPLIED
     call.refresh_from_db()
     assert call.status == CallStatus.SUCCEEDED and Refund.objects.count() == 1
     assert call.decided_by_ref == "user:finn"
@@ -66,7 +66,7 @@ def test_the_same_person_twice_counts_once(turn, decide):
     run = turn(REFUND)
     [call] = calls_of(run)
     decide(port.approve, call.pk, actor=FRAN)
-    assert decide(port.approve, call.pk, actor=FRAN) == port.Outcome.UNCHANGED
+    assert decide(port.approve, call.pk, actor=FRAN).result == port.Result.UNCHANGED
     call.refresh_from_db()
     assert call.status == CallStatus.PENDING_APPROVAL and Approval.objects.count() == 1
     assert len(progress_frames(run)) == 1

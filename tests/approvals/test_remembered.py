@@ -68,8 +68,8 @@ def test_a_revoked_grant_asks_again(turn, decide):
     grant = RememberedApproval.objects.get()
     with pytest.raises(NotFound):
         amendments.revoke(grant.pk, actor=BOB)
-    assert amendments.revoke(grant.pk, actor=ALICE) == port.Outcome.APPLIED
-    assert amendments.revoke(grant.pk, actor=ALICE) == port.Outcome.UNCHANGED
+    assert amendments.revoke(grant.pk, actor=ALICE) == port.Result.APPLIED
+    assert amendments.revoke(grant.pk, actor=ALICE) == port.Result.UNCHANGED
     with pytest.raises(NotFound):
         amendments.revoke(grant.pk + 1000, actor=ALICE)
     second = turn(refund(11), thread_id=first.thread_id)
@@ -110,5 +110,5 @@ def test_a_repeat_that_asks_for_more_than_was_granted_conflicts(turn, decide):
         decide(port.approve, call.pk, actor=ALICE, remember=True)
     with pytest.raises(AlreadyDecided):
         decide(port.approve, call.pk, actor=ALICE, args={"order_id": "A-1001", "amount": 9})
-    assert decide(port.approve, call.pk, actor=ALICE) == port.Outcome.UNCHANGED
+    assert decide(port.approve, call.pk, actor=ALICE).result == port.Result.UNCHANGED
     assert Refund.objects.count() == 1 and RememberedApproval.objects.count() == 0

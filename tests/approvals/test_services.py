@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import threading
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -130,9 +132,9 @@ def test_concurrent_decisions_on_one_call_have_one_winner(shop, threaded_runner)
         barrier.wait()
         try:
             if i % 2:
-                results.append(port.reject(call.pk, actor=ALICE, reason="no"))
+                results.append(port.reject(call.pk, actor=ALICE, reason="no").result)
             else:
-                results.append(port.approve(call.pk, actor=ALICE))
+                results.append(port.approve(call.pk, actor=ALICE).result)
         except AlreadyDecided:
             results.append("conflict")
         finally:
@@ -169,3 +171,44 @@ def test_a_waiting_run_is_redriven_by_a_new_runner_after_a_restart(shop, threade
         assert Refund.objects.filter(tool_call_id=call.pk).count() == 1
     finally:
         restarted.shutdown()
+
+
+def test_each_decision_returns_its_outcome_with_the_call_as_it_left_it(turn):
+    """``approve`` / ``reject`` / ``answer`` take the actor and return an ``Outcome``: what the
+    decision did, and the call as the decision left it (no paired ``approval`` / ``rejection``)."""
+    [refund_call] = calls_of(turn(REFUND))
+    outcome = port.approve(refund_call.pk, actor=ALICE)
+    assert outcome.result == port.Result.APPLIED
+    assert outcome.call.pk == refund_call.pk and outcome.call.status == CallStatus.APPROVED
+    again = port.approve(refund_call.pk, actor=ALICE)
+    assert again.result == port.Result.UNCHANGED
+    [other] = calls_of(turn(REFUND))
+    rejected = port.reject(other.pk, actor=ALICE, reason="no")
+    assert (rejected.result, rejected.call.status) == (port.Result.APPLIED, CallStatus.REJECTED)
+    [question] = calls_of(turn('/call ask_user {"question": "Which order?"}'))
+    answered = port.answer(question.pk, actor=ALICE, answer={"answer": "A-1"})
+    assert (answered.result, answered.call.status) == (port.Result.APPLIED, CallStatus.SUCCEEDED)
+    assert not hasattr(port, "approval") and not hasattr(port, "rejection")
+
+
+def test_every_decision_attempt_is_written_and_traced_by_one_writer():
+    """Links, amendments, escalation and the port write attempts through ``attempts.audit``
+    (which traces them): no module writes a ``DecisionAttempt`` row another way."""
+    root = Path(__file__).resolve().parents[2]
+    writers = [
+        f"{path.relative_to(root)}:{node.lineno}"
+        for app in ("approvals", "console", "agent_core")
+        for path in (root / app).rglob("*.py")
+        if "migrations" not in path.parts
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute)
+        and node.attr in ("create", "bulk_create", "get_or_create", "update_or_create")
+        and "DecisionAttempt" in ast.unparse(node.value)
+    ]
+    assert writers == []
+    users = {
+        path.name
+        for path in (root / "approvals").rglob("*.py")
+        if "sql.AUDIT_ATTEMPT" in path.read_text()
+    }
+    assert users == {"attempts.py"}

@@ -59,9 +59,11 @@ def test_a_driven_run_is_marked_cancelling(turn, login, people, finance_policy):
     assert run.status == RunStatus.CANCELLING and run.cancel_requested
     page = client.get(response["Location"]).content.decode()
     assert "it stops at its next safe point" in page
-    again = _cancel(client, run)
-    assert again.status_code == 409
-    assert b"already being cancelled" in again.content
+    again = _cancel(client, run)  # accepted, as over REST: nothing changes
+    assert again.status_code == 302
+    assert "already being cancelled" in client.get(again["Location"]).content.decode()
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLING
 
 
 def test_someone_neither_owner_nor_operator_is_refused(login, waiting):
@@ -78,9 +80,10 @@ def test_someone_neither_owner_nor_operator_is_refused(login, waiting):
 def test_a_finished_run_is_left_as_it_is(login, waiting):
     client = login("otto")
     _cancel(client, waiting)
-    response = _cancel(client, waiting)
-    assert response.status_code == 409
-    assert b"This run already cancelled: there is nothing to cancel." in response.content
+    response = _cancel(client, waiting)  # accepted, as over REST (202, the status unchanged)
+    assert response.status_code == 302
+    page = client.get(response["Location"]).content.decode()
+    assert "This run already cancelled: there is nothing to cancel." in page
 
 
 def test_cancel_from_the_runs_list_comes_back_to_it(login, waiting):

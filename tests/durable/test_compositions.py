@@ -60,7 +60,7 @@ def test_a_child_card_approved_by_id_completes_the_child_then_the_parent(cluster
     cluster.worker()
     parent = start(ASK, agent="desk")
     child, refund = waiting_child(cluster, parent)
-    assert port.approve(refund.pk, actor=ALICE) == port.Outcome.APPLIED
+    assert port.approve(refund.pk, actor=ALICE).result == port.Result.APPLIED
     completed_once(cluster, parent, child, refund)
 
 
@@ -114,7 +114,7 @@ def test_cancel_of_the_parent_while_the_child_waits_cancels_both(cluster: Cluste
     cluster.worker()
     parent = start(ASK, agent="desk")
     child, refund = waiting_child(cluster, parent)
-    cancel.request_cancel(parent.pk, actor_ref=ALICE.ref)
+    cancel.request_cancel(parent.pk, actor=ALICE)
     wait_for("the child to be cancelled", settled(child.pk, RunStatus.CANCELLED), cluster)
     assert Run.objects.get(pk=parent.pk).status == RunStatus.CANCELLED
     refund.refresh_from_db()
@@ -186,7 +186,7 @@ def test_two_last_decisions_at_once_on_two_workers_merge_once(cluster: Cluster) 
         thread.start()
     for thread in threads:
         thread.join()
-    assert outcomes == [port.Outcome.APPLIED] * 2
+    assert [o.result for o in outcomes] == [port.Result.APPLIED] * 2
     merged_once(cluster, parent, review)
 
 

@@ -78,7 +78,7 @@ def test_a_run_parked_by_one_worker_is_approved_elsewhere_and_finished_by_a_thir
     call = wait_waiting(cluster, run)
     cluster.kill(first)
     # No worker is alive: this process (the web process) commits the decision.
-    assert port.approve(call.pk, actor=ALICE) == port.Outcome.APPLIED
+    assert port.approve(call.pk, actor=ALICE).result == port.Result.APPLIED
     refunded_once_by_a_new_worker(cluster, run, call)
     owners = set(Step.objects.filter(run=run).values_list("name", flat=True))
     assert owners == {"llm:0", f"tool:{call.pk}", "llm:1"}

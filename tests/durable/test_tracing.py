@@ -29,7 +29,7 @@ def test_spans_of_a_durable_cycle_share_the_runs_trace_id(
     run = start(REFUND)
     wait_for("the run to wait", settled(run.pk, RunStatus.WAITING), cluster)
     call = ToolCall.objects.get(run=run)
-    assert port.approve(call.pk, actor=ALICE) == port.Outcome.APPLIED  # in this process
+    assert port.approve(call.pk, actor=ALICE).result == port.Result.APPLIED  # in this process
     wait_for("the run to complete", settled(run.pk, RunStatus.COMPLETED), cluster)
     wait_for(
         "the worker's end span",

@@ -50,7 +50,7 @@ def settle_runs(transactional_db: None) -> Iterator[None]:
     while Run.objects.filter(status__in=active).exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     for run_id in Run.objects.filter(status__in=active).values_list("pk", flat=True):
-        cancel.request_cancel(run_id, actor_ref="test-teardown")
+        cancel.cancel_run(run_id, actor_ref="test-teardown")
     time.sleep(0.2)  # the driver that was told to stop lets go of its transaction
 
 

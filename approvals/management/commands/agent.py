@@ -195,7 +195,7 @@ class Command(BaseCommand):
             outcome = decide()
         except AgentCoreError as exc:
             raise refused(exc) from exc
-        self.out(f"{tool_call_id}: {outcome.value}")
+        self.out(f"{tool_call_id}: {outcome.result.value}")
         self.stdout.flush()
         # With the inline runner this process drives the resumed run: to its next wait or end.
         finish_driving(ToolCall.objects.get(pk=tool_call_id).run_id)
