@@ -28,6 +28,7 @@ STATUS_BY_CODE = {
     "link_invalid": 400,
     "link_expired": 410,
     "link_used": 409,
+    "service_unavailable": 503,  # SPEC §20
 }
 
 
