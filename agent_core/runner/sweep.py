@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 
 from django.db.models import Q
-from django.utils import timezone
 
+from .. import clock
 from ..cancel import cancel_orphans, settle_abandoned_cancels
 from ..choices import RunStatus
 from ..dispatch import Runner, get_runner
@@ -24,7 +24,7 @@ def stale_runs(limit: int = 100) -> list[str]:
     """Runs that should be moving but whose driver is gone: queued or running, lease expired."""
     return list(
         Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
-        .filter(Q(lease_expires_at__lt=timezone.now()) | Q(lease_expires_at__isnull=True))
+        .filter(Q(lease_expires_at__lt=clock.now()) | Q(lease_expires_at__isnull=True))
         .order_by("lease_expires_at")
         .values_list("pk", flat=True)[:limit]
     )
