@@ -13,12 +13,12 @@ class AgentCoreConfig(AppConfig):
         from django.urls import register_converter
 
         from . import checks  # noqa: F401  (registers the system checks)
-        from .clock import read_on_connect
         from .ids import IdConverter
+        from .sessions import open_session
         from .tracing import connect
 
         # ``<airlock_id:run_id>`` in the API's and the console's URLs (see ids.IdConverter).
         register_converter(IdConverter, "airlock_id")
         connect()
-        # Every deadline is read from the database's clock, never a host's (SPEC §20).
-        connection_created.connect(read_on_connect, dispatch_uid="airlock-clock")
+        # Each connection's timeouts and the database's clock (SPEC §20).
+        connection_created.connect(open_session, dispatch_uid="airlock-session")

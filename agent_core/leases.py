@@ -64,7 +64,9 @@ def acquire(run_id: str, owner: str, *, passed: int | None = None) -> Lease | No
     """
     # One compare-and-set. It waits for the row lock rather than skipping it (a decision holds it
     # only for a moment, and giving up would strand a run that decision just queued), then
-    # re-checks its conditions against the row as the lock holder left it.
+    # re-checks its conditions against the row as the lock holder left it. It waits no longer
+    # than ``LOCK_TIMEOUT_SECONDS`` (``sessions``): a lock held longer is a stalled holder's, and
+    # the claim fails, leaving the run to the sweeper, which skips a locked run (``stale_runs``).
     params = [RunStatus.RUNNING.value, owner, deadline(), run_id, *_TAKEN_FROM]
     row = rows.fetch_one(sql.ACQUIRE_LEASE, [*params, clock.now(), passed])
     return None if row is None else Lease(run_id, row[0], owner)
