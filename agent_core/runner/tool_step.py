@@ -40,7 +40,7 @@ def execute(
         raise Cancelled()
     if tool.delegate:  # starts a child run: nothing runs here
         return partial(delegation.start_child, lease, call, tool)
-    ctx = tool_context(run, call.pk, abort)
+    ctx = tool_context(run, call.pk, abort, lease_token=lease.token)
     if tool.kind == "action" and tool.preflight is not None:
         match tool.preflight(ctx, call.args):
             case Refuse(reason=reason):
@@ -132,7 +132,7 @@ def recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> Next:
         return Next.STOP
     if tool.recover is not None:
         try:
-            found = tool.recover(tool_context(run, call.pk), call.args)
+            found = tool.recover(tool_context(run, call.pk, lease_token=lease.token), call.args)
         except Exception as exc:
             if outages.database_lost(exc):  # not recover()'s answer: ask again later
                 raise

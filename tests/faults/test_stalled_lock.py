@@ -6,26 +6,18 @@ stalled session after ``IDLE_IN_TRANSACTION_SECONDS``, which frees the run for t
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import OperationalError, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models.functions import Now
 
-from agent_core import leases, outages, runs
-from agent_core.dispatch import set_runner
+from agent_core import leases, outages
 from agent_core.models import Run
 from agent_core.runner.sweep import stale_runs
-from tests.conftest import ALICE
+from tests.faults.conftest import lease_runs_out, start_unserved
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-class _Unserved:
-    def dispatch(self, run_id: str, kind: Any = None) -> None:
-        return None
 
 
 @pytest.fixture
@@ -34,12 +26,8 @@ def stalled(shop: None, settings: Any) -> Iterator[tuple[Run, BaseDatabaseWrappe
     transaction: a worker frozen inside an atomic tool. Connections wait 0.2 s for a lock."""
     settings.AGENT = {**settings.AGENT, "LOCK_TIMEOUT_SECONDS": 0.2}
     connection.close()  # the next one is set up with that
-    set_runner(_Unserved())
-    try:
-        run = runs.start_run(agent="support", message="hello", actor=ALICE)
-    finally:
-        set_runner(None)
-    Run.objects.filter(pk=run.pk).update(lease_expires_at=Now() - timedelta(seconds=1))
+    run = start_unserved("support", "hello")
+    lease_runs_out(run)
     frozen = connections.create_connection("default")
     frozen.set_autocommit(False)
     with frozen.cursor() as cursor:
