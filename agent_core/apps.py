@@ -9,12 +9,16 @@ class AgentCoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db.backends.signals import connection_created
         from django.urls import register_converter
 
         from . import checks  # noqa: F401  (registers the system checks)
         from .ids import IdConverter
+        from .sessions import open_session
         from .tracing import connect
 
         # ``<airlock_id:run_id>`` in the API's and the console's URLs (see ids.IdConverter).
         register_converter(IdConverter, "airlock_id")
         connect()
+        # Each connection's timeouts and the database's clock (SPEC §20).
+        connection_created.connect(open_session, dispatch_uid="airlock-session")

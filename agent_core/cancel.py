@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import access, frames, signals, state, streams
+from . import access, clock, frames, signals, state, streams
 from .actors import Actor
 from .choices import CALL_PENDING, RUN_ACTIVE, RUN_TERMINAL, CallStatus, RunStatus
 from .exceptions import NotFound
@@ -49,7 +49,7 @@ def cancel_run(run_id: str, *, actor_ref: str) -> Run:
             run.status == RunStatus.RUNNING
             and run.lease_owner != ""
             and run.lease_expires_at is not None
-            and run.lease_expires_at > timezone.now()
+            and run.lease_expires_at > clock.now()
         )
         if driven:
             state.transition(
@@ -115,7 +115,7 @@ def settle_abandoned_cancels(limit: int = 100) -> int:
     """Sweeper: runs left ``cancelling`` by a driver that died are settled once its lease ends."""
     settled = 0
     stale = Run.objects.filter(status=RunStatus.CANCELLING).filter(
-        Q(lease_expires_at__lt=timezone.now()) | Q(lease_expires_at__isnull=True)
+        Q(lease_expires_at__lt=clock.now()) | Q(lease_expires_at__isnull=True)
     )
     for run_id in stale.values_list("pk", flat=True)[:limit]:
         with transaction.atomic():

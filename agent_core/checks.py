@@ -265,8 +265,8 @@ _CAPS = (
 
 @register()
 def check_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """The caps and limits (``_CAPS``) and ``THROTTLE_RATES`` are well formed; the throttles'
-    cache is shared by every process."""
+    """The caps and limits (``_CAPS``), the connections' timeouts and ``THROTTLE_RATES`` are well
+    formed; the throttles' cache is shared by every process."""
     try:
         settings = agent_settings()
     except TypeError:
@@ -287,6 +287,16 @@ def check_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
                     f"AGENT['THROTTLE_RATES'][{scope!r}] = {rate!r} is not a rate.",
                     id="agent_core.E009",
                     hint='Give "<requests>/<s|min|hour|day>", e.g. "60/min", or None for no limit.',
+                )
+            )
+    for name in ("LOCK_TIMEOUT_SECONDS", "IDLE_IN_TRANSACTION_SECONDS"):
+        seconds = getattr(settings, name)
+        if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0.001:
+            errors.append(
+                Error(
+                    f"AGENT[{name!r}] must be a number of seconds above zero, not {seconds!r}.",
+                    id="agent_core.E014",
+                    hint="A stalled process would hold its row locks for as long as TCP lets it.",
                 )
             )
     throttled = any(rate is not None for rate in settings.THROTTLE_RATES.values())

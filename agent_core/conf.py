@@ -80,6 +80,11 @@ class AgentSettings:
     THROTTLE_RATES: dict[str, str | None] = field(default_factory=dict)
     LEASE_SECONDS: int = 30
     SWEEP_SECONDS: int = 5
+    # Every connection's PostgreSQL lock_timeout and idle_in_transaction_session_timeout
+    # (agent_core.sessions): how long a stalled process may hold a row lock up. An atomic tool
+    # must finish inside the second.
+    LOCK_TIMEOUT_SECONDS: float = 5.0
+    IDLE_IN_TRANSACTION_SECONDS: float = 60.0
     INLINE_WORKERS: int = 8
     MODEL_STEP_ATTEMPTS: int = 3
     # The durable runner (SPEC §12): where steps run, and how long one task drives a run.

@@ -122,7 +122,9 @@ class Decision:
         if found is None:
             call.refresh_from_db()  # not what this decision wrote: what is there
             return False
-        transaction.on_commit(lambda: signals.approval_settled.send(ToolCall, call=call))
+        transaction.on_commit(
+            lambda: signals.approval_settled.send(ToolCall, call=call), robust=True
+        )
         others, after = found
         if run.status == freed and after == RunStatus.QUEUED:
             # The run's other open calls, and this one if it is still open (approved).

@@ -61,8 +61,11 @@ def set_runner(runner: Runner | None) -> None:
 
 
 def on_commit(run_id: str, kind: Next) -> None:
-    """Hand the run to this process's runner once the current transaction commits."""
-    transaction.on_commit(lambda: get_runner().dispatch(run_id, kind))
+    """Hand the run to this process's runner once the current transaction commits.
+
+    A dispatch that fails (the broker is away) is logged, never raised: what committed stands,
+    and the sweeper re-drives the queued run once its lease deadline passes (SPEC §20)."""
+    transaction.on_commit(lambda: get_runner().dispatch(run_id, kind), robust=True)
 
 
 def start_background() -> None:

@@ -146,6 +146,13 @@ class RunBusy(RetryAfter):
     status_code = HTTPStatus.CONFLICT
 
 
+class ServiceUnavailable(RetryAfter):
+    """A service this depends on (PostgreSQL or Redis) is away for a moment; retry shortly."""
+
+    code = "service_unavailable"
+    status_code = HTTPStatus.SERVICE_UNAVAILABLE
+
+
 class QuotaExceeded(RetryAfter):
     """A quota of this actor is used up."""
 

@@ -14,9 +14,11 @@ in ``seq``, or waits for its keep-alive, then reads the table); a failed receive
 follower to read the table (``LOST``). The pub/sub layer receives from Redis on a task of its own
 and subscribes again after a lost connection, pausing a second: what was published meanwhile
 comes late, or is lost and shows as a gap in ``seq`` or a quiet interval, after which the
-follower reads the table (``tests/agent_core/test_fanout.py``). When no message has come for the
-keep-alive interval, the feed tells every follower so (``QUIET``): one timer per run per process,
-not one per follower and message.
+follower reads the table (``tests/agent_core/test_fanout.py``). A feed that cannot join its group
+(Redis away) lets its followers in all the same and tells them to read the table every
+``_REJOIN_SECONDS`` until it joins: a stream keeps following the run from PostgreSQL. When no
+message has come for the keep-alive interval, the feed tells every follower so (``QUIET``): one
+timer per run per process, not one per follower and message.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ QUIET: dict[str, Any] = {"type": "run.quiet"}
 # Messages one follower may have waiting; a client that reads slower than that misses some.
 QUEUE_SIZE = 1000
 _RETRY_SECONDS = 0.2
+# How often a feed that could not join its group (Redis away) tries again; its followers read
+# the table as often.
+_REJOIN_SECONDS = 1.0
 # Handles a live message for an idle follower; False: queue it for the follower instead.
 Direct = Callable[[dict[str, Any]], bool]
 
@@ -134,22 +139,12 @@ async def _pump(feed: _Feed, keepalive: float) -> None:
     layer = get_channel_layer()
     assert layer is not None, "CHANNEL_LAYERS must be configured to follow runs live"
     group = streams.group_name(feed.run_id)
-    try:
-        channel = await layer.new_channel()
-        await layer.group_add(group, channel)
-    except asyncio.CancelledError:
-        _forget(feed)
-        feed.joined.cancel()
-        raise
-    except Exception as exc:  # Redis is unreachable: every follower waiting to join fails
-        _forget(feed)
-        feed.joined.set_exception(exc)
-        return
-    feed.joined.set_result(None)
     loop = asyncio.get_running_loop()
     feed.last = loop.time()
     feed.timer = loop.call_later(keepalive, _tick, feed, keepalive)
+    channel: str | None = None
     try:
+        channel = await _join(feed, layer, group)
         while True:
             try:
                 message = await layer.receive(channel)
@@ -160,10 +155,36 @@ async def _pump(feed: _Feed, keepalive: float) -> None:
                 await asyncio.sleep(_RETRY_SECONDS)
                 continue
             _deliver(feed, message)
+    except asyncio.CancelledError:
+        if not feed.joined.done():
+            _forget(feed)
+            feed.joined.cancel()
+        raise
     finally:
-        assert feed.timer is not None
         feed.timer.cancel()
-        await layer.group_discard(group, channel)
+        if channel is not None:
+            await layer.group_discard(group, channel)
+
+
+async def _join(feed: _Feed, layer: Any, group: str) -> str:
+    """Join the run's group; while Redis is away, try again every ``_REJOIN_SECONDS``, and tell
+    the followers, who are let in at once, to read the table meanwhile (``LOST``)."""
+    while True:
+        try:
+            channel: str = await layer.new_channel()
+            await layer.group_add(group, channel)
+        except Exception:
+            logger.warning("live feed of %s cannot join its group", feed.run_id, exc_info=True)
+            if not feed.joined.done():
+                feed.joined.set_result(None)
+            _deliver(feed, LOST)
+            await asyncio.sleep(_REJOIN_SECONDS)
+            continue
+        if feed.joined.done():  # joined late: what was published before is in the table
+            _deliver(feed, LOST)
+        else:
+            feed.joined.set_result(None)
+        return channel
 
 
 def _tick(feed: _Feed, keepalive: float) -> None:

@@ -13,9 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.utils import timezone
-
-from . import rows, sql, state
+from . import clock, rows, sql, state
 from .choices import RunStatus
 from .conf import agent_settings
 from .exceptions import LeaseLost
@@ -46,8 +44,8 @@ class Claim:
 
 
 def deadline() -> datetime:
-    """When a lease taken or renewed now runs out."""
-    return timezone.now() + timedelta(seconds=agent_settings().LEASE_SECONDS)
+    """When a lease taken or renewed now runs out, on the database's clock."""
+    return clock.now() + timedelta(seconds=agent_settings().LEASE_SECONDS)
 
 
 def renewal_period() -> float:
@@ -64,10 +62,12 @@ def acquire(run_id: str, owner: str, *, passed: int | None = None) -> Lease | No
     """
     # One compare-and-set. It waits for the row lock rather than skipping it (a decision holds it
     # only for a moment, and giving up would strand a run that decision just queued), then
-    # re-checks its conditions against the row as the lock holder left it.
+    # re-checks its conditions against the row as the lock holder left it. It waits no longer
+    # than ``LOCK_TIMEOUT_SECONDS`` (``sessions``): a lock held longer is a stalled holder's, and
+    # the claim fails, leaving the run to the sweeper, which skips a locked run (``stale_runs``).
     state.check_statement(sql.ACQUIRE_LEASE, Run, _TAKEN_FROM, RunStatus.RUNNING)
     params = [RunStatus.RUNNING.value, owner, deadline(), run_id, *_TAKEN_FROM]
-    row = rows.fetch_one(sql.ACQUIRE_LEASE, [*params, timezone.now(), passed])
+    row = rows.fetch_one(sql.ACQUIRE_LEASE, [*params, clock.now(), passed])
     return None if row is None else Lease(run_id, row[0], owner)
 
 

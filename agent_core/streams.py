@@ -90,7 +90,7 @@ def _write(riding: Riding, run_id: str, frames: Sequence[Frame]) -> tuple[Any, .
         {"seq": seq, "kind": kind, "data": data}
         for seq, (kind, data) in zip(seqs, frames, strict=True)
     ]
-    transaction.on_commit(lambda: publish(run_id, published))
+    transaction.on_commit(lambda: publish(run_id, published), robust=True)
     return written[0]
 
 

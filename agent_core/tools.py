@@ -53,6 +53,10 @@ class ToolContext:
     actor: Actor
     idempotency_key: str
     abort_signal: AbortSignal = field(default_factory=AbortSignal)
+    # The token of the driver's lease: it grows with every driver that takes the run over, so a
+    # target that keeps the highest token it has seen can refuse a stalled driver's late write
+    # (a fencing token). ``None`` outside a driver (a preflight, a summary).
+    lease_token: int | None = None
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from agent_core import clock
 from agent_core.access import visible_threads
 from agent_core.actors import Actor
 from agent_core.choices import CallStatus
@@ -49,7 +50,7 @@ def extend(
         check_deadline(held)
         if call.expires_at is None:
             raise InvalidDecision("this request has no deadline to extend")
-        now = timezone.now()
+        now = clock.now()
         deadline = expires_at if expires_at is not None else now + (ttl or timedelta())
         if deadline <= call.expires_at:
             raise InvalidDecision(f"the new deadline must be after {call.expires_at.isoformat()}")

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from agent_core import rows, state, tracing
+from agent_core import clock, rows, state, tracing
 from agent_core.actors import SYSTEM, Actor
 from agent_core.choices import CallStatus
 from agent_core.decisions import Decision, decision
@@ -218,7 +218,7 @@ def conflict(run: Run, call: ToolCall) -> AgentCoreError:
 def check_deadline(held: Decision) -> None:
     """Guarantee 9 at decision time: a request past its deadline expires now and answers 410."""
     call = held.call
-    if call.expires_at is not None and call.expires_at <= timezone.now():
+    if call.expires_at is not None and call.expires_at <= clock.now():
         expire(held)
         raise ApprovalExpired()
 

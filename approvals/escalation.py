@@ -16,7 +16,7 @@ from datetime import datetime
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
-from agent_core import streams
+from agent_core import clock, streams
 from agent_core.actors import SYSTEM
 from agent_core.choices import CallStatus
 from agent_core.decisions import decision
@@ -49,7 +49,7 @@ def escalate_due(limit: int = 200) -> int:
     due = list(
         Escalation.objects.filter(
             escalated_at__isnull=True,
-            due_at__lte=timezone.now(),
+            due_at__lte=clock.now(),
             tool_call__status=CallStatus.PENDING_APPROVAL,
         )
         .order_by("due_at")

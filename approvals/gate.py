@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django.db.models import Q
-from django.utils import timezone
 
-from agent_core import rows
+from agent_core import clock, rows
 from agent_core.actors import Actor
 from agent_core.gate import Verdict
 from agent_core.models import Thread, ToolCall
@@ -35,16 +34,14 @@ class ApprovalGate:
             return Verdict(required=False)
         call.summary = tool.summarize(guards.tool_context(call, actor, thread), call.args)
         approver = requirement.stored_approver
-        expires_at = timezone.now() + requirement.ttl if requirement.ttl else None
+        expires_at = clock.now() + requirement.ttl if requirement.ttl else None
         if requirement.escalate is not None and expires_at is not None:
             escalation.stamp(call, requirement.escalate, expires_at)
         if requirement.quorum > 1:
             # A standing yes is one person's: it never stands in for several.
             quorum.stamp(call, requirement)
         elif tool.rememberable:
-            grant = rows.fetch_one(
-                statements.REMEMBERED_GRANT, [thread.pk, tool.name, timezone.now()]
-            )
+            grant = rows.fetch_one(statements.REMEMBERED_GRANT, [thread.pk, tool.name, clock.now()])
             if grant is not None:
                 return Verdict(required=True, approver=approver, remembered_by_ref=grant[0])
         return Verdict(required=True, approver=approver, expires_at=expires_at)

@@ -6,12 +6,13 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from agent_core import clock
 from agent_core.models import Thread, ToolCall
 
 
 class RememberedApprovalQuerySet(models.QuerySet["RememberedApproval"]):
     def active(self) -> RememberedApprovalQuerySet:
-        now = timezone.now()
+        now = clock.now()
         return self.filter(revoked_at__isnull=True).filter(
             Q(expires_at__isnull=True) | Q(expires_at__gt=now)
         )
@@ -45,7 +46,7 @@ class RememberedApproval(models.Model):
     def is_active(self) -> bool:
         """Not revoked and not past its expiry."""
         return self.revoked_at is None and (
-            self.expires_at is None or self.expires_at > timezone.now()
+            self.expires_at is None or self.expires_at > clock.now()
         )
 
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pydantic
-from django.utils import timezone
 
+from agent_core import clock
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
 from agent_core.choices import CallStatus
@@ -242,7 +242,7 @@ def _remember(call: ToolCall, actor: Actor) -> None:
         tool_name=call.tool_name,
         granted_by_ref=actor.ref,
         source_tool_call=call,
-        expires_at=timezone.now() + ttl if ttl else None,
+        expires_at=clock.now() + ttl if ttl else None,
     )
 
 
@@ -253,7 +253,7 @@ def expire_due(limit: int = 500) -> int:
     same moment and the sweep agree on one outcome, recorded once.
     """
     due = list(
-        ToolCall.objects.filter(status=CallStatus.PENDING_APPROVAL, expires_at__lte=timezone.now())
+        ToolCall.objects.filter(status=CallStatus.PENDING_APPROVAL, expires_at__lte=clock.now())
         .order_by("expires_at")
         .values_list("pk", flat=True)[:limit]
     )

@@ -52,10 +52,10 @@ class Campaign(models.Model):
 
 class MailerSend(models.Model):
     """The fake mailer's own log: what an external provider would remember, keyed by its
-    idempotency key."""
+    idempotency key, which it takes once (a second send with it is the first one's answer)."""
 
     campaign_id = models.CharField(max_length=40)
-    idempotency_key = models.CharField(max_length=80)
+    idempotency_key = models.CharField(max_length=80, unique=True)
     recipients = models.PositiveIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -40,6 +40,7 @@ _agent: dict[str, Any] = {
         "tests.durable.agents.review_by_relay_agent",
         "tests.durable.agents.chain_agent",
         "tests.durable.agents.looper_agent",
+        "tests.faults.agents.outage_agent",
     ],
     "PROVIDERS": {
         "scripted": "agent_core.providers.scripted.ScriptedProvider",

@@ -16,8 +16,9 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from .. import outages
 from ..conf import agent_settings
-from ..exceptions import AgentCoreError, RetryAfter
+from ..exceptions import AgentCoreError, RetryAfter, ServiceUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +85,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         if isinstance(exc, exceptions.Throttled) and wait is not None:
             response["Retry-After"] = str(math.ceil(wait))
         return response
+    if outages.service_away(exc):
+        logger.warning("a service is away: %r", exc)
+        away = ServiceUnavailable(retry_after=outages.RETRY_AFTER_SECONDS)
+        return exception_handler(away, context)
     logger.exception("unhandled API error", exc_info=exc)
     detail = repr(exc) if agent_settings().expose_error_details else "Internal server error."
     return error_response("server_error", detail, status.HTTP_500_INTERNAL_SERVER_ERROR)

@@ -12,8 +12,11 @@ def actor_of(run: Run) -> Actor:
     return Actor(ref=run.actor_ref, roles=frozenset(run.actor_roles))
 
 
-def tool_context(run: Run, call_id: str, abort: AbortSignal | None = None) -> ToolContext:
-    """The ``ctx`` of one call: ids, actor, the stable idempotency key, the abort signal."""
+def tool_context(
+    run: Run, call_id: str, abort: AbortSignal | None = None, *, lease_token: int | None = None
+) -> ToolContext:
+    """The ``ctx`` of one call: ids, actor, the stable idempotency key, the abort signal, and
+    the driver's lease token."""
     return ToolContext(
         run_id=run.pk,
         thread_id=run.thread_id,
@@ -21,4 +24,5 @@ def tool_context(run: Run, call_id: str, abort: AbortSignal | None = None) -> To
         actor=actor_of(run),
         idempotency_key=f"airlock-{call_id}",
         abort_signal=abort or AbortSignal(),
+        lease_token=lease_token,
     )

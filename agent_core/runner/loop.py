@@ -24,7 +24,7 @@ from typing import TypeAlias
 
 from django.db import DatabaseError, connection, transaction
 
-from .. import quotas, tracing, transcript
+from .. import outages, quotas, tracing, transcript
 from ..agents import Agent, get_agent
 from ..cancel import finish_cancel
 from ..choices import RunStatus
@@ -94,7 +94,9 @@ def claim_step(
                 return None
             return lease, _open(lease, only)
     except Exception as exc:
-        if lease is None:  # taking the lease failed: the task fails, the sweeper re-drives
+        # Taking the lease failed, or the database went away: the task fails, and the sweeper
+        # re-drives the run.
+        if lease is None or outages.database_lost(exc):
             raise
         # The failed transaction took the claim with it: take the lease again to record the
         # failure (a bug or a broken journal must not re-drive the run forever).
@@ -263,7 +265,13 @@ def _next(after: Next | Recorded) -> Next:
 
 def _settle_error(lease: Lease, exc: Exception) -> Next:
     """A step raised: a run being cancelled settles as cancelled (an aborted model call is a
-    cancel, not a failure); any other run fails with the error's code."""
+    cancel, not a failure); any other run fails with the error's code.
+
+    A lost database is not the step's error (``outages``): it is raised again, the run keeps its
+    lease until that runs out, and the sweeper re-drives it (a call left executing is
+    recovered)."""
+    if outages.database_lost(exc):
+        raise exc
     if finish_cancel(lease):
         return Next.STOP
     if isinstance(exc, AgentCoreError):

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import logging
 
+from django.db import transaction
 from django.db.models import Q
-from django.utils import timezone
 
+from .. import clock
 from ..cancel import cancel_orphans, settle_abandoned_cancels
 from ..choices import RunStatus
 from ..dispatch import Runner, get_runner
@@ -21,13 +22,20 @@ logger = logging.getLogger(__name__)
 
 
 def stale_runs(limit: int = 100) -> list[str]:
-    """Runs that should be moving but whose driver is gone: queued or running, lease expired."""
-    return list(
-        Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
-        .filter(Q(lease_expires_at__lt=timezone.now()) | Q(lease_expires_at__isnull=True))
-        .order_by("lease_expires_at")
-        .values_list("pk", flat=True)[:limit]
-    )
+    """Runs that should be moving but whose driver is gone: queued or running, lease expired.
+
+    A run whose row is locked is not one: a session holds it (a worker frozen inside an atomic
+    tool, until ``IDLE_IN_TRANSACTION_SECONDS`` ends it), and re-driving it would only park a
+    worker slot in front of that lock, sweep after sweep.
+    """
+    with transaction.atomic():
+        return list(
+            Run.objects.select_for_update(skip_locked=True)
+            .filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
+            .filter(Q(lease_expires_at__lt=clock.now()) | Q(lease_expires_at__isnull=True))
+            .order_by("lease_expires_at")
+            .values_list("pk", flat=True)[:limit]
+        )
 
 
 def sweep(runner: Runner | None = None) -> int:

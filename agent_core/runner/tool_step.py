@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import transaction
 
-from .. import calls, delegation, tracing
+from .. import calls, delegation, outages, tracing
 from ..agents import Agent
 from ..choices import CallStatus
 from ..dispatch import Next
@@ -40,7 +40,7 @@ def execute(
         raise Cancelled()
     if tool.delegate:  # starts a child run: nothing runs here
         return partial(delegation.start_child, lease, call, tool)
-    ctx = tool_context(run, call.pk, abort)
+    ctx = tool_context(run, call.pk, abort, lease_token=lease.token)
     if tool.kind == "action" and tool.preflight is not None:
         match tool.preflight(ctx, call.args):
             case Refuse(reason=reason):
@@ -77,6 +77,8 @@ def _invoke(tool: ToolSpec, ctx: ToolContext, args: dict[str, Any]) -> tuple[Any
         with tracing.tool_call(tool.name, tool.kind, ctx):
             return tool(ctx, args), None
     except Exception as exc:
+        if outages.database_lost(exc):  # its effect may be out: ``recover`` finds out
+            raise
         logger.info("tool %s (%s) raised %r", tool.name, ctx.tool_call_id, exc)
         return None, f"{type(exc).__name__}: {exc}"
 
@@ -101,6 +103,8 @@ def _run_atomic(lease: Lease, tool: ToolSpec, ctx: ToolContext, call: ToolCall) 
             with tracing.tool_call(tool.name, tool.kind, ctx):
                 result = tool(ctx, call.args)
         except Exception as exc:
+            if outages.database_lost(exc):  # rolled back with its effect: it may run again
+                raise
             error = f"{type(exc).__name__}: {exc}"
             raise AtomicToolRaised(partial(_record_failure, lease, call.pk, error)) from exc
         return calls.finish_call(lease, call.pk, result=result, held=held)
@@ -128,8 +132,10 @@ def recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> Next:
         return Next.STOP
     if tool.recover is not None:
         try:
-            found = tool.recover(tool_context(run, call.pk), call.args)
-        except Exception:
+            found = tool.recover(tool_context(run, call.pk, lease_token=lease.token), call.args)
+        except Exception as exc:
+            if outages.database_lost(exc):  # not recover()'s answer: ask again later
+                raise
             logger.exception("recover() of %s failed", call.pk)
             block_on_doubt(lease, call.pk)
             return Next.STOP

@@ -77,7 +77,7 @@ def record(
     inserted = rows.fetch_all(statements.RECORD_DELIVERIES, [rows.json_rows(wanted)])
     pending = [(pk, 0) for pk, status in inserted if status == DeliveryStatus.PENDING]
     if pending:
-        transaction.on_commit(functools.partial(_schedule_all, pending))
+        transaction.on_commit(functools.partial(_schedule_all, pending), robust=True)
     return len(inserted)
 
 
@@ -218,7 +218,7 @@ def resume_lost() -> int:
     longest = settings.NOTIFICATION_SWEEP_BACKOFF_MAX
     lost = rows.fetch_all(statements.RESUME_LOST, [longest, lease, lease, limit])
     if lost:
-        transaction.on_commit(functools.partial(_schedule_all, lost))
+        transaction.on_commit(functools.partial(_schedule_all, lost), robust=True)
     return len(lost)
 
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
+from agent_core import clock
 from agent_core.actors import Actor
 from agent_core.api.throttles import DecisionThrottle
 from agent_core.exceptions import AgentCoreError
@@ -124,7 +125,7 @@ def extend(request: HttpRequest, call_id: str) -> HttpResponse:
         lambda call: amendments.extend(
             call.pk,
             actor=actor_of(request),
-            expires_at=(call.expires_at or timezone.now()) + form.step,
+            expires_at=(call.expires_at or clock.now()) + form.step,
             via=VIA,
         ),
         done=_extended,

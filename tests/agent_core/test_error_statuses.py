@@ -34,6 +34,7 @@ STATUS_BY_CODE = {
     "link_inactive": 403,
     "link_other_person": 403,
     "too_many_streams": 429,
+    "service_unavailable": 503,  # SPEC §20
 }
 
 
