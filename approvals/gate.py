@@ -8,14 +8,12 @@ from collections.abc import Sequence
 from django.db.models import Q
 from django.utils import timezone
 
-from agent_core import rows
 from agent_core.actors import Actor
 from agent_core.gate import Verdict
 from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolContext, ToolSpec
 
-from . import cases, escalation, quorum
-from . import sql as statements
+from . import cases, escalation, grants, quorum
 from .notify import delivery
 from .policy import get_policy
 
@@ -42,11 +40,9 @@ class ApprovalGate:
             # A standing yes is one person's: it never stands in for several.
             quorum.stamp(call, requirement)
         elif tool.rememberable:
-            grant = rows.fetch_one(
-                statements.REMEMBERED_GRANT, [thread.pk, tool.name, timezone.now()]
-            )
-            if grant is not None:
-                return Verdict(required=True, approver=approver, remembered_by_ref=grant[0])
+            granted_by = grants.cover(call)
+            if granted_by is not None:
+                return Verdict(required=True, approver=approver, remembered_by_ref=granted_by)
         return Verdict(required=True, approver=approver, expires_at=expires_at)
 
     def requested(self, calls: Sequence[ToolCall]) -> None:

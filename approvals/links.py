@@ -25,6 +25,7 @@ from agent_core.models import ToolCall
 
 from . import services
 from .conf import absolute, approvals_settings
+from .grants import Scope
 from .models import Action, DecisionAttempt, LinkUse
 
 SALT = "airlock.approvals.decision-link"
@@ -96,8 +97,11 @@ def read(action: str, token: str) -> Link:
     return link
 
 
-def use(action: str, token: str, *, reason: str = "") -> services.Outcome:
-    """Spend the link and decide with it; refusals of the link are audited, then raised."""
+def use(
+    action: str, token: str, *, reason: str = "", remember: bool | Scope = False
+) -> services.Outcome:
+    """Spend the link and decide with it (an approval may ``remember`` within a scope);
+    refusals of the link are audited, then raised."""
     link = check(action, token)
     try:
         with transaction.atomic():
@@ -113,7 +117,7 @@ def use(action: str, token: str, *, reason: str = "") -> services.Outcome:
         raise refusal from None
     actor = actor_of(link.actor_ref)
     if link.action == Action.APPROVE:
-        return services.approve(link.tool_call_id, actor=actor, via=link.via)
+        return services.approve(link.tool_call_id, actor=actor, via=link.via, remember=remember)
     return services.reject(link.tool_call_id, actor=actor, via=link.via, reason=reason)
 
 

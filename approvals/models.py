@@ -12,13 +12,17 @@ from agent_core.models import Thread, ToolCall
 class RememberedApprovalQuerySet(models.QuerySet["RememberedApproval"]):
     def active(self) -> RememberedApprovalQuerySet:
         now = timezone.now()
-        return self.filter(revoked_at__isnull=True).filter(
-            Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+        return (
+            self.filter(revoked_at__isnull=True)
+            .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+            .filter(Q(uses_left__isnull=True) | Q(uses_left__gt=0))
         )
 
 
 class RememberedApproval(models.Model):
-    """A standing yes for one tool in one thread, granted by approving with ``remember``."""
+    """A standing yes for one tool in one thread, granted by approving with ``remember``; its
+    scope (``approvals.grants``) may narrow it to calls whose args match ``arg_pins`` and to a
+    number of ``uses``."""
 
     thread = models.ForeignKey(  # indexed by remembered_thread_tool
         Thread, on_delete=models.CASCADE, related_name="remembered", db_index=False
@@ -32,6 +36,12 @@ class RememberedApproval(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     revoked_by_ref = models.CharField(max_length=200, blank=True)
+    # field -> the exact value or glob a later call's arg must match ({}: any call of the tool).
+    arg_pins = models.JSONField(default=dict, blank=True)
+    # How many calls it may cover (None: any number), and how many it still may: counted down
+    # by one conditional UPDATE per covered call (``grants.cover``).
+    uses = models.PositiveIntegerField(null=True, blank=True)
+    uses_left = models.IntegerField(null=True, blank=True)
 
     objects = RememberedApprovalQuerySet.as_manager()
 
@@ -43,10 +53,27 @@ class RememberedApproval(models.Model):
 
     @property
     def is_active(self) -> bool:
-        """Not revoked and not past its expiry."""
-        return self.revoked_at is None and (
-            self.expires_at is None or self.expires_at > timezone.now()
+        """Not revoked, not past its expiry and not used up."""
+        return (
+            self.revoked_at is None
+            and (self.expires_at is None or self.expires_at > timezone.now())
+            and (self.uses_left is None or self.uses_left > 0)
         )
+
+
+class GrantUse(models.Model):
+    """A call a remembered approval covered (written with the call, in its suspend
+    transaction)."""
+
+    grant = models.ForeignKey(RememberedApproval, on_delete=models.CASCADE, related_name="covered")
+    tool_call = models.OneToOneField(ToolCall, on_delete=models.CASCADE, related_name="+")
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.tool_call_id} covered by grant {self.grant_id}"
 
 
 class Action(models.TextChoices):

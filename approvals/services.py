@@ -23,11 +23,11 @@ from agent_core.decisions import Decision, decision
 from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, RunNotActive
 from agent_core.models import ToolCall
 
-from . import guards, quorum
+from . import grants, guards, quorum
 from .attempts import Attempt, Outcome, attempt, check_deadline, conflict, expire
-from .conf import approvals_settings
 from .exceptions import InvalidDecision, NotApprover
-from .models import Action, RememberedApproval
+from .grants import Scope, scope_of
+from .models import Action
 from .policy import get_policy
 
 # Statuses a call reaches only after someone (or something) said yes.
@@ -46,14 +46,16 @@ def approve(
     tool_call_id: str,
     *,
     actor: Actor,
-    remember: bool = False,
+    remember: bool | Scope = False,
     via: str = "web",
     args: dict[str, Any] | None = None,
 ) -> Outcome:
     """Approve a pending call (optionally with edited ``args``); the run resumes on commit.
 
     ``remember`` also approves later calls of the same tool in the same thread (rememberable
-    tools only) until the grant expires (``APPROVALS["REMEMBER_TTL"]``) or is revoked.
+    tools only) until the grant expires (``APPROVALS["REMEMBER_TTL"]``) or is revoked; a
+    ``Scope`` narrows that to calls matching its arg pins, a number of uses and a shorter ttl
+    (``approvals.grants``).
     """
     return approval(tool_call_id, actor=actor, remember=remember, via=via, args=args).done
 
@@ -62,7 +64,7 @@ def approval(
     tool_call_id: str,
     *,
     actor: Actor,
-    remember: bool = False,
+    remember: bool | Scope = False,
     via: str = "web",
     args: dict[str, Any] | None = None,
 ) -> Attempt:
@@ -70,7 +72,7 @@ def approval(
     (what the API answers, without reading the call again)."""
     with attempt(tool_call_id, Action.APPROVE, actor, via) as current:
         current.outcome = _settle(
-            current, CallStatus.APPROVED, actor, via, remember=remember, args=args
+            current, CallStatus.APPROVED, actor, via, scope=scope_of(remember), args=args
         )
     return current
 
@@ -139,11 +141,12 @@ def _settle(
     actor: Actor,
     via: str,
     *,
-    remember: bool = False,
+    scope: Scope | None = None,
     reason: str = "",
     args: dict[str, Any] | None = None,
 ) -> Outcome:
     held = current.decision
+    remember = scope is not None
     run, call = held.run, held.call
     if call.kind == "human":
         raise InvalidDecision("this call asks a question: answer it instead")
@@ -160,6 +163,8 @@ def _settle(
     if args is not None:
         args = _validated(tool.validate_args, args, "the edited arguments")
         guards.check_edit(run, call, tool, args)
+    if scope is not None:
+        grants.check_narrows(scope, call.tool_name, call.args if args is None else args)
     if wanted == CallStatus.APPROVED:
         tally = quorum.vote(held, actor, via, remember=remember, args=args)
         current.note += tally.note  # where the quorum's count stands
@@ -175,8 +180,8 @@ def _settle(
         args=args,
         riding=current.audited_by(Outcome.APPLIED),
     )
-    if remember:
-        _remember(call, actor)
+    if scope is not None:
+        grants.grant(call, actor, scope)
     return Outcome.APPLIED
 
 
@@ -220,17 +225,6 @@ def _validated(validate: Callable[[Any], Any], value: Any, what: str) -> Any:
     except pydantic.ValidationError as exc:
         errors = json.loads(exc.json(include_url=False, include_context=False))
         raise InvalidDecision(f"{what} do not fit the schema", errors=errors) from exc
-
-
-def _remember(call: ToolCall, actor: Actor) -> None:
-    ttl = approvals_settings().remember_ttl_for(call.tool_name)
-    RememberedApproval.objects.create(
-        thread_id=call.thread_id,
-        tool_name=call.tool_name,
-        granted_by_ref=actor.ref,
-        source_tool_call=call,
-        expires_at=timezone.now() + ttl if ttl else None,
-    )
 
 
 def expire_due(limit: int = 500) -> int:

@@ -23,7 +23,6 @@ from .models import (
     Escalation,
     NotificationOptOut,
     Quorum,
-    RememberedApproval,
 )
 
 _CALL = ToolCall._meta.db_table
@@ -49,15 +48,6 @@ PENDING_ROWS = (
     f" JOIN {Run._meta.db_table} r ON r.id = c.run_id"
     f" LEFT JOIN {Quorum._meta.db_table} q ON q.tool_call_id = c.id"
     " ORDER BY {order}"
-)
-
-# The standing yes a call proposed now is approved by, if any (gate.ApprovalGate.review): who
-# granted the latest active remembered approval of the tool in the thread. Thread id, tool name,
-# now.
-REMEMBERED_GRANT = (
-    f"SELECT granted_by_ref FROM {RememberedApproval._meta.db_table}"
-    " WHERE thread_id = %s AND tool_name = %s AND revoked_at IS NULL"
-    " AND (expires_at IS NULL OR expires_at > %s) ORDER BY created_at DESC LIMIT 1"
 )
 
 # The decision path (the approval port).

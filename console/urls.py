@@ -32,6 +32,7 @@ urlpatterns = [
     path("calls/<airlock_id:call_id>/row/", inbox_list.call_row, name="call_row"),
     path("calls/<airlock_id:call_id>/state/", inbox.call_state, name="call_state"),
     path("calls/<airlock_id:call_id>/approve/", inbox.approve, name="approve"),
+    path("calls/<airlock_id:call_id>/remember/", inbox.remember, name="remember"),
     path("calls/<airlock_id:call_id>/reject/", inbox.reject, name="reject"),
     path("calls/<airlock_id:call_id>/edit/", inbox.edit, name="edit"),
     path("calls/<airlock_id:call_id>/answer/", inbox.answer, name="answer"),

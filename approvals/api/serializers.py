@@ -13,7 +13,7 @@ from agent_core.choices import SYSTEM_VIAS
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 
-from .. import quorum
+from .. import grants, quorum
 from ..models import RememberedApproval
 from ..pending import PendingRow
 
@@ -44,10 +44,49 @@ class _Decision(serializers.Serializer[Any]):
         return value
 
 
-class ApproveSerializer(_Decision):
-    """``{tool_call_id, remember?, via?, args?}``: ``args`` approves the call with edited args."""
+class GrantScopeSerializer(serializers.Serializer[Any]):
+    """A grant's scope: later calls are covered only when their args match every pin (a
+    field's exact value, or a glob for a string), at most ``uses`` times, for ``ttl`` seconds.
+    Each pin must match the approved call's own args (else 400 ``grant_wider_than_call``)."""
 
-    remember = StrictBooleanField(default=False)
+    args = serializers.DictField(
+        required=False, help_text="field -> exact value, or a glob (*, ?, [...]) for a string"
+    )
+    uses = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=grants.MAX_USES
+    )
+    ttl = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=grants.MAX_TTL_SECONDS,
+        help_text="seconds; at most the tool's REMEMBER_TTL",
+    )
+
+
+@extend_schema_field({"oneOf": [{"type": "boolean"}, {"$ref": "#/components/schemas/GrantScope"}]})
+class RememberField(serializers.Field[Any, Any, Any, Any]):
+    """``true`` (the whole tool in the thread), ``false``, or a scope object that narrows it."""
+
+    default_error_messages = {"invalid": "Must be true, false or a scope object."}
+
+    def to_internal_value(self, data: Any) -> bool | grants.Scope:
+        if isinstance(data, bool):
+            return data
+        if not isinstance(data, dict):
+            self.fail("invalid")
+        GrantScopeSerializer(data=data).is_valid(raise_exception=True)
+        return grants.parse(data)  # which refuses the keys a serializer would drop
+
+    def to_representation(self, value: Any) -> Any:
+        return value.as_dict() if isinstance(value, grants.Scope) else value
+
+
+class ApproveSerializer(_Decision):
+    """``{tool_call_id, remember?, via?, args?}``: ``args`` approves the call with edited args;
+    ``remember`` is ``true`` or a scope (``GrantScope``)."""
+
+    remember = RememberField(default=False)
     args = serializers.DictField(required=False)
 
 
@@ -213,10 +252,12 @@ class PendingPageSerializer(serializers.Serializer[Any]):
 
 
 class RememberedApprovalSerializer(serializers.ModelSerializer[RememberedApproval]):
-    """A standing yes for one tool in one thread."""
+    """A standing yes for one tool in one thread, its scope, and the calls it covered."""
 
     source_tool_call_id = serializers.CharField(allow_null=True)
     active = serializers.SerializerMethodField()
+    scope = serializers.SerializerMethodField()
+    covered = serializers.SerializerMethodField()
 
     class Meta:
         model = RememberedApproval
@@ -231,7 +272,19 @@ class RememberedApprovalSerializer(serializers.ModelSerializer[RememberedApprova
             "revoked_at",
             "revoked_by_ref",
             "active",
+            "scope",
+            "uses_left",
+            "covered",
         ]
 
     def get_active(self, grant: RememberedApproval) -> bool:
         return grant.is_active
+
+    @extend_schema_field(GrantScopeSerializer)
+    def get_scope(self, grant: RememberedApproval) -> dict[str, Any]:
+        """The pins and uses it was granted with, and its ttl (s) as granted."""
+        return grants.scope_as_granted(grant).as_dict()
+
+    def get_covered(self, grant: RememberedApproval) -> list[str]:
+        """The ids of the calls it covered, oldest first (prefetch ``covered`` for a list)."""
+        return [use.tool_call_id for use in grant.covered.all()]

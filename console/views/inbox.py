@@ -26,7 +26,7 @@ from approvals.exceptions import InvalidDecision
 
 from ..access import console_view
 from ..cards import Card, answer_form_for, card_for, explain, refusal
-from ..forms import ApproveForm, EditArgsForm, ExtendForm, RejectForm
+from ..forms import ApproveForm, EditArgsForm, ExtendForm, RejectForm, RememberForm
 from ..in_doubt import explain_resolved, was_resolved
 from .common import actor_of, is_fragment, page, tool_call_or_404
 
@@ -54,6 +54,21 @@ def approve(request: HttpRequest, call_id: str) -> HttpResponse:
         "approve",
         lambda call: port.approve(call.pk, actor=actor_of(request), remember=remember, via=VIA),
         done="Approved and remembered for this thread" if remember else "Approved",
+    )
+
+
+@require_POST
+@console_view
+def remember(request: HttpRequest, call_id: str) -> HttpResponse:
+    """Approve and remember for the later calls a scope covers ("Remember for…")."""
+    form = RememberForm(request.POST, auto_id=f"id_%s_remember_{call_id}")
+    return _decide(
+        request,
+        call_id,
+        "remember",
+        lambda call: port.approve(call.pk, actor=actor_of(request), remember=form.scope(), via=VIA),
+        done="Approved and remembered for the calls its scope covers",
+        form=form,
     )
 
 
@@ -179,7 +194,13 @@ def _decide(
 
 
 # What the viewer's own attempt was, by the form it came from.
-_ATTEMPT = {"approve": "approval", "edit": "approval", "reject": "rejection", "answer": "answer"}
+_ATTEMPT = {
+    "approve": "approval",
+    "edit": "approval",
+    "remember": "approval",
+    "reject": "rejection",
+    "answer": "answer",
+}
 
 
 def _unchanged_text(call: ToolCall, actor: Actor, form_name: str) -> str:
