@@ -26,7 +26,7 @@ from agent_core.exceptions import AgentCoreError, AlreadyDecided, NotFound, RunN
 from agent_core.models import Run, ToolCall
 from agent_core.streams import Riding
 
-from . import guards, sql
+from . import evidence, guards, sql
 from .exceptions import ApprovalExpired
 from .models import Action
 from .quorum import Standing
@@ -54,6 +54,10 @@ class Attempt:
     standing: Standing | None = None
     # Whether the audit row rode on the settling statement (``audited_by``).
     audited: bool = False
+    # What the decider was shown of the call before the attempt (``evidence.CallCard``), and,
+    # for an approval, the digest of the args it approves (edited ones included).
+    card_digest: str = ""
+    args_digest: str = ""
 
     @property
     def done(self) -> Outcome:
@@ -70,7 +74,18 @@ class Attempt:
     def entry(self, refusal: AgentCoreError | None, detail: str) -> Entry:
         """This attempt's audit row as it stands, refused by ``refusal`` if not ``None``."""
         call, outcome = self.decision.call, self.outcome
-        return Entry(call.pk, call, self.action, self.actor, self.via, outcome, refusal, detail)
+        return Entry(
+            call.pk,
+            call,
+            self.action,
+            self.actor,
+            self.via,
+            outcome,
+            refusal,
+            detail,
+            self.card_digest,
+            self.args_digest,
+        )
 
 
 @dataclass(frozen=True)
@@ -86,6 +101,8 @@ class Entry:
     outcome: Outcome | None = None
     refusal: AgentCoreError | None = None
     detail: str = ""
+    card_digest: str = ""
+    args_digest: str = ""
 
     @property
     def run_id(self) -> str:
@@ -116,6 +133,9 @@ class Entry:
             self.code,
             self.detail,
             timezone.now(),
+            self.card_digest,
+            evidence.policy_digest(),
+            self.args_digest,
         ]
 
 
@@ -132,6 +152,7 @@ def attempt(tool_call_id: str, action: Action, actor: Actor, via: str) -> Iterat
             audit(Entry(tool_call_id, call, action, actor, via, None, refusal, refusal.message))
         else:
             current = Attempt(found, action, actor, via)
+            current.card_digest = evidence.CallCard.of(found.call, found.joined[0] or 1).digest
             try:
                 yield current
             except AgentCoreError as exc:

@@ -101,12 +101,37 @@ class DecisionAttempt(models.Model):
     outcome = models.CharField(max_length=32)  # applied, unchanged, or an error code
     detail = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Evidence (``approvals.evidence``; SHA-256 hex, blank where there is none): what the decider
+    # was shown (the call's ``Card``), the policy in force (its class and rules), the args an
+    # approval approved. Database defaults, so that every writer of a row may leave them out.
+    card_digest = models.CharField(max_length=64, blank=True, default="", db_default="")
+    policy_digest = models.CharField(max_length=64, blank=True, default="", db_default="")
+    args_digest = models.CharField(max_length=64, blank=True, default="", db_default="")
+    # The hash chain, filled in by the table's trigger (migration 0011) whoever writes the row:
+    # its place in the chain, the digest of the row before it and its own (``evidence.link``).
+    seq = models.BigIntegerField(null=True, blank=True, unique=True, editable=False)
+    prev_digest = models.CharField(
+        max_length=64, blank=True, default="", db_default="", editable=False
+    )
+    digest = models.CharField(max_length=64, blank=True, default="", db_default="", editable=False)
 
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"{self.action} {self.tool_call_id} by {self.actor_ref}: {self.outcome}"
+
+
+class AuditHead(models.Model):
+    """The head of the attempts' hash chain (one row): the last ``seq`` and digest. Each new
+    attempt updates it under its row lock, in its own transaction, so appends are serialized."""
+
+    seq = models.BigIntegerField(default=0)
+    prev = models.CharField(max_length=64, default="")
+    digest = models.CharField(max_length=64)
+
+    def __str__(self) -> str:
+        return f"audit chain at {self.seq}"
 
 
 class Quorum(models.Model):

@@ -22,6 +22,7 @@ from agent_core.conf import agent_settings
 from agent_core.decisions import Decision, decision
 from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, RunNotActive
 from agent_core.models import ToolCall
+from agent_core.tools import args_digest
 
 from . import grants, guards, quorum
 from .attempts import Attempt, Outcome, attempt, check_deadline, conflict, expire
@@ -166,6 +167,7 @@ def _settle(
     if scope is not None:
         grants.check_narrows(scope, call.tool_name, call.args if args is None else args)
     if wanted == CallStatus.APPROVED:
+        current.args_digest = args_digest(call.tool_name, call.args if args is None else args)
         tally = quorum.vote(held, actor, via, remember=remember, args=args)
         current.note += tally.note  # where the quorum's count stands
         current.standing = tally.standing

@@ -60,11 +60,12 @@ LOCK_CALL_WITH_QUORUM = sql.lock_call(
 )
 
 # Append a decision attempt (attempts.audit): call id, run id, thread id, tool name, action,
-# actor ref, via, outcome, detail, created at.
+# actor ref, via, outcome, detail, created at, card digest, policy digest, approved args' digest
+# (the table's trigger chains the row: ``approvals.evidence``).
 AUDIT_ATTEMPT = (
     f"INSERT INTO {DecisionAttempt._meta.db_table} (tool_call_id, run_id, thread_id, tool_name,"
-    " action, actor_ref, via, outcome, detail, created_at)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " action, actor_ref, via, outcome, detail, created_at, card_digest, policy_digest,"
+    " args_digest) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 
 # Record notifications in the transaction that asks (notify.delivery.record), leaving out the
@@ -250,3 +251,18 @@ _UNDECIDABLE = "(" + " OR ".join(f"({case.on('c')})" for case in DECIDABLE) + ")
 _UNDECIDABLE_KEYS = f"SELECT {{columns}} FROM {_CALL} c WHERE {_WAITING} AND {_UNDECIDABLE}"
 SEEN_UNDECIDABLE_KEYS = _UNDECIDABLE_KEYS + f" AND {_SEEN} ORDER BY {{order}} LIMIT %(n)s"
 EVERY_UNDECIDABLE_KEYS = _UNDECIDABLE_KEYS + " ORDER BY {order} LIMIT %(n)s"
+
+# The recorded action calls since a time, grouped by everything a policy is asked about and
+# what it answered then (simulation.simulate; one row per distinct group, with how many calls):
+# agent, tool, args, requester, thread owner, required, approver, ttl (whole seconds, NULL: none),
+# quorum, count. Parameters: ``%(since)s``.
+SIMULATED_CALLS = (
+    f"SELECT r.agent, c.tool_name, c.args, c.requester_ref, t.owner_ref, c.requires_approval,"
+    " c.approver, round(EXTRACT(EPOCH FROM c.expires_at - c.requested_at))::bigint,"
+    " COALESCE(q.needed, 1), count(*)"
+    f" FROM {_CALL} c JOIN {Run._meta.db_table} r ON r.id = c.run_id"
+    f" JOIN {Thread._meta.db_table} t ON t.id = c.thread_id"
+    f" LEFT JOIN {Quorum._meta.db_table} q ON q.tool_call_id = c.id"
+    " WHERE c.kind = 'action' AND c.requested_at >= %(since)s"
+    " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9"
+)

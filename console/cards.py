@@ -21,6 +21,7 @@ from agent_core.models import Message, ToolCall
 from agent_core.tools import ToolSpec
 from approvals import escalation, quorum
 from approvals.conf import approvals_settings
+from approvals.evidence import CallCard
 from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
 from approvals.models import Approval
 from approvals.policy import get_policy
@@ -63,6 +64,11 @@ class Card:
     @property
     def is_pending(self) -> bool:
         return self.call.status in (CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT)
+
+    @cached_property
+    def shown(self) -> CallCard:
+        """What the card shows of the call: the value ``card_digest`` hashes (evidence)."""
+        return CallCard.of(self.call, self.approvals_needed)
 
     @property
     def rememberable(self) -> bool:
