@@ -5,7 +5,7 @@ answer compared with the one stamped on the call then: required or not, approver
 Read-only: the replay runs in a ``READ ONLY`` transaction (a policy that writes fails, and nothing
 is kept); the calls are streamed through a server-side cursor, grouped in SQL by everything the
 policy is asked about, so a policy is asked once per distinct (agent, tool, args, requester,
-thread owner) and the count carried. The actor is the requester by ref: roles are not recorded.
+thread owner) and the count carried. The actor is the requester with the roles its run recorded.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def _count(
     tools: dict[tuple[str, str], ToolSpec | None],
     row: tuple[Any, ...],
 ) -> None:
-    agent, tool_name, args, requester, owner, required, approver, ttl, needed, n = row
+    agent, tool_name, args, requester, roles, owner, required, approver, ttl, needed, n = row
     key = (tool_name, approver if required else "")
     report.calls[key] += n
     if (agent, tool_name) not in tools:
@@ -108,7 +108,8 @@ def _count(
         report.unknown_tools[tool_name] += n
         return
     args = args if isinstance(args, dict) else {}
-    wanted = policy.requirement_for(tool, args, Actor(ref=requester), Thread(owner_ref=owner))
+    actor = Actor(ref=requester, roles=frozenset(roles or ()))
+    wanted = policy.requirement_for(tool, args, actor, Thread(owner_ref=owner))
     changes = _changes(wanted, required=required, approver=approver, ttl=ttl, quorum=needed)
     if changes:
         report.changed[key] += n

@@ -254,15 +254,16 @@ EVERY_UNDECIDABLE_KEYS = _UNDECIDABLE_KEYS + " ORDER BY {order} LIMIT %(n)s"
 
 # The recorded action calls since a time, grouped by everything a policy is asked about and
 # what it answered then (simulation.simulate; one row per distinct group, with how many calls):
-# agent, tool, args, requester, thread owner, required, approver, ttl (whole seconds, NULL: none),
-# quorum, count. Parameters: ``%(since)s``.
+# agent, tool, args, requester, the requester's roles then, thread owner, required, approver, ttl
+# (whole seconds, NULL: none), quorum, count. Parameters: ``%(since)s``.
 SIMULATED_CALLS = (
-    f"SELECT r.agent, c.tool_name, c.args, c.requester_ref, t.owner_ref, c.requires_approval,"
+    f"SELECT r.agent, c.tool_name, c.args, c.requester_ref, r.actor_roles, t.owner_ref,"
+    " c.requires_approval,"
     " c.approver, round(EXTRACT(EPOCH FROM c.expires_at - c.requested_at))::bigint,"
     " COALESCE(q.needed, 1), count(*)"
     f" FROM {_CALL} c JOIN {Run._meta.db_table} r ON r.id = c.run_id"
     f" JOIN {Thread._meta.db_table} t ON t.id = c.thread_id"
     f" LEFT JOIN {Quorum._meta.db_table} q ON q.tool_call_id = c.id"
     " WHERE c.kind = 'action' AND c.requested_at >= %(since)s"
-    " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9"
+    " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10"
 )
