@@ -21,5 +21,7 @@ class ApprovalsConfig(AppConfig):
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
         from .receivers import connect
+        from .telemetry import install
 
         connect()
+        install()  # the approval analytics as OpenTelemetry metrics, when tracing is on

@@ -59,6 +59,16 @@ class ApprovalsSettings:
     BASE_URL: str = ""
     # How long a signed approve / reject link in a notification stays usable (seconds).
     LINK_MAX_AGE: int = 24 * 3600
+    # An approval given faster than this (seconds from the request) counts as a rubber stamp in
+    # the approval analytics.
+    RUBBER_STAMP_SECONDS: float = 5.0
+    # How long before a pending call's deadline its approvers are reminded, once (seconds or
+    # timedelta); None: no reminders. Sent by the sweep (``approvals.reminders``).
+    REMIND_BEFORE: float | timedelta | None = None
+
+    @property
+    def remind_before(self) -> timedelta | None:
+        return to_timedelta(self.REMIND_BEFORE, key="REMIND_BEFORE")
 
     @property
     def remember_ttl(self) -> timedelta | None:

@@ -267,3 +267,54 @@ SIMULATED_CALLS = (
     " WHERE c.kind = 'action' AND c.requested_at >= %(since)s"
     " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10"
 )
+
+# Approval analytics (approvals.analytics), each over the calls asked of a person since a time
+# and decided by one (not by the policy, a grant, expiry or nobody): ``_DECIDED`` names them.
+_BY_A_PERSON = "('', 'policy', 'remembered', 'expiry')"
+_DECIDED = (
+    f" FROM {_CALL} c WHERE c.requested_at >= %(since)s AND c.requires_approval"
+    f" AND c.decided_at IS NOT NULL AND c.decided_via NOT IN {_BY_A_PERSON}"
+)
+_SECONDS = "EXTRACT(EPOCH FROM c.decided_at - c.requested_at)"
+
+# Time to decision, p50 and p95 (s), by tool and by approver (the stored approver: "requester",
+# a role, or roles joined by "|"), in one scan: tool (NULL on an approver's row), approver (NULL
+# on a tool's row), decisions, p50, p95. Parameters: ``%(since)s``.
+TIME_TO_DECISION = (
+    "SELECT c.tool_name, c.approver, count(*),"
+    f" percentile_cont(0.5) WITHIN GROUP (ORDER BY {_SECONDS}),"
+    f" percentile_cont(0.95) WITHIN GROUP (ORDER BY {_SECONDS})"
+    f"{_DECIDED} GROUP BY GROUPING SETS ((c.tool_name), (c.approver)) ORDER BY 3 DESC, 1, 2"
+)
+
+# How the requests asked of a person since a time ended: settled (decided, or failed with its
+# run), rejected, expired, approved with edited args. Parameters: ``%(since)s``.
+DECISION_RATES = (
+    "SELECT count(*) FILTER (WHERE c.decided_at IS NOT NULL OR c.status = 'failed'),"
+    " count(*) FILTER (WHERE c.status = 'rejected'),"
+    " count(*) FILTER (WHERE c.status = 'expired'),"
+    " count(*) FILTER (WHERE c.original_args IS NOT NULL)"
+    f" FROM {_CALL} c WHERE c.requested_at >= %(since)s AND c.requires_approval"
+    " AND c.decided_via NOT IN ('policy', 'remembered')"
+)
+
+# The calls waiting on an approval now, by how long they have waited: under 5 minutes, under an
+# hour, under a day, longer (the partial index on pending calls). Parameters: ``%(now)s``.
+PENDING_AGES = (
+    "SELECT count(*) FILTER (WHERE c.requested_at > %(now)s - interval '5 minutes'),"
+    " count(*) FILTER (WHERE c.requested_at <= %(now)s - interval '5 minutes'"
+    "  AND c.requested_at > %(now)s - interval '1 hour'),"
+    " count(*) FILTER (WHERE c.requested_at <= %(now)s - interval '1 hour'"
+    "  AND c.requested_at > %(now)s - interval '1 day'),"
+    " count(*) FILTER (WHERE c.requested_at <= %(now)s - interval '1 day')"
+    f" FROM {_CALL} c WHERE c.status = '{_APPROVAL}'"
+)
+
+# Approvals given faster than RUBBER_STAMP_SECONDS, per approver, most first (at most 20):
+# approver, fast approvals, approvals. Parameters: ``%(since)s``, ``%(seconds)s``.
+RUBBER_STAMPS = (
+    f"SELECT c.decided_by_ref, count(*) FILTER (WHERE {_SECONDS} < %(seconds)s), count(*)"
+    f"{_DECIDED} AND c.status NOT IN ('rejected', 'expired', 'cancelled')"
+    f" GROUP BY c.decided_by_ref HAVING count(*) FILTER (WHERE {_SECONDS} < %(seconds)s) > 0"
+    " ORDER BY 2 DESC, 1 LIMIT 20"
+)

@@ -21,9 +21,13 @@ class ConsoleSettings:
     PAGE_SIZE: int = 50
     # Days shown by the metrics page.
     METRICS_DAYS: int = 14
+    # Group names whose members see the approval analytics on the metrics page (time to decision
+    # by approver, rubber stamps per person); superusers always do.
+    ANALYTICS_ROLES: tuple[str, ...] = ("operator",)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ROLES", tuple(self.ROLES))
+        object.__setattr__(self, "ANALYTICS_ROLES", tuple(self.ANALYTICS_ROLES))
 
 
 @functools.cache
