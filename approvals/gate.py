@@ -13,7 +13,7 @@ from agent_core.gate import Verdict
 from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolContext, ToolSpec
 
-from . import cases, escalation, grants, quorum
+from . import cases, escalation, grants, quorum, reminders
 from .notify import delivery
 from .policy import get_policy
 
@@ -43,6 +43,7 @@ class ApprovalGate:
             granted_by = grants.cover(call)
             if granted_by is not None:
                 return Verdict(required=True, approver=approver, remembered_by_ref=granted_by)
+        reminders.stamp(call, expires_at)
         return Verdict(required=True, approver=approver, expires_at=expires_at)
 
     def requested(self, calls: Sequence[ToolCall]) -> None:

@@ -18,18 +18,22 @@ from django.contrib.auth import get_user_model
 from django.core import signing
 from django.db import IntegrityError, transaction
 from django.urls import reverse
+from django.utils import timezone
 
 from agent_core.actors import Actor, actor_for_user
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 
-from . import services
+from . import amendments, services
 from .conf import absolute, approvals_settings
 from .grants import Scope
 from .models import Action, DecisionAttempt, LinkUse
 
 SALT = "airlock.approvals.decision-link"
 ACTIONS = (Action.APPROVE, Action.REJECT)
+# A link that moves the deadline back (``reminders.snooze_until``), with a nonce of its own: a
+# snooze does not spend the approve and reject links.
+SNOOZE = "snooze"
 
 
 class LinkRefused(AgentCoreError):
@@ -67,11 +71,15 @@ class Link:
 def decision_links(call: ToolCall, actor_ref: str, *, via: str) -> dict[str, str]:
     """The approve and reject links of ``call`` for ``actor_ref``, as absolute URLs."""
     nonce = secrets.token_urlsafe(16)
-    return {
+    links = {
         action.value: absolute(reverse("approvals_api:link", args=[action.value, token]))
         for action in ACTIONS
         for token in [_token(call.pk, actor_ref, action.value, via, nonce)]
     }
+    if call.expires_at is not None:
+        token = _token(call.pk, actor_ref, SNOOZE, via, secrets.token_urlsafe(16))
+        links[SNOOZE] = absolute(reverse("approvals_api:link", args=[SNOOZE, token]))
+    return links
 
 
 def _token(call_id: str, actor_ref: str, action: str, via: str, nonce: str) -> str:
@@ -116,6 +124,11 @@ def use(
         _audit(action, refusal, call_id=link.tool_call_id, actor_ref=link.actor_ref, via=link.via)
         raise refusal from None
     actor = actor_of(link.actor_ref)
+    if link.action == SNOOZE:
+        call = ToolCall.objects.filter(pk=link.tool_call_id).first()
+        deadline = amendments.snooze_until(call, timezone.now()) if call else timezone.now()
+        amendments.extend(link.tool_call_id, actor=actor, expires_at=deadline, via=link.via)
+        return services.Outcome.APPLIED
     if link.action == Action.APPROVE:
         return services.approve(link.tool_call_id, actor=actor, via=link.via, remember=remember)
     return services.reject(link.tool_call_id, actor=actor, via=link.via, reason=reason)
@@ -158,7 +171,11 @@ def _unsigned(token: str) -> dict[str, object]:
 def _audit(action: str, refusal: LinkRefused, *, call_id: str, actor_ref: str, via: str) -> None:
     DecisionAttempt.objects.create(
         tool_call_id=call_id,
-        action=action if action in ACTIONS else Action.APPROVE,
+        action=Action.EXTEND
+        if action == SNOOZE
+        else action
+        if action in ACTIONS
+        else Action.APPROVE,
         actor_ref=actor_ref or "anonymous",
         via=via[:64],
         outcome=refusal.code,

@@ -268,3 +268,16 @@ class Escalation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_call_id} escalates to {self.role} at {self.due_at}"
+
+
+class Reminder(models.Model):
+    """The one reminder of a pending call with a deadline (``APPROVALS["REMIND_BEFORE"]``):
+    stamped with the request, claimed once by the sweep that sends it (``sent_at``)."""
+
+    tool_call = models.OneToOneField(
+        ToolCall, primary_key=True, on_delete=models.CASCADE, related_name="reminder"
+    )
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"reminder of {self.tool_call_id}" + (" (sent)" if self.sent_at else "")

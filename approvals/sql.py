@@ -23,6 +23,7 @@ from .models import (
     Escalation,
     NotificationOptOut,
     Quorum,
+    Reminder,
 )
 
 _CALL = ToolCall._meta.db_table
@@ -317,4 +318,19 @@ RUBBER_STAMPS = (
     f"{_DECIDED} AND c.status NOT IN ('rejected', 'expired', 'cancelled')"
     f" GROUP BY c.decided_by_ref HAVING count(*) FILTER (WHERE {_SECONDS} < %(seconds)s) > 0"
     " ORDER BY 2 DESC, 1 LIMIT 20"
+)
+
+# Claim the reminders that are due (reminders.remind_due, the sweep): unsent, of calls still
+# waiting on an approval whose deadline is within REMIND_BEFORE and not yet past, at most
+# ``%(limit)s``. One conditional UPDATE: a sweeper that waited for another's row lock finds the
+# row sent and skips it, so each reminder is claimed once however many sweepers run. Returns the
+# claimed calls' ids. Parameters: ``%(now)s``, ``%(before)s`` (an interval), ``%(limit)s``.
+_REMINDER = Reminder._meta.db_table
+CLAIM_REMINDERS = (
+    f"UPDATE {_REMINDER} r SET sent_at = %(now)s WHERE r.tool_call_id IN ("
+    f" SELECT m.tool_call_id FROM {_REMINDER} m JOIN {_CALL} c ON c.id = m.tool_call_id"
+    f"  WHERE m.sent_at IS NULL AND c.status = '{_APPROVAL}'"
+    "  AND c.expires_at > %(now)s AND c.expires_at <= %(now)s + %(before)s"
+    "  ORDER BY c.expires_at LIMIT %(limit)s)"
+    " AND r.sent_at IS NULL RETURNING r.tool_call_id"
 )

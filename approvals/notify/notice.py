@@ -16,6 +16,7 @@ from ..conf import absolute
 
 REQUESTED = "approval-requested"
 ESCALATED = "approval-escalated"
+REMINDED = "approval-reminder"
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class Contact:
 class Notice:
     """One call waiting on people, as a notification channel renders it."""
 
-    event: str  # REQUESTED or ESCALATED
+    event: str  # REQUESTED, ESCALATED or REMINDED
     tool_call_id: str
     tool_name: str
     args: dict[str, Any]
@@ -49,7 +50,9 @@ class Notice:
     @property
     def headline(self) -> str:
         """One line: what waits, on whom."""
-        lead = "Escalated: approval" if self.event == ESCALATED else "Approval"
+        lead = {ESCALATED: "Escalated: approval", REMINDED: "Reminder: approval"}.get(
+            self.event, "Approval"
+        )
         return f"{lead} needed: {self.tool_name} ({self.tool_call_id}), waiting on {self.approver}"
 
     def as_json(self) -> dict[str, Any]:
