@@ -154,3 +154,18 @@ def exported(row: DecisionAttempt) -> dict[str, Any]:
     data["created_at"] = row.created_at.isoformat()
     data.update(id=row.pk, seq=row.seq, prev_digest=row.prev_digest, digest=row.digest)
     return data
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One attempt of a call with whether its own link of the chain holds."""
+
+    row: DecisionAttempt
+    holds: bool
+
+
+def of_call(call_id: str) -> list[Checked]:
+    """The attempts on one call in chain order, each checked against its own digest (the whole
+    chain is ``verify``'s)."""
+    rows = DecisionAttempt.objects.filter(tool_call_id=call_id, seq__isnull=False).order_by("seq")
+    return [Checked(row, row.digest == link(row.prev_digest, row)) for row in rows]

@@ -39,3 +39,15 @@ def test_a_wider_scope_is_refused_on_the_card(login, refund):
     refund.refresh_from_db()
     assert refund.status == CallStatus.PENDING_APPROVAL
     assert not RememberedApproval.objects.exists()
+
+
+def test_the_evidence_page_shows_each_attempts_digests_and_link(login, refund, people, decide):
+    from approvals import evidence
+    from approvals import services as port
+    from tests.console.conftest import actor
+
+    shown = evidence.CallCard.of(refund).digest
+    decide(port.approve, refund.pk, actor=actor(people["felix"]))
+    html = login("felix").get(reverse("console:evidence", args=[refund.pk])).content.decode()
+    assert f'title="{shown}"' in html and "data-holds" in html and "data-broken" not in html
+    assert login("bob").get(reverse("console:evidence", args=[refund.pk])).status_code in (403, 404)
