@@ -44,7 +44,8 @@ class Notice:
     expires_at: datetime | None
     inbox_url: str = ""
     recipient: Contact | None = None  # None: a channel that reaches people as a whole
-    # "approve" / "reject" -> a signed, single-use link for ``recipient`` (approvals.links).
+    # "approve" / "reject" (and "snooze" for a call with a deadline) -> a signed, single-use link
+    # for ``recipient`` (approvals.links).
     links: dict[str, str] = field(default_factory=dict)
 
     @property
