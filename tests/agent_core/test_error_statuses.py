@@ -28,6 +28,7 @@ STATUS_BY_CODE = {
     "link_invalid": 400,
     "link_expired": 410,
     "link_used": 409,
+    "grant_wider_than_call": 400,
 }
 
 

@@ -95,6 +95,7 @@ def test_the_snooze_link_moves_the_deadline_back(turn, fran):
     due_soon(call)
     call.refresh_from_db()
     before = call.expires_at
+    assert before is not None
     ref = actor_for_user(fran).ref
     snooze = links.decision_links(call, ref, via="email")["snooze"]
     token = snooze.rstrip("/").rsplit("/", 1)[1]
