@@ -48,6 +48,7 @@ def test_the_executed_args_are_the_edited_args_approved(turn, decide):
     call.refresh_from_db()
     row = DecisionAttempt.objects.get(action=Action.APPROVE)
     assert row.args_digest == call.args_digest == args_digest("purge_cache", call.args)
+    assert call.executed_args_digest == row.args_digest  # stamped by the claim that ran it
     assert CachePurge.objects.get().path == "/products/hats"  # what ran
     assert (
         row.card_digest
