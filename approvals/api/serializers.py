@@ -14,6 +14,7 @@ from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 
 from .. import grants, quorum
+from ..evidence import CallCard
 from ..models import RememberedApproval
 from ..pending import PendingRow
 
@@ -207,30 +208,42 @@ def pending_results(rows: list[PendingRow]) -> list[dict[str, Any]]:
     """``PendingCallSerializer``'s output for a page of row tuples, as plain dicts: the page is
     read on every visit, and a serializer's per-row field work cost more than its query."""
     when = serializers.DateTimeField().to_representation  # the API's datetime format
-    return [
-        {
-            "tool_call_id": row.id,
-            "status": row.status,
-            "tool_name": row.tool_name,
-            "kind": row.kind,
-            "args": row.args,
-            "confirmation": row.confirmation,
-            "summary": row.summary,
-            "approver": row.approver,
-            "requester": row.requester_ref,
-            "thread_id": row.thread_id,
-            "run_id": row.run_id,
-            "agent": row.agent,
-            "requested_at": when(row.requested_at),
-            "expires_at": when(row.expires_at) if row.expires_at else None,
-            "answer_schema": _answer_schema(row.kind, row.agent, row.tool_name),
-            "approvals": [{"by": by, "at": when(at)} for by, at in row.approvals],
-            "approvals_needed": row.approvals_needed,
-            # No query for a run nobody delegated to (delegation.chain_of).
-            "chain": [row.agent] if row.parent_run_id is None else delegation.chain(row.run_id),
-        }
-        for row in rows
-    ]
+    return [_pending_result(row, when) for row in rows]
+
+
+def _pending_result(row: PendingRow, when: Any) -> dict[str, Any]:
+    # What the decider is shown comes from the call's ``CallCard``, the value ``card_digest``
+    # hashes (approvals.evidence): the console's card renders the same one.
+    shown = CallCard(
+        tool_name=row.tool_name,
+        args=row.args,
+        summary=row.summary,
+        confirmation=row.confirmation,
+        approver=row.approver,
+        expires_at=row.expires_at,
+        approvals_needed=row.approvals_needed,
+    )
+    return {
+        "tool_call_id": row.id,
+        "status": row.status,
+        "tool_name": shown.tool_name,
+        "kind": row.kind,
+        "args": shown.args,
+        "confirmation": shown.confirmation,
+        "summary": shown.summary,
+        "approver": shown.approver,
+        "requester": row.requester_ref,
+        "thread_id": row.thread_id,
+        "run_id": row.run_id,
+        "agent": row.agent,
+        "requested_at": when(row.requested_at),
+        "expires_at": when(shown.expires_at) if shown.expires_at else None,
+        "answer_schema": _answer_schema(row.kind, row.agent, row.tool_name),
+        "approvals": [{"by": by, "at": when(at)} for by, at in row.approvals],
+        "approvals_needed": shown.approvals_needed,
+        # No query for a run nobody delegated to (delegation.chain_of).
+        "chain": [row.agent] if row.parent_run_id is None else delegation.chain(row.run_id),
+    }
 
 
 def _answer_schema(kind: str, agent: str, tool_name: str) -> dict[str, Any] | None:

@@ -113,3 +113,18 @@ def test_concurrent_attempts_keep_one_unbroken_chain():
     for t in threads:
         t.join()
     assert "the audit chain is whole: 40 rows" in verify()
+
+
+def test_the_api_renders_the_card_that_is_hashed(turn, people):
+    from django.utils.dateparse import parse_datetime
+
+    from tests.approvals.rest import actor, get
+
+    [call] = calls_of(turn(PURGE, actor=actor(people["alice"])))
+    status, page = get(people["alice"], "/agent/approvals/pending")
+    assert status == 200
+    [row] = page["results"]
+    expires = parse_datetime(row["expires_at"]) if row["expires_at"] else None
+    fields = ("tool_name", "args", "summary", "confirmation", "approver", "approvals_needed")
+    rendered = evidence.CallCard(expires_at=expires, **{name: row[name] for name in fields})
+    assert rendered.digest == evidence.CallCard.of(call).digest
