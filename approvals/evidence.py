@@ -21,9 +21,9 @@ from typing import Any
 
 from agent_core.models import ToolCall
 
-from .conf import approvals_settings, per_settings
+from .conf import approvals_settings
 from .models import DecisionAttempt
-from .policy import get_policy
+from .policy import policy_path
 
 GENESIS = "0" * 64
 # The fields of a row the chain covers, in the order the trigger reads them.
@@ -92,12 +92,10 @@ class CallCard:
         return digest(self.as_dict())
 
 
-@per_settings
 def policy_digest() -> str:
-    """The policy in force: its class (dotted path) and the configured rules."""
-    policy = type(get_policy())
-    rules = approvals_settings().RULES
-    return digest({"class": f"{policy.__module__}.{policy.__qualname__}", "rules": rules})
+    """The policy in force: its class (``AGENT["APPROVAL_POLICY"]``) and the configured rules
+    (computed per attempt: either setting may change, and hashing them costs microseconds)."""
+    return digest({"class": policy_path(), "rules": approvals_settings().RULES})
 
 
 def content(row: DecisionAttempt) -> str:
