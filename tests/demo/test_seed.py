@@ -1,4 +1,4 @@
-"""``manage.py seed_demo`` seeds a narrowed grant and the evidence of its decision, once."""
+"""``manage.py seed_demo_grant`` seeds a narrowed grant and the evidence of its decision, once."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @override_settings(AGENT={**settings.AGENT, "APPROVAL_POLICY": "demo.policy.DemoPolicy"})
 def test_the_demo_has_a_narrowed_grant_and_its_evidence():
+    call_command("seed_demo", stdout=io.StringIO())
     for _ in range(2):
-        call_command("seed_demo", stdout=io.StringIO())
+        call_command("seed_demo_grant", stdout=io.StringIO())
     grant = RememberedApproval.objects.get()
     assert (grant.tool_name, grant.arg_pins, grant.uses, grant.uses_left) == (
         "purge_cache",

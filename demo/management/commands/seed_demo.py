@@ -1,5 +1,4 @@
-"""``manage.py seed_demo``: demo users, groups, customers, orders and campaigns, and one
-narrowed grant with the evidence of its decision (safe to rerun)."""
+"""``manage.py seed_demo``: demo users, groups, customers, orders and campaigns (safe to rerun)."""
 
 from __future__ import annotations
 
@@ -10,14 +9,6 @@ from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from agent_core import runs
-from agent_core.actors import actor_for_user
-from agent_core.dispatch import get_runner, set_runner
-from agent_core.models import ToolCall
-from agent_core.runner.inline import InlineRunner
-from approvals import grants
-from approvals import services as port
-from approvals.models import RememberedApproval
 from demo.models import Campaign, Customer, Order
 
 PASSWORD = "demo"
@@ -53,38 +44,11 @@ ORDERS = [
 ]
 
 
-# The narrowed grant the demo shows (docs/howto/grants.md): alice purged /products/shoes and
-# let later purges of /products/* in that thread run without asking, 5 times.
-PURGE = '/call purge_cache {"path": "/products/shoes"}'
-PRODUCTS = grants.Scope(args={"path": "/products/*"}, uses=5)
-
-
 class Command(BaseCommand):
-    help = "Create the demo users, groups, customers, orders and campaigns, and a narrowed grant."
-
-    def handle(self, *args: Any, **options: Any) -> None:
-        self.seed()
-        self.narrowed_grant()
-        self.stdout.write(self.style.SUCCESS("Demo data ready."))
-
-    def narrowed_grant(self) -> None:
-        """alice's purge of /products/shoes, approved with a grant for ``/products/*`` (5 uses):
-        a grant to list and its decision's evidence (``manage.py approvals export_audit``)."""
-        alice = User.objects.get(username="alice")
-        if RememberedApproval.objects.filter(arg_pins=PRODUCTS.args).exists():
-            return
-        actor = actor_for_user(alice)
-        previous = get_runner()
-        set_runner(InlineRunner(workers=0))  # the run is driven here, whatever the demo's runner
-        try:
-            run = runs.start_run(agent="support", message=PURGE, actor=actor)
-            call = ToolCall.objects.get(run=run, tool_name="purge_cache")
-            port.approve(call.pk, actor=actor, remember=PRODUCTS, via="cli")
-        finally:
-            set_runner(previous)
+    help = "Create the demo users, groups, customers, orders and campaigns."
 
     @transaction.atomic
-    def seed(self) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         for username, groups, staff in USERS:
             user, created = User.objects.get_or_create(username=username)
             if created:
@@ -114,3 +78,4 @@ class Command(BaseCommand):
             pk="vip-preview",
             defaults={"subject": "VIP preview: the summer collection", "audience_size": vips},
         )
+        self.stdout.write(self.style.SUCCESS("Demo data ready."))
