@@ -150,6 +150,9 @@ class ToolCall(models.Model):
     kind = models.CharField(max_length=8, choices=ToolKind.choices)
     args = models.JSONField(default=dict)
     args_digest = models.CharField(max_length=64)
+    # The digest of the args the claim released for execution (``approved → executing``, in the
+    # claim's compare-and-set): evidence that what ran is what was approved (SPEC §19).
+    executed_args_digest = models.CharField(max_length=64, blank=True, default="", db_default="")
     status = models.CharField(max_length=16, choices=CallStatus.choices)
     # The approval record, stamped when the call is proposed and when it is decided.
     requires_approval = models.BooleanField(default=False)

@@ -90,12 +90,13 @@ LOCK_RUN = (
 _LOCKED = f"k AS MATERIALIZED ({LOCK_RUN}),"
 
 # A call's claim under its run's lock (calls.claim_call): ``approved → executing`` (checked by
-# ``state.check`` first) if the run is running: run id, token, owner, fence, started at, call id.
+# ``state.check`` first) if the run is running, stamping the digest of the args it releases (the
+# row's, which the tool is called with): run id, token, owner, fence, started at, call id.
 # Answers the run's and thread's columns (as LOCK_RUN) and whether the call moved (0 or 1); no
 # row when the lease no longer holds the run.
 CLAIM_CALL = state.writes(
     f"WITH {_LOCKED} c AS (UPDATE {_CALL} SET status = '{CallStatus.EXECUTING.value}',"
-    " fence = %s, attempts = attempts + 1, started_at = %s"
+    " fence = %s, attempts = attempts + 1, started_at = %s, executed_args_digest = args_digest"
     f" WHERE id = %s AND status = '{CallStatus.APPROVED.value}' AND run_id = (SELECT id FROM k)"
     f" AND (SELECT status FROM k) = '{RunStatus.RUNNING.value}' RETURNING id)"
     " SELECT k.*, (SELECT count(*) FROM c) FROM k",

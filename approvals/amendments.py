@@ -14,9 +14,11 @@ from agent_core.actors import Actor
 from agent_core.choices import CallStatus
 from agent_core.conf import agent_settings
 from agent_core.exceptions import AgentCoreError, NotFound
+from agent_core.models import ToolCall
 
 from . import guards
 from .attempts import Attempt, Entry, Outcome, Result, attempt, audit, check_deadline, conflict
+from .conf import approvals_settings
 from .exceptions import InvalidDecision, NotApprover
 from .models import Action, RememberedApproval
 from .policy import get_policy
@@ -62,6 +64,13 @@ def extend(
         return Result.APPLIED
 
     return attempt(tool_call_id, Action.EXTEND, actor, via, decide)
+
+
+def snooze_until(call: ToolCall, now: datetime) -> datetime:
+    """The deadline a snooze (a reminder's signed link) asks for: ``REMIND_BEFORE`` (an hour
+    without it) past the current deadline; ``extend`` refuses one beyond ``MAX_EXTENSION``."""
+    step = approvals_settings().remind_before or timedelta(hours=1)
+    return max(call.expires_at or now, now) + step
 
 
 def revoke(remembered_id: int, *, actor: Actor, via: str = "web") -> Result:

@@ -9,14 +9,18 @@ class ApprovalsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     # What the core finds through the app registry (agent_core.extensions): the gate its loop
     # asks, and the jobs of its sweeper (every SWEEP_SECONDS, inline and on Celery beat), in
-    # order: escalate what is due, expire what is overdue, then try again the notifications whose
-    # attempts were lost.
+    # order: escalate what is due, remind of what expires soon, expire what is overdue, then try
+    # again the notifications whose attempts were lost.
     airlock_approval_gate = "approvals.gate.ApprovalGate"
     airlock_sweep = (
         "approvals.escalation.escalate_due",
+        "approvals.reminders.remind_due",
         "approvals.services.expire_due",
         "approvals.notify.delivery.resume_lost",
     )
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
+        from .telemetry import install
+
+        install()  # the approval analytics as OpenTelemetry metrics, when tracing is on

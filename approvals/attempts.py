@@ -25,7 +25,7 @@ from agent_core.exceptions import AgentCoreError, AlreadyDecided, NotFound, RunN
 from agent_core.models import Run, ToolCall
 from agent_core.streams import Riding
 
-from . import guards, sql
+from . import evidence, guards, sql
 from .exceptions import ApprovalExpired
 from .models import Action
 from .quorum import Standing
@@ -62,14 +62,25 @@ class Attempt:
     standing: Standing | None = None
     # Whether the audit row rode on the settling statement (``audited_by``).
     audited: bool = False
+    # What the decider was shown of the call before the attempt (``evidence.CallCard``), and,
+    # for an approval, the digest of the args it approves (edited ones included).
+    card_digest: str = ""
+    args_digest: str = ""
 
     def audited_by(self, status: CallStatus) -> Riding:
         """The statement settling the call as ``status`` with this attempt's audit row riding on
         it (one round trip): the attempt is applied, and ``attempt`` appends no row of its own."""
         state.check_statement(sql.SETTLE_AUDITED, ToolCall, CallStatus.PENDING_APPROVAL, status)
         self.audited = True
-        entry = Entry.of(self.decision.call, self.action, self.actor, self.via, Result.APPLIED)
-        return Riding(sql.SETTLE_AUDITED, entry.noted(self.note).params())
+        return Riding(sql.SETTLE_AUDITED, self.entry(Result.APPLIED).params())
+
+    def entry(self, outcome: str) -> Entry:
+        """This attempt's audit row, ending in ``outcome`` (a result or a refusal's code), with
+        its note and its evidence."""
+        entry = Entry.of(self.decision.call, self.action, self.actor, self.via, outcome)
+        return replace(
+            entry.noted(self.note), card_digest=self.card_digest, args_digest=self.args_digest
+        )
 
 
 @dataclass(frozen=True)
@@ -86,6 +97,8 @@ class Entry:
     run_id: str = ""
     thread_id: str = ""
     tool_name: str = ""
+    card_digest: str = ""
+    args_digest: str = ""
 
     @classmethod
     def of(cls, call: ToolCall, action: str, actor: Actor, via: str, outcome: str) -> Entry:
@@ -136,6 +149,9 @@ class Entry:
             self.outcome,
             self.detail,
             timezone.now(),
+            self.card_digest,
+            evidence.policy_digest(),
+            self.args_digest,
         ]
 
     def trace(self) -> None:
@@ -186,15 +202,15 @@ def attempt(
             )
         else:
             current = Attempt(found, action, actor, via)
+            current.card_digest = evidence.CallCard.of(found.call, found.joined[0] or 1).digest
             try:
                 result = decide(current)
             except AgentCoreError as exc:
                 refusal = exc
             if refusal is not None:
-                entry = Entry.of(found.call, action, actor, via, refusal.code)
-                audit(entry.noted(refusal.message))
+                audit(current.entry(refusal.code).noted(refusal.message))
             else:
-                entry = Entry.of(found.call, action, actor, via, result).noted(current.note)
+                entry = current.entry(result)
                 if current.audited:
                     entry.trace()  # its row rode on the settling statement
                 else:

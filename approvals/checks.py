@@ -30,6 +30,8 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
         for tool_name in settings.REMEMBER_TTL_BY_TOOL:
             settings.remember_ttl_for(tool_name)
         _check_notification_numbers(settings)
+        settings.remind_before  # noqa: B018  (validates it)
+        _check_rubber_stamp(settings.RUBBER_STAMP_SECONDS)
     except (TypeError, ValueError) as exc:
         return [
             Error(
@@ -63,6 +65,11 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
             )
         ]
     return []
+
+
+def _check_rubber_stamp(seconds: Any) -> None:
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds <= 0:
+        raise ValueError(f"RUBBER_STAMP_SECONDS must be seconds above 0, not {seconds!r}")
 
 
 def _check_notification_numbers(settings: ApprovalsSettings) -> None:

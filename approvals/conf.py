@@ -62,6 +62,16 @@ class ApprovalsSettings:
     # How many refused link pages (a bad, used or expired token) one client address may open
     # (DRF rate syntax, "30/min"; None: no limit). Past it: 429 ``throttled``.
     LINK_REFUSAL_RATE: str | None = "30/min"
+    # An approval given faster than this (seconds from the request) counts as a rubber stamp in
+    # the approval analytics.
+    RUBBER_STAMP_SECONDS: float = 5.0
+    # How long before a pending call's deadline its approvers are reminded, once (seconds or
+    # timedelta); None: no reminders. Sent by the sweep (``approvals.reminders``).
+    REMIND_BEFORE: float | timedelta | None = None
+
+    @property
+    def remind_before(self) -> timedelta | None:
+        return to_timedelta(self.REMIND_BEFORE, key="REMIND_BEFORE")
 
     @property
     def remember_ttl(self) -> timedelta | None:

@@ -34,3 +34,11 @@ class EditNeedsApprover(AgentCoreError):
 
     code = "edit_needs_approver"
     status_code = HTTPStatus.FORBIDDEN
+
+
+class GrantWiderThanCall(AgentCoreError):
+    """A grant may only narrow the approved call: every pin must match that call's own args, and
+    its uses and ttl must be positive and no longer than a plain grant's."""
+
+    code = "grant_wider_than_call"
+    status_code = HTTPStatus.BAD_REQUEST

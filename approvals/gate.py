@@ -7,14 +7,13 @@ from collections.abc import Sequence
 
 from django.db.models import Q
 
-from agent_core import clock, rows
+from agent_core import clock
 from agent_core.actors import Actor
 from agent_core.gate import Verdict
 from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolSpec
 
-from . import cases, escalation, guards, quorum
-from . import sql as statements
+from . import cases, escalation, grants, guards, quorum, reminders
 from .notify import delivery
 from .policy import get_policy
 
@@ -41,9 +40,10 @@ class ApprovalGate:
             # A standing yes is one person's: it never stands in for several.
             quorum.stamp(call, requirement)
         elif tool.rememberable:
-            grant = rows.fetch_one(statements.REMEMBERED_GRANT, [thread.pk, tool.name, clock.now()])
-            if grant is not None:
-                return Verdict(required=True, approver=approver, remembered_by_ref=grant[0])
+            granted_by = grants.cover(call)
+            if granted_by is not None:
+                return Verdict(required=True, approver=approver, remembered_by_ref=granted_by)
+        reminders.stamp(call, expires_at)
         return Verdict(required=True, approver=approver, expires_at=expires_at)
 
     def requested(self, calls: Sequence[ToolCall]) -> None:

@@ -25,19 +25,24 @@ from django.core import signing
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
+from agent_core import clock
 from agent_core.actors import Actor, actor_for_user
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 
-from . import services
+from . import amendments, services
 from .attempts import Entry, audit
 from .conf import absolute, approvals_settings
 from .exceptions import NotApprover
+from .grants import Scope
 from .models import Action, LinkUse
 from .policy import get_policy
 
 SALT = "airlock.approvals.decision-link"
 ACTIONS = (Action.APPROVE, Action.REJECT)
+# A link that moves the deadline back (``reminders.snooze_until``), with a nonce of its own: a
+# snooze does not spend the approve and reject links.
+SNOOZE = "snooze"
 
 
 class LinkRefused(AgentCoreError):
@@ -90,11 +95,15 @@ class Link:
 def decision_links(call: ToolCall, actor_ref: str, *, via: str) -> dict[str, str]:
     """The approve and reject links of ``call`` for ``actor_ref``, as absolute URLs."""
     nonce = secrets.token_urlsafe(16)
-    return {
+    links = {
         action.value: absolute(reverse("approvals_api:link", args=[action.value, token]))
         for action in ACTIONS
         for token in [_token(call.pk, actor_ref, action.value, via, nonce)]
     }
+    if call.expires_at is not None:
+        token = _token(call.pk, actor_ref, SNOOZE, via, secrets.token_urlsafe(16))
+        links[SNOOZE] = absolute(reverse("approvals_api:link", args=[SNOOZE, token]))
+    return links
 
 
 def _token(call_id: str, actor_ref: str, action: str, via: str, nonce: str) -> str:
@@ -121,9 +130,15 @@ def read(action: str, token: str) -> Link:
 
 
 def use(
-    action: str, token: str, *, signed_in: Actor | None = None, reason: str = ""
+    action: str,
+    token: str,
+    *,
+    signed_in: Actor | None = None,
+    reason: str = "",
+    remember: bool | Scope = False,
 ) -> services.Outcome:
-    """Spend the link and decide with it; refusals of the link are audited, then raised.
+    """Spend the link and decide with it (an approval may ``remember`` within a scope);
+    refusals of the link are audited, then raised.
 
     ``signed_in``: the actor of the browser's session, if any. A refusal of the person
     (``refusal``) leaves the link unspent."""
@@ -148,8 +163,12 @@ def use(
         used = LinkUsed()
         _audit(action, used, call_id=link.tool_call_id, actor_ref=link.actor_ref, via=link.via)
         raise used from None
+    if link.action == SNOOZE:
+        now = clock.now()
+        deadline = amendments.snooze_until(call, now) if call else now
+        return amendments.extend(link.tool_call_id, actor=actor, expires_at=deadline, via=link.via)
     if link.action == Action.APPROVE:
-        return services.approve(link.tool_call_id, actor=actor, via=link.via)
+        return services.approve(link.tool_call_id, actor=actor, via=link.via, remember=remember)
     return services.reject(link.tool_call_id, actor=actor, via=link.via, reason=reason)
 
 
@@ -209,6 +228,6 @@ def _unsigned(token: str) -> dict[str, object]:
 
 
 def _audit(action: str, refusal: LinkRefused, *, call_id: str, actor_ref: str, via: str) -> None:
-    action = action if action in ACTIONS else Action.APPROVE
+    action = Action.EXTEND if action == SNOOZE else action if action in ACTIONS else Action.APPROVE
     refused = Entry(call_id, action, actor_ref or "anonymous", via[:64], refusal.code)
     audit(refused.noted(refusal.message))

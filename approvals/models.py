@@ -13,13 +13,17 @@ from agent_core.models import Thread, ToolCall
 class RememberedApprovalQuerySet(models.QuerySet["RememberedApproval"]):
     def active(self) -> RememberedApprovalQuerySet:
         now = clock.now()
-        return self.filter(revoked_at__isnull=True).filter(
-            Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+        return (
+            self.filter(revoked_at__isnull=True)
+            .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+            .filter(Q(uses_left__isnull=True) | Q(uses_left__gt=0))
         )
 
 
 class RememberedApproval(models.Model):
-    """A standing yes for one tool in one thread, granted by approving with ``remember``."""
+    """A standing yes for one tool in one thread, granted by approving with ``remember``; its
+    scope (``approvals.grants``) may narrow it to calls whose args match ``arg_pins`` and to a
+    number of ``uses``."""
 
     thread = models.ForeignKey(  # indexed by remembered_thread_tool
         Thread, on_delete=models.CASCADE, related_name="remembered", db_index=False
@@ -33,6 +37,12 @@ class RememberedApproval(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     revoked_by_ref = models.CharField(max_length=200, blank=True)
+    # field -> the exact value or glob a later call's arg must match ({}: any call of the tool).
+    arg_pins = models.JSONField(default=dict, blank=True)
+    # How many calls it may cover (None: any number), and how many it still may: counted down
+    # by one conditional UPDATE per covered call (``grants.cover``).
+    uses = models.PositiveIntegerField(null=True, blank=True)
+    uses_left = models.IntegerField(null=True, blank=True)
 
     objects = RememberedApprovalQuerySet.as_manager()
 
@@ -44,10 +54,27 @@ class RememberedApproval(models.Model):
 
     @property
     def is_active(self) -> bool:
-        """Not revoked and not past its expiry."""
-        return self.revoked_at is None and (
-            self.expires_at is None or self.expires_at > clock.now()
+        """Not revoked, not past its expiry and not used up."""
+        return (
+            self.revoked_at is None
+            and (self.expires_at is None or self.expires_at > clock.now())
+            and (self.uses_left is None or self.uses_left > 0)
         )
+
+
+class GrantUse(models.Model):
+    """A call a remembered approval covered (written with the call, in its suspend
+    transaction)."""
+
+    grant = models.ForeignKey(RememberedApproval, on_delete=models.CASCADE, related_name="covered")
+    tool_call = models.OneToOneField(ToolCall, on_delete=models.CASCADE, related_name="+")
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.tool_call_id} covered by grant {self.grant_id}"
 
 
 class Action(models.TextChoices):
@@ -75,12 +102,37 @@ class DecisionAttempt(models.Model):
     outcome = models.CharField(max_length=32)  # applied, unchanged, or an error code
     detail = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Evidence (``approvals.evidence``; SHA-256 hex, blank where there is none): what the decider
+    # was shown (the call's ``Card``), the policy in force (its class and rules), the args an
+    # approval approved. Database defaults, so that every writer of a row may leave them out.
+    card_digest = models.CharField(max_length=64, blank=True, default="", db_default="")
+    policy_digest = models.CharField(max_length=64, blank=True, default="", db_default="")
+    args_digest = models.CharField(max_length=64, blank=True, default="", db_default="")
+    # The hash chain, filled in by the table's trigger (migration 0011) whoever writes the row:
+    # its place in the chain, the digest of the row before it and its own (``evidence.link``).
+    seq = models.BigIntegerField(null=True, blank=True, unique=True, editable=False)
+    prev_digest = models.CharField(
+        max_length=64, blank=True, default="", db_default="", editable=False
+    )
+    digest = models.CharField(max_length=64, blank=True, default="", db_default="", editable=False)
 
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"{self.action} {self.tool_call_id} by {self.actor_ref}: {self.outcome}"
+
+
+class AuditHead(models.Model):
+    """The head of the attempts' hash chain (one row): the last ``seq`` and digest. Each new
+    attempt updates it under its row lock, in its own transaction, so appends are serialized."""
+
+    seq = models.BigIntegerField(default=0)
+    prev = models.CharField(max_length=64, default="")
+    digest = models.CharField(max_length=64)
+
+    def __str__(self) -> str:
+        return f"audit chain at {self.seq}"
 
 
 class Quorum(models.Model):
@@ -217,3 +269,16 @@ class Escalation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_call_id} escalates to {self.role} at {self.due_at}"
+
+
+class Reminder(models.Model):
+    """The one reminder of a pending call with a deadline (``APPROVALS["REMIND_BEFORE"]``):
+    stamped with the request, claimed once by the sweep that sends it (``sent_at``)."""
+
+    tool_call = models.OneToOneField(
+        ToolCall, primary_key=True, on_delete=models.CASCADE, related_name="reminder"
+    )
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"reminder of {self.tool_call_id}" + (" (sent)" if self.sent_at else "")

@@ -140,4 +140,6 @@ def remembered_for(actor: Actor, *, include_inactive: bool = False) -> QuerySet[
     )
     if not actor.has_role(agent_settings().OPERATOR_ROLE):
         grants = grants.filter(Q(thread__owner_ref=actor.ref) | Q(granted_by_ref=actor.ref))
-    return grants.select_related("thread").order_by("-created_at", "-id")
+    return (
+        grants.select_related("thread").prefetch_related("covered").order_by("-created_at", "-id")
+    )

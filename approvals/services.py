@@ -22,13 +22,13 @@ from agent_core.conf import agent_settings
 from agent_core.decisions import Decision, decision
 from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, NotFound, RunNotActive
 from agent_core.models import Run, ToolCall
-from agent_core.tools import ToolSpec
+from agent_core.tools import ToolSpec, args_digest
 
-from . import edits, guards, quorum
+from . import edits, grants, guards, quorum
 from .attempts import Attempt, Outcome, Result, attempt, check_deadline, conflict, expire
-from .conf import approvals_settings
 from .exceptions import InvalidDecision, NotApprover
-from .models import Action, RememberedApproval
+from .grants import Scope, scope_of
+from .models import Action
 from .policy import get_policy
 
 # Statuses a call reaches only after someone (or something) said yes.
@@ -47,18 +47,21 @@ def approve(
     tool_call_id: str,
     *,
     actor: Actor,
-    remember: bool = False,
+    remember: bool | Scope = False,
     via: str = "web",
     args: dict[str, Any] | None = None,
 ) -> Outcome:
     """Approve a pending call (optionally with edited ``args``); the run resumes on commit.
 
     ``remember`` also approves later calls of the same tool in the same thread (rememberable
-    tools only) until the grant expires (``APPROVALS["REMEMBER_TTL"]``) or is revoked.
+    tools only) until the grant expires (``APPROVALS["REMEMBER_TTL"]``) or is revoked; a
+    ``Scope`` narrows that to calls matching its arg pins, a number of uses and a shorter ttl
+    (``approvals.grants``).
     """
 
     def decide(current: Attempt) -> Result:
-        return _settle(current, CallStatus.APPROVED, actor, via, remember=remember, args=args)
+        scope = scope_of(remember)
+        return _settle(current, CallStatus.APPROVED, actor, via, scope=scope, args=args)
 
     return attempt(tool_call_id, Action.APPROVE, actor, via, decide)
 
@@ -130,11 +133,12 @@ def _settle(
     actor: Actor,
     via: str,
     *,
-    remember: bool = False,
+    scope: Scope | None = None,
     reason: str = "",
     args: dict[str, Any] | None = None,
 ) -> Result:
     held = current.decision
+    remember = scope is not None
     run, call = held.run, held.call
     if call.kind == "human":
         raise InvalidDecision("this call asks a question: answer it instead")
@@ -152,7 +156,10 @@ def _settle(
         edit = _checked_edit(run, call, tool, args)
         args = edit.args
         current.note += edits.describe(edit.changes)  # the audit keeps what the decider changed
+    if scope is not None:
+        grants.check_narrows(scope, call.tool_name, call.args if args is None else args)
     if wanted == CallStatus.APPROVED:
+        current.args_digest = args_digest(call.tool_name, call.args if args is None else args)
         tally = quorum.vote(held, actor, via, remember=remember, args=args)
         current.note = "; ".join(filter(None, (current.note, tally.note)))  # the count so far
         current.standing = tally.standing
@@ -167,8 +174,8 @@ def _settle(
         args=args,
         riding=current.audited_by(wanted),
     )
-    if remember:
-        _remember(call, actor)
+    if scope is not None:
+        grants.grant(call, actor, scope)
     return Result.APPLIED
 
 
@@ -233,17 +240,6 @@ def _validated(validate: Callable[[Any], Any], value: Any, what: str) -> Any:
     except pydantic.ValidationError as exc:
         errors = json.loads(exc.json(include_url=False, include_context=False))
         raise InvalidDecision(f"{what} do not fit the schema", errors=errors) from exc
-
-
-def _remember(call: ToolCall, actor: Actor) -> None:
-    ttl = approvals_settings().remember_ttl_for(call.tool_name)
-    RememberedApproval.objects.create(
-        thread_id=call.thread_id,
-        tool_name=call.tool_name,
-        granted_by_ref=actor.ref,
-        source_tool_call=call,
-        expires_at=clock.now() + ttl if ttl else None,
-    )
 
 
 def expire_due(limit: int = 500) -> int:

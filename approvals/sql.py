@@ -23,7 +23,7 @@ from .models import (
     Escalation,
     NotificationOptOut,
     Quorum,
-    RememberedApproval,
+    Reminder,
 )
 
 _CALL = ToolCall._meta.db_table
@@ -51,15 +51,6 @@ PENDING_ROWS = (
     " ORDER BY {order}"
 )
 
-# The standing yes a call proposed now is approved by, if any (gate.ApprovalGate.review): who
-# granted the latest active remembered approval of the tool in the thread. Thread id, tool name,
-# now.
-REMEMBERED_GRANT = (
-    f"SELECT granted_by_ref FROM {RememberedApproval._meta.db_table}"
-    " WHERE thread_id = %s AND tool_name = %s AND revoked_at IS NULL"
-    " AND (expires_at IS NULL OR expires_at > %s) ORDER BY created_at DESC LIMIT 1"
-)
-
 # The decision path (the approval port).
 # A call and its run locked and read, with the call's quorum (attempts.attempt, quorum.vote),
 # as ``sql.LOCK_CALL``: call id. The quorum's columns are NULL for a call without one. A quorum is
@@ -70,11 +61,12 @@ LOCK_CALL_WITH_QUORUM = sql.lock_call(
 )
 
 # Append a decision attempt (attempts.audit): call id, run id, thread id, tool name, action,
-# actor ref, via, outcome, detail, created at.
+# actor ref, via, outcome, detail, created at, card digest, policy digest, approved args' digest
+# (the table's trigger chains the row: ``approvals.evidence``).
 AUDIT_ATTEMPT = (
     f"INSERT INTO {DecisionAttempt._meta.db_table} (tool_call_id, run_id, thread_id, tool_name,"
-    " action, actor_ref, via, outcome, detail, created_at)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " action, actor_ref, via, outcome, detail, created_at, card_digest, policy_digest,"
+    " args_digest) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 
 # Record notifications in the transaction that asks (notify.delivery.record), leaving out the
@@ -260,3 +252,85 @@ _UNDECIDABLE = "(" + " OR ".join(f"({case.on('c')})" for case in DECIDABLE) + ")
 _UNDECIDABLE_KEYS = f"SELECT {{columns}} FROM {_CALL} c WHERE {_WAITING} AND {_UNDECIDABLE}"
 SEEN_UNDECIDABLE_KEYS = _UNDECIDABLE_KEYS + f" AND {_SEEN} ORDER BY {{order}} LIMIT %(n)s"
 EVERY_UNDECIDABLE_KEYS = _UNDECIDABLE_KEYS + " ORDER BY {order} LIMIT %(n)s"
+
+# The recorded action calls since a time, grouped by everything a policy is asked about and
+# what it answered then (simulation.simulate; one row per distinct group, with how many calls):
+# agent, tool, args, requester, the requester's roles then, thread owner, required, approver, ttl
+# (whole seconds, NULL: none), quorum, count. Parameters: ``%(since)s``.
+SIMULATED_CALLS = (
+    f"SELECT r.agent, c.tool_name, c.args, c.requester_ref, r.actor_roles, t.owner_ref,"
+    " c.requires_approval,"
+    " c.approver, round(EXTRACT(EPOCH FROM c.expires_at - c.requested_at))::bigint,"
+    " COALESCE(q.needed, 1), count(*)"
+    f" FROM {_CALL} c JOIN {Run._meta.db_table} r ON r.id = c.run_id"
+    f" JOIN {Thread._meta.db_table} t ON t.id = c.thread_id"
+    f" LEFT JOIN {Quorum._meta.db_table} q ON q.tool_call_id = c.id"
+    " WHERE c.kind = 'action' AND c.requested_at >= %(since)s"
+    " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10"
+)
+
+# Approval analytics (approvals.analytics), each over the calls asked of a person since a time
+# and decided by one (not by the policy, a grant, expiry or nobody): ``_DECIDED`` names them.
+_BY_A_PERSON = "('', 'policy', 'remembered', 'expiry')"
+_DECIDED = (
+    f" FROM {_CALL} c WHERE c.requested_at >= %(since)s AND c.requires_approval"
+    f" AND c.decided_at IS NOT NULL AND c.decided_via NOT IN {_BY_A_PERSON}"
+)
+_SECONDS = "EXTRACT(EPOCH FROM c.decided_at - c.requested_at)"
+
+# Time to decision, p50 and p95 (s), by tool and by approver (the stored approver: "requester",
+# a role, or roles joined by "|"), in one scan: tool (NULL on an approver's row), approver (NULL
+# on a tool's row), decisions, p50, p95. Parameters: ``%(since)s``.
+TIME_TO_DECISION = (
+    "SELECT c.tool_name, c.approver, count(*),"
+    f" percentile_cont(0.5) WITHIN GROUP (ORDER BY {_SECONDS}),"
+    f" percentile_cont(0.95) WITHIN GROUP (ORDER BY {_SECONDS})"
+    f"{_DECIDED} GROUP BY GROUPING SETS ((c.tool_name), (c.approver)) ORDER BY 3 DESC, 1, 2"
+)
+
+# How the requests asked of a person since a time ended: settled (decided, or failed with its
+# run), rejected, expired, approved with edited args. Parameters: ``%(since)s``.
+DECISION_RATES = (
+    "SELECT count(*) FILTER (WHERE c.decided_at IS NOT NULL OR c.status = 'failed'),"
+    " count(*) FILTER (WHERE c.status = 'rejected'),"
+    " count(*) FILTER (WHERE c.status = 'expired'),"
+    " count(*) FILTER (WHERE c.original_args IS NOT NULL)"
+    f" FROM {_CALL} c WHERE c.requested_at >= %(since)s AND c.requires_approval"
+    " AND c.decided_via NOT IN ('policy', 'remembered')"
+)
+
+# The calls waiting on an approval now, by how long they have waited: under 5 minutes, under an
+# hour, under a day, longer (the partial index on pending calls). Parameters: ``%(now)s``.
+PENDING_AGES = (
+    "SELECT count(*) FILTER (WHERE c.requested_at > %(now)s - interval '5 minutes'),"
+    " count(*) FILTER (WHERE c.requested_at <= %(now)s - interval '5 minutes'"
+    "  AND c.requested_at > %(now)s - interval '1 hour'),"
+    " count(*) FILTER (WHERE c.requested_at <= %(now)s - interval '1 hour'"
+    "  AND c.requested_at > %(now)s - interval '1 day'),"
+    " count(*) FILTER (WHERE c.requested_at <= %(now)s - interval '1 day')"
+    f" FROM {_CALL} c WHERE c.status = '{_APPROVAL}'"
+)
+
+# Approvals given faster than RUBBER_STAMP_SECONDS, per approver, most first (at most 20):
+# approver, fast approvals, approvals. Parameters: ``%(since)s``, ``%(seconds)s``.
+RUBBER_STAMPS = (
+    f"SELECT c.decided_by_ref, count(*) FILTER (WHERE {_SECONDS} < %(seconds)s), count(*)"
+    f"{_DECIDED} AND c.status NOT IN ('rejected', 'expired', 'cancelled')"
+    f" GROUP BY c.decided_by_ref HAVING count(*) FILTER (WHERE {_SECONDS} < %(seconds)s) > 0"
+    " ORDER BY 2 DESC, 1 LIMIT 20"
+)
+
+# Claim the reminders that are due (reminders.remind_due, the sweep): unsent, of calls still
+# waiting on an approval whose deadline is within REMIND_BEFORE and not yet past, at most
+# ``%(limit)s``. One conditional UPDATE: a sweeper that waited for another's row lock finds the
+# row sent and skips it, so each reminder is claimed once however many sweepers run. Returns the
+# claimed calls' ids. Parameters: ``%(now)s``, ``%(before)s`` (an interval), ``%(limit)s``.
+_REMINDER = Reminder._meta.db_table
+CLAIM_REMINDERS = (
+    f"UPDATE {_REMINDER} r SET sent_at = %(now)s WHERE r.tool_call_id IN ("
+    f" SELECT m.tool_call_id FROM {_REMINDER} m JOIN {_CALL} c ON c.id = m.tool_call_id"
+    f"  WHERE m.sent_at IS NULL AND c.status = '{_APPROVAL}'"
+    "  AND c.expires_at > %(now)s AND c.expires_at <= %(now)s + %(before)s"
+    "  ORDER BY c.expires_at LIMIT %(limit)s)"
+    " AND r.sent_at IS NULL RETURNING r.tool_call_id"
+)

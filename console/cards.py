@@ -22,11 +22,12 @@ from agent_core.tools import ToolSpec
 from approvals import escalation, quorum
 from approvals.conf import approvals_settings
 from approvals.edits import EditPreview
+from approvals.evidence import CallCard
 from approvals.exceptions import ApprovalExpired, InvalidDecision, NotApprover
 from approvals.models import Approval
 from approvals.policy import get_policy
 
-from .forms import EditArgsForm, ExtendForm, RejectForm
+from .forms import EditArgsForm, ExtendForm, RejectForm, RememberForm
 from .people import name_of
 from .schema_forms import form_class_for
 
@@ -51,6 +52,7 @@ class Card:
     edit_form: forms.Form | None = None
     reject_form: forms.Form | None = None
     extend_form: forms.Form | None = None
+    remember_form: forms.Form | None = None
     approvals_needed: int = 1  # distinct approvers the call needs (its quorum)
     approvals: list[Approval] = field(default_factory=list)  # given so far
     escalated_to: str = ""  # the role the call was escalated to, once it was
@@ -65,6 +67,11 @@ class Card:
     @property
     def is_pending(self) -> bool:
         return self.call.status in (CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT)
+
+    @cached_property
+    def shown(self) -> CallCard:
+        """What the card shows of the call: the value ``card_digest`` hashes (evidence)."""
+        return CallCard.of(self.call, self.approvals_needed)
 
     @property
     def rememberable(self) -> bool:
@@ -148,6 +155,12 @@ def card_for(actor: Actor, call: ToolCall, *, data: Any = None, form: str = "") 
     if call.expires_at is not None:
         card.extend_form = ExtendForm(
             data if form == "extend" else None, auto_id=f"id_%s_extend_{call.pk}"
+        )
+    if card.rememberable:
+        card.remember_form = RememberForm(
+            data if form == "remember" else None,
+            initial={"pins": _json(call.args)},
+            auto_id=f"id_%s_remember_{call.pk}",
         )
     card.edit_form = EditArgsForm(
         data if form == "edit" else None,

@@ -23,9 +23,13 @@ class ConsoleSettings:
     METRICS_DAYS: int = 14
     # Seconds a decision made in the console waits, with an Undo, before it is sent (0: at once).
     UNDO_SECONDS: int = 5
+    # Group names whose members see the approval analytics on the metrics page (time to decision
+    # by approver, rubber stamps per person); superusers always do.
+    ANALYTICS_ROLES: tuple[str, ...] = ("operator",)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ROLES", tuple(self.ROLES))
+        object.__setattr__(self, "ANALYTICS_ROLES", tuple(self.ANALYTICS_ROLES))
 
 
 @functools.cache

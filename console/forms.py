@@ -11,6 +11,7 @@ from django import forms
 
 from agent_core import jsonsafe
 from agent_core.ids import is_id
+from approvals import grants
 
 
 def parse_json(text: str) -> Any:
@@ -43,6 +44,31 @@ class ApproveForm(forms.Form):
     """Approve, optionally remembering the approval for this tool in this thread."""
 
     remember = forms.BooleanField(required=False)
+
+
+class RememberForm(forms.Form):
+    """Approve and remember for the later calls the scope covers: pins pre-filled with the
+    call's own args (remove a field to let it vary, or make a string a glob), uses, ttl."""
+
+    pins = JSONObjectField(
+        label="Only for calls whose args match (JSON; a string may be a glob: /products/*)",
+        required=False,
+    )
+    uses = forms.IntegerField(
+        required=False, min_value=1, max_value=grants.MAX_USES, label="At most this many calls"
+    )
+    ttl = forms.IntegerField(
+        required=False, min_value=1, max_value=grants.MAX_TTL_SECONDS, label="For (seconds)"
+    )
+
+    def scope(self) -> grants.Scope:
+        """The scope asked for (the form must be valid)."""
+        data = self.cleaned_data
+        return grants.Scope(
+            args=data.get("pins") or {},
+            uses=data.get("uses"),
+            ttl=timedelta(seconds=data["ttl"]) if data.get("ttl") else None,
+        )
 
 
 class RejectForm(forms.Form):

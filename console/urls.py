@@ -9,7 +9,18 @@ from django.views.generic import RedirectView
 from agent_core.asgi import websocket_view
 
 from .consumers import ConsoleConsumer
-from .views import audit, bulk, deliveries, doubt, inbox, inbox_list, metrics, remembered, runs
+from .views import (
+    audit,
+    bulk,
+    deliveries,
+    doubt,
+    evidence,
+    inbox,
+    inbox_list,
+    metrics,
+    remembered,
+    runs,
+)
 
 app_name = "console"
 
@@ -31,7 +42,9 @@ urlpatterns = [
     path("calls/<airlock_id:call_id>/", inbox_list.call_card, name="call"),
     path("calls/<airlock_id:call_id>/row/", inbox_list.call_row, name="call_row"),
     path("calls/<airlock_id:call_id>/state/", inbox.call_state, name="call_state"),
+    path("calls/<airlock_id:call_id>/evidence/", evidence.call_evidence, name="evidence"),
     path("calls/<airlock_id:call_id>/approve/", inbox.approve, name="approve"),
+    path("calls/<airlock_id:call_id>/remember/", inbox.remember, name="remember"),
     path("calls/<airlock_id:call_id>/reject/", inbox.reject, name="reject"),
     path("calls/<airlock_id:call_id>/edit/", inbox.edit, name="edit"),
     path("calls/<airlock_id:call_id>/answer/", inbox.answer, name="answer"),

@@ -66,6 +66,7 @@ def setup_steps() -> list[Command]:
     return [
         Command("migrate", (*manage, "migrate", "--noinput")),
         Command("seed_demo", (*manage, "seed_demo")),
+        Command("seed_demo_grant", (*manage, "seed_demo_grant")),
     ]
 
 

@@ -9,6 +9,7 @@ through the approval port (``approvals.links``).
 
 from __future__ import annotations
 
+import json
 from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponse
@@ -19,12 +20,14 @@ from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
 from agent_core.actors import Actor, actor_for_user
+from agent_core.agents import get_agent
 from agent_core.exceptions import AgentCoreError, RetryAfter, Throttled
 from agent_core.models import ToolCall
 
-from .. import links
+from .. import grants, links
 from ..conf import approvals_settings
 from ..notify.notice import contact_of
+from ..policy import get_policy
 
 
 class LinkRefusalThrottle(SimpleRateThrottle):
@@ -47,7 +50,9 @@ def link_page(request: HttpRequest, action: str, token: str) -> HttpResponse:
         if request.method == "GET":
             return _confirm(request, action, token, signed_in)
         reason = request.POST.get("reason", "")[:4096]
-        outcome = links.use(action, token, signed_in=signed_in, reason=reason)
+        outcome = links.use(
+            action, token, signed_in=signed_in, reason=reason, remember=_remember(request)
+        )
     except AgentCoreError as refusal:
         return _refused(request, refusal, action)
     return render(request, "approvals/links/done.html", {"action": action, "outcome": outcome})
@@ -70,7 +75,9 @@ def _confirm(
     if refused is not None:
         raise refused
     name = contact_of(link.actor_ref).name or link.actor_ref
-    context = {"link": link, "call": call, "person": person, "name": name}
+    context: dict[str, Any] = {"link": link, "call": call, "person": person, "name": name}
+    context["rememberable"] = call is not None and _rememberable(call)
+    context["pins"] = json.dumps(call.args, indent=2) if call else ""
     return render(request, "approvals/links/confirm.html", context)
 
 
@@ -80,3 +87,19 @@ def _refused(request: HttpRequest, refusal: AgentCoreError, action: str) -> Http
     if isinstance(refusal, RetryAfter):
         response["Retry-After"] = str(refusal.retry_after)
     return response
+
+
+def _remember(request: HttpRequest) -> bool | grants.Scope:
+    """What the page's "remember for…" form asks for (parsed before the link is spent)."""
+    if request.POST.get("remember") != "scope":
+        return False
+    post = request.POST
+    return grants.from_form(post.get("pins", ""), post.get("uses", ""), post.get("ttl", ""))
+
+
+def _rememberable(call: ToolCall) -> bool:
+    try:
+        tool = get_agent(call.run.agent).get_tool(call.tool_name)
+    except AgentCoreError:
+        return False
+    return get_policy().may_remember(tool, call)

@@ -13,7 +13,8 @@ from agent_core.choices import SYSTEM_VIAS
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 
-from .. import quorum
+from .. import grants, quorum
+from ..evidence import CallCard
 from ..models import RememberedApproval
 from ..pending import PendingRow
 
@@ -44,10 +45,49 @@ class _Decision(serializers.Serializer[Any]):
         return value
 
 
-class ApproveSerializer(_Decision):
-    """``{tool_call_id, remember?, via?, args?}``: ``args`` approves the call with edited args."""
+class GrantScopeSerializer(serializers.Serializer[Any]):
+    """A grant's scope: later calls are covered only when their args match every pin (a
+    field's exact value, or a glob for a string), at most ``uses`` times, for ``ttl`` seconds.
+    Each pin must match the approved call's own args (else 400 ``grant_wider_than_call``)."""
 
-    remember = StrictBooleanField(default=False)
+    args = serializers.DictField(
+        required=False, help_text="field -> exact value, or a glob (*, ?, [...]) for a string"
+    )
+    uses = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=grants.MAX_USES
+    )
+    ttl = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=grants.MAX_TTL_SECONDS,
+        help_text="seconds; at most the tool's REMEMBER_TTL",
+    )
+
+
+@extend_schema_field({"oneOf": [{"type": "boolean"}, {"$ref": "#/components/schemas/GrantScope"}]})
+class RememberField(serializers.Field[Any, Any, Any, Any]):
+    """``true`` (the whole tool in the thread), ``false``, or a scope object that narrows it."""
+
+    default_error_messages = {"invalid": "Must be true, false or a scope object."}
+
+    def to_internal_value(self, data: Any) -> bool | grants.Scope:
+        if isinstance(data, bool):
+            return data
+        if not isinstance(data, dict):
+            self.fail("invalid")
+        GrantScopeSerializer(data=data).is_valid(raise_exception=True)
+        return grants.parse(data)  # which refuses the keys a serializer would drop
+
+    def to_representation(self, value: Any) -> Any:
+        return value.as_dict() if isinstance(value, grants.Scope) else value
+
+
+class ApproveSerializer(_Decision):
+    """``{tool_call_id, remember?, via?, args?}``: ``args`` approves the call with edited args;
+    ``remember`` is ``true`` or a scope (``GrantScope``)."""
+
+    remember = RememberField(default=False)
     args = serializers.DictField(required=False)
 
 
@@ -168,30 +208,42 @@ def pending_results(rows: list[PendingRow]) -> list[dict[str, Any]]:
     """``PendingCallSerializer``'s output for a page of row tuples, as plain dicts: the page is
     read on every visit, and a serializer's per-row field work cost more than its query."""
     when = serializers.DateTimeField().to_representation  # the API's datetime format
-    return [
-        {
-            "tool_call_id": row.id,
-            "status": row.status,
-            "tool_name": row.tool_name,
-            "kind": row.kind,
-            "args": row.args,
-            "confirmation": row.confirmation,
-            "summary": row.summary,
-            "approver": row.approver,
-            "requester": row.requester_ref,
-            "thread_id": row.thread_id,
-            "run_id": row.run_id,
-            "agent": row.agent,
-            "requested_at": when(row.requested_at),
-            "expires_at": when(row.expires_at) if row.expires_at else None,
-            "answer_schema": _answer_schema(row.kind, row.agent, row.tool_name),
-            "approvals": [{"by": by, "at": when(at)} for by, at in row.approvals],
-            "approvals_needed": row.approvals_needed,
-            # No query for a run nobody delegated to (delegation.chain_of).
-            "chain": [row.agent] if row.parent_run_id is None else delegation.chain(row.run_id),
-        }
-        for row in rows
-    ]
+    return [_pending_result(row, when) for row in rows]
+
+
+def _pending_result(row: PendingRow, when: Any) -> dict[str, Any]:
+    # What the decider is shown comes from the call's ``CallCard``, the value ``card_digest``
+    # hashes (approvals.evidence): the console's card renders the same one.
+    shown = CallCard(
+        tool_name=row.tool_name,
+        args=row.args,
+        summary=row.summary,
+        confirmation=row.confirmation,
+        approver=row.approver,
+        expires_at=row.expires_at,
+        approvals_needed=row.approvals_needed,
+    )
+    return {
+        "tool_call_id": row.id,
+        "status": row.status,
+        "tool_name": shown.tool_name,
+        "kind": row.kind,
+        "args": shown.args,
+        "confirmation": shown.confirmation,
+        "summary": shown.summary,
+        "approver": shown.approver,
+        "requester": row.requester_ref,
+        "thread_id": row.thread_id,
+        "run_id": row.run_id,
+        "agent": row.agent,
+        "requested_at": when(row.requested_at),
+        "expires_at": when(shown.expires_at) if shown.expires_at else None,
+        "answer_schema": _answer_schema(row.kind, row.agent, row.tool_name),
+        "approvals": [{"by": by, "at": when(at)} for by, at in row.approvals],
+        "approvals_needed": shown.approvals_needed,
+        # No query for a run nobody delegated to (delegation.chain_of).
+        "chain": [row.agent] if row.parent_run_id is None else delegation.chain(row.run_id),
+    }
 
 
 def _answer_schema(kind: str, agent: str, tool_name: str) -> dict[str, Any] | None:
@@ -213,10 +265,12 @@ class PendingPageSerializer(serializers.Serializer[Any]):
 
 
 class RememberedApprovalSerializer(serializers.ModelSerializer[RememberedApproval]):
-    """A standing yes for one tool in one thread."""
+    """A standing yes for one tool in one thread, its scope, and the calls it covered."""
 
     source_tool_call_id = serializers.CharField(allow_null=True)
     active = serializers.SerializerMethodField()
+    scope = serializers.SerializerMethodField()
+    covered = serializers.SerializerMethodField()
 
     class Meta:
         model = RememberedApproval
@@ -231,7 +285,19 @@ class RememberedApprovalSerializer(serializers.ModelSerializer[RememberedApprova
             "revoked_at",
             "revoked_by_ref",
             "active",
+            "scope",
+            "uses_left",
+            "covered",
         ]
 
     def get_active(self, grant: RememberedApproval) -> bool:
         return grant.is_active
+
+    @extend_schema_field(GrantScopeSerializer)
+    def get_scope(self, grant: RememberedApproval) -> dict[str, Any]:
+        """The pins and uses it was granted with, and its ttl (s) as granted."""
+        return grants.scope_as_granted(grant).as_dict()
+
+    def get_covered(self, grant: RememberedApproval) -> list[str]:
+        """The ids of the calls it covered, oldest first (prefetch ``covered`` for a list)."""
+        return [use.tool_call_id for use in grant.covered.all()]

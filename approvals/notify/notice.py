@@ -16,6 +16,7 @@ from ..conf import absolute
 
 REQUESTED = "approval-requested"
 ESCALATED = "approval-escalated"
+REMINDED = "approval-reminder"
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class Contact:
 class Notice:
     """One call waiting on people, as a notification channel renders it."""
 
-    event: str  # REQUESTED or ESCALATED
+    event: str  # REQUESTED, ESCALATED or REMINDED
     tool_call_id: str
     tool_name: str
     args: dict[str, Any]
@@ -43,13 +44,16 @@ class Notice:
     expires_at: datetime | None
     inbox_url: str = ""
     recipient: Contact | None = None  # None: a channel that reaches people as a whole
-    # "approve" / "reject" -> a signed, single-use link for ``recipient`` (approvals.links).
+    # "approve" / "reject" (and "snooze" for a call with a deadline) -> a signed, single-use link
+    # for ``recipient`` (approvals.links).
     links: dict[str, str] = field(default_factory=dict)
 
     @property
     def headline(self) -> str:
         """One line: what waits, on whom."""
-        lead = "Escalated: approval" if self.event == ESCALATED else "Approval"
+        lead = {ESCALATED: "Escalated: approval", REMINDED: "Reminder: approval"}.get(
+            self.event, "Approval"
+        )
         return f"{lead} needed: {self.tool_name} ({self.tool_call_id}), waiting on {self.approver}"
 
     def as_json(self) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from approvals.models import Action
 
 from ..access import console_view
 from ..cards import Card, answer_form_for, card_for, explain, refusal
-from ..forms import ApproveForm, EditArgsForm, ExtendForm, RejectForm
+from ..forms import ApproveForm, EditArgsForm, ExtendForm, RejectForm, RememberForm
 from ..in_doubt import explain_resolved, was_resolved
 from .common import VIA, actor_of, call_to_decide, is_fragment, page, retry_after, tool_call_or_404
 
@@ -54,6 +54,21 @@ def approve(request: HttpRequest, call_id: str) -> HttpResponse:
         "approve",
         lambda call: port.approve(call.pk, actor=actor_of(request), remember=remember, via=VIA),
         done="Approved and remembered for this thread" if remember else "Approved",
+    )
+
+
+@require_POST
+@console_view
+def remember(request: HttpRequest, call_id: str) -> HttpResponse:
+    """Approve and remember for the later calls a scope covers ("Remember for…")."""
+    form = RememberForm(request.POST, auto_id=f"id_%s_remember_{call_id}")
+    return _decide(
+        request,
+        call_id,
+        "remember",
+        lambda call: port.approve(call.pk, actor=actor_of(request), remember=form.scope(), via=VIA),
+        done="Approved and remembered for the calls its scope covers",
+        form=form,
     )
 
 
@@ -206,11 +221,18 @@ def named(call: ToolCall) -> str:
 _ACTION = {
     "approve": Action.APPROVE,
     "edit": Action.APPROVE,
+    "remember": Action.APPROVE,
     "reject": Action.REJECT,
     "answer": Action.ANSWER,
     "extend": Action.EXTEND,
 }
-_ATTEMPT = {"approve": "approval", "edit": "approval", "reject": "rejection", "answer": "answer"}
+_ATTEMPT = {
+    "approve": "approval",
+    "edit": "approval",
+    "remember": "approval",
+    "reject": "rejection",
+    "answer": "answer",
+}
 
 
 def _unchanged_text(call: ToolCall, actor: Actor, form_name: str) -> str:

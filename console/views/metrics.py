@@ -4,14 +4,22 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 
+from approvals import analytics
+
 from .. import metrics
 from ..access import console_view
 from ..conf import console_settings
-from .common import page
+from .common import actor_of, page
 
 
 @console_view
 def metrics_page(request: HttpRequest) -> HttpResponse:
-    """Charts and numbers of the last ``METRICS_DAYS`` days."""
-    days = console_settings().METRICS_DAYS
-    return page(request, "console/metrics.html", {"m": metrics.compute(days), "days": days})
+    """Charts and numbers of the last ``METRICS_DAYS`` days; the approval analytics for the
+    ``ANALYTICS_ROLES`` (and superusers)."""
+    settings = console_settings()
+    m = metrics.compute(settings.METRICS_DAYS)
+    context = {"m": m, "days": settings.METRICS_DAYS}
+    roles = actor_of(request).roles
+    if request.user.is_superuser or roles & set(settings.ANALYTICS_ROLES):
+        context["a"] = analytics.compute(m.since)
+    return page(request, "console/metrics.html", context)

@@ -35,6 +35,7 @@ STATUS_BY_CODE = {
     "link_other_person": 403,
     "too_many_streams": 429,
     "service_unavailable": 503,  # SPEC §20
+    "grant_wider_than_call": 400,
 }
 
 

@@ -14,7 +14,7 @@ from agent_core import runs
 from agent_core.actors import actor_for_user
 from agent_core.choices import CallStatus, RunStatus
 from agent_core.models import IdempotencyKey, Run, StreamFrame, Thread, ToolCall
-from approvals.models import DecisionAttempt
+from approvals.models import DecisionAttempt, RememberedApproval
 from demo.models import CachePurge, Refund
 from tests.conftest import leave_in_doubt
 from tests.processes import Terminal, manage
@@ -369,3 +369,19 @@ def test_chat_shows_and_decides_a_child_runs_card(people, terminals):
     assert Run.objects.filter(agent="billing", status=RunStatus.COMPLETED).count() == 1
     chat.end_input()
     assert chat.wait() == 0
+
+
+def test_approve_remembers_within_pins_and_uses(people):
+    call_id, thread_id = waiting('/call purge_cache {"path": "/products/shoes"}')
+    wider = manage("agent", "approve", call_id, "--as", "alice", "--pin", "path=/checkout/*")
+    assert wider.returncode == 1 and "grant_wider_than_call" in wider.stderr
+    approved = manage(
+        "agent", "approve", call_id, "--as", "alice", "--pin", "path=/products/*", "--uses", "2"
+    )
+    assert approved.returncode == 0, approved.stderr
+    grant = RememberedApproval.objects.get()
+    assert (grant.thread_id, grant.arg_pins, grant.uses_left) == (
+        thread_id,
+        {"path": "/products/*"},
+        2,
+    )

@@ -26,7 +26,7 @@ from agent_core.cli.session import actor_named, finish_driving, refused
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 from agent_core.retention import delete_finished_threads, finished_threads
-from approvals import selectors
+from approvals import grants, selectors
 from approvals import services as port
 from approvals.chat import Chat
 
@@ -59,6 +59,16 @@ class Command(BaseCommand):
         approve = sub.add_parser("approve", help="approve a pending call")
         approve.add_argument("tool_call_id")
         approve.add_argument("--remember", action="store_true", help="for the rest of the thread")
+        approve.add_argument(
+            "--pin",
+            dest="pins",
+            action="append",
+            default=[],
+            metavar="FIELD=VALUE",
+            help="remember only for calls whose FIELD matches VALUE (JSON, or a glob); repeatable",
+        )
+        approve.add_argument("--uses", type=int, help="remember for at most this many calls")
+        approve.add_argument("--ttl", type=int, help="remember for this many seconds at most")
         approve.add_argument(
             "--args", dest="edited", help="approve with these edited JSON arguments"
         )
@@ -145,14 +155,22 @@ class Command(BaseCommand):
         username: str,
         remember: bool,
         edited: str | None,
+        pins: list[str],
+        uses: int | None,
+        ttl: int | None,
         **_: Any,
     ) -> None:
         args = _json_object(edited, "--args") if edited is not None else None
         actor = actor_named(username)
+        scoped = bool(pins) or uses is not None or ttl is not None
         self._decided(
             tool_call_id,
             lambda: port.approve(
-                tool_call_id, actor=actor, remember=remember, via="cli", args=args
+                tool_call_id,
+                actor=actor,
+                remember=_scope(pins, uses, ttl) if scoped else remember,
+                via="cli",
+                args=args,
             ),
         )
 
@@ -220,6 +238,21 @@ def _json(text: str, option: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise CommandError(f"{option} is not JSON: {exc}") from exc
+
+
+def _scope(pins: list[str], uses: int | None, ttl: int | None) -> grants.Scope:
+    """The scope of ``--pin FIELD=VALUE`` (a VALUE that is not JSON is a string or glob),
+    ``--uses`` and ``--ttl``; refused by the port's own check when malformed."""
+    pinned: dict[str, Any] = {}
+    for pin in pins:
+        name, equals, text = pin.partition("=")
+        if not equals:
+            raise CommandError(f"--pin {pin!r}: give FIELD=VALUE")
+        try:
+            pinned[name] = json.loads(text)
+        except json.JSONDecodeError:
+            pinned[name] = text
+    return grants.parse({"args": pinned, "uses": uses, "ttl": ttl})
 
 
 def _json_object(text: str, option: str) -> dict[str, Any]:
