@@ -106,6 +106,8 @@ class ToolSpec:
     preflight: PreflightFn | None = None
     recover: RecoverFn | None = None
     summary: SummaryFn | None = None  # one human line about a call, for the decider
+    # Without ``summary``: that line as a ``str.format`` template over the call's args.
+    confirmation: str = ""
     atomic: bool = False
     idempotent: bool = False
     approval_scope: ApprovalScope = "call"
@@ -129,6 +131,15 @@ class ToolSpec:
         """Validated, JSON-ready arguments; raises ``pydantic.ValidationError``."""
         return self.args_model.model_validate(args).model_dump(mode="json")
 
+    def answer_defaults(self) -> Any:
+        """A human tool's answer made of its schema's defaults (``None`` when a field has none):
+        what a skipped question is recorded with."""
+        assert self.answer_model is not None, f"{self.name} is not a human tool"
+        try:
+            return self.answer_model().model_dump(mode="json")
+        except pydantic.ValidationError:
+            return None
+
     def validate_answer(self, answer: Any) -> Any:
         """A human tool's validated answer; raises ``pydantic.ValidationError``."""
         assert self.answer_model is not None, f"{self.name} is not a human tool"
@@ -137,10 +148,11 @@ class ToolSpec:
     def summarize(self, ctx: ToolContext, args: dict[str, Any]) -> str:
         """The call's one-line summary ("" without ``summary``, or when it raised: the decider
         then reads the raw arguments, and a broken summary never stops a run)."""
-        if self.summary is None:
+        if self.summary is None and not self.confirmation:
             return ""
         try:
-            text = " ".join(str(self.summary(ctx, args)).split())
+            said = self.summary(ctx, args) if self.summary else self.confirmation.format(**args)
+            text = " ".join(str(said).split())
         except Exception:
             logger.exception("the summary of tool %s failed (%s)", self.name, ctx.tool_call_id)
             return ""
@@ -194,6 +206,7 @@ def tool(
     preflight: PreflightFn | None = None,
     recover: RecoverFn | None = None,
     summary: SummaryFn | None = None,
+    confirmation: str = "",
     atomic: bool = False,
     idempotent: bool = False,
     approval_scope: ApprovalScope = "call",
@@ -206,7 +219,9 @@ def tool(
     the Celery queue the durable runner runs it on (e.g. only workers holding its credentials
     listen there); by default see ``agent_core.runner.queues.queue_of``. ``summary(ctx, args)``
     returns one human line about a call ("Refund 120.00 on order A-1003 — Jane Doe"), computed
-    when the call asks for approval and stored with it.
+    when the call asks for approval and stored with it; ``confirmation`` says the same as a
+    template over the args (``"Refund {amount} on order {order_id}"``), listed by
+    ``GET /agent/tools``.
     """
 
     def wrap(f: Callable[..., Any]) -> ToolSpec:
@@ -220,6 +235,7 @@ def tool(
             preflight=preflight,
             recover=recover,
             summary=summary,
+            confirmation=confirmation,
             atomic=atomic,
             idempotent=idempotent,
             approval_scope=approval_scope,

@@ -41,6 +41,9 @@ _APPROVED_ONCE = frozenset(
     }
 )
 
+# A human tool's question is answered (succeeded) or skipped (rejected: nothing else rejects one).
+_ANSWERED = frozenset({CallStatus.SUCCEEDED, CallStatus.REJECTED})
+
 
 def approve(
     tool_call_id: str,
@@ -94,6 +97,14 @@ def answer(tool_call_id: str, *, actor: Actor, answer: Any, via: str = "web") ->
         # The audit keeps what was answered, as the call's result keeps it.
         current.note = json.dumps(answer, ensure_ascii=False, default=str)
         current.outcome = _answer(current.decision, actor=actor, via=via, answer=answer)
+    return current.done
+
+
+def skip(tool_call_id: str, *, actor: Actor, via: str = "web") -> Outcome:
+    """Skip a human tool's question: recorded ``rejected`` with the answer schema's defaults (if
+    it has them all) as the result; the model is told the question was skipped."""
+    with attempt(tool_call_id, Action.SKIP, actor, via) as current:
+        current.outcome = _skip(current.decision, actor=actor, via=via)
     return current.done
 
 
@@ -205,12 +216,29 @@ def _answer(held: Decision, *, actor: Actor, via: str, answer: Any) -> Outcome:
     if not get_policy().can_answer(actor, call):
         raise NotApprover()
     if call.status != CallStatus.PENDING_INPUT:
-        if call.status == CallStatus.SUCCEEDED:
+        if call.status in _ANSWERED:
             raise AlreadyAnswered()
         raise RunNotActive()
     tool = get_agent(run.agent).get_tool(call.tool_name)
     value = _validated(tool.validate_answer, answer, "the answer")
     held.answer(value, decided_by_ref=actor.ref, via=via)
+    return Outcome.APPLIED
+
+
+def _skip(held: Decision, *, actor: Actor, via: str) -> Outcome:
+    run, call = held.run, held.call
+    if call.kind != "human":
+        raise InvalidDecision("this call asks for an approval: reject it instead")
+    if not get_policy().can_answer(actor, call):
+        raise NotApprover()
+    if call.status != CallStatus.PENDING_INPUT:
+        if call.status == CallStatus.REJECTED:
+            return Outcome.UNCHANGED
+        if call.status in _ANSWERED:
+            raise AlreadyAnswered()
+        raise RunNotActive()
+    tool = get_agent(run.agent).get_tool(call.tool_name)
+    held.skip(tool.answer_defaults(), decided_by_ref=actor.ref, via=via)
     return Outcome.APPLIED
 
 
