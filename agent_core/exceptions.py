@@ -163,3 +163,11 @@ class InvalidHeader(AgentCoreError):
 
     code = "invalid"
     status_code = HTTPStatus.BAD_REQUEST
+
+
+class ProposalDrift(AgentCoreError):
+    """The approved proposal no longer fits: its tool, its arguments' schema, its requester or
+    the policy changed since it was proposed. Nothing ran."""
+
+    code = "proposal_drift"
+    status_code = HTTPStatus.CONFLICT

@@ -49,6 +49,16 @@ class ApprovalGate(Protocol):
         the approvals app's notifications — so it commits with the request or not at all."""
         ...
 
+    def may_run(self, call: ToolCall, *, tool: ToolSpec) -> str:
+        """Right before an approved independent proposal executes (SPEC §17): "" when its
+        requester is still an actor who may run it, else why not (it is refused, not run)."""
+        ...
+
+    def proposal_ended(self, call: ToolCall) -> None:
+        """In the transaction that records the end of a proposal's execution: what its decision
+        asked to take effect only then (a remembered approval)."""
+        ...
+
     def decidable(self, actor: Actor) -> Q:
         """The calls ``actor`` may decide other than as the approver stored on them (a call
         escalated to its role, a policy's rule of its own), as a filter on ``ToolCall``: whoever
@@ -70,6 +80,12 @@ class RefuseActions:
 
     def requested(self, calls: Sequence[ToolCall]) -> None:
         pass  # it asks nobody: no call of it ever waits on a person
+
+    def may_run(self, call: ToolCall, *, tool: ToolSpec) -> str:
+        return self.reason
+
+    def proposal_ended(self, call: ToolCall) -> None:
+        pass  # nobody approved anything here
 
     def decidable(self, actor: Actor) -> Q:
         return Q(pk__in=[])  # nobody decides anything here

@@ -25,6 +25,9 @@ logger = logging.getLogger(__name__)
 
 Kind: TypeAlias = Literal["read", "action", "human"]
 ApprovalScope: TypeAlias = Literal["call", "attempt"]
+# "blocking": the run waits for the decision; "independent": the call becomes a proposal, the
+# run goes on, and a decision executes it apart (SPEC §17).
+ApprovalMode: TypeAlias = Literal["blocking", "independent"]
 
 
 class AbortSignal:
@@ -90,6 +93,7 @@ class Recovered:
 PreflightFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], Preflight]
 RecoverFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], Recovered]
 SummaryFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], str]
+ReplacementKey: TypeAlias = str | Callable[[dict[str, Any]], str]
 # A summary is one line on an inbox row: longer text is cut there.
 SUMMARY_MAX_CHARS = 300
 
@@ -117,6 +121,9 @@ class ToolSpec:
     answer_model: type[pydantic.BaseModel] | None = None  # human tools: the answer's schema
     delegate: str = ""  # delegation tools (SPEC §14): the agent the call starts a child run of
     detached: bool = False  # delegation tools: return the child's run id at once
+    approval_mode: ApprovalMode | None = None  # None: the agent's
+    # Independent proposals: a newer pending one with the same key supersedes older ones.
+    replacement_key: ReplacementKey | None = None
 
     @cached_property
     def parameters_schema(self) -> dict[str, Any]:
@@ -144,6 +151,13 @@ class ToolSpec:
         """A human tool's validated answer; raises ``pydantic.ValidationError``."""
         assert self.answer_model is not None, f"{self.name} is not a human tool"
         return self.answer_model.model_validate(answer).model_dump(mode="json")
+
+    def replacement_key_of(self, args: dict[str, Any]) -> str:
+        """This call's replacement key ("" without one)."""
+        key = self.replacement_key
+        if key is None:
+            return ""
+        return key if isinstance(key, str) else str(key(args))
 
     def summarize(self, ctx: ToolContext, args: dict[str, Any]) -> str:
         """The call's one-line summary ("" without ``summary``, or when it raised: the decider
@@ -212,6 +226,8 @@ def tool(
     approval_scope: ApprovalScope = "call",
     rememberable: bool = True,
     queue: str | None = None,
+    approval_mode: ApprovalMode | None = None,
+    replacement_key: ReplacementKey | None = None,
 ) -> Any:
     """Declare a tool: ``@tool`` or ``@tool(kind="action", atomic=True, ...)``.
 
@@ -221,7 +237,9 @@ def tool(
     returns one human line about a call ("Refund 120.00 on order A-1003 — Jane Doe"), computed
     when the call asks for approval and stored with it; ``confirmation`` says the same as a
     template over the args (``"Refund {amount} on order {order_id}"``), listed by
-    ``GET /agent/tools``.
+    ``GET /agent/tools``. ``approval_mode="independent"`` (an action): a call is a proposal that
+    waits for its decision apart from the run (SPEC §17); ``replacement_key`` (a string, or a
+    function of the args) makes a newer pending proposal supersede older ones of the same key.
     """
 
     def wrap(f: Callable[..., Any]) -> ToolSpec:
@@ -241,6 +259,8 @@ def tool(
             approval_scope=approval_scope,
             rememberable=rememberable,
             queue=queue,
+            approval_mode=approval_mode,
+            replacement_key=replacement_key,
         )
 
     return wrap(func) if func is not None else wrap

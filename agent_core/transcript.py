@@ -8,7 +8,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from . import ids, rows, sql
+from . import ids, outcomes, rows, sql
 from .agents import Agent, describe
 from .choices import CallStatus, Role, ToolKind
 from .models import Run, ToolCall
@@ -90,7 +90,8 @@ def build_request(run: Run, agent: Agent) -> ModelRequest:
     """The model request for the run's next step: the thread's whole transcript and the tools."""
     tools = tool_definitions(agent)
     said = rows.fetch_all(sql.TRANSCRIPT, [run.thread_id])
-    return request(agent, [(role, json.loads(content)) for role, content in said], tools)
+    messages = outcomes.in_order([(role, json.loads(content)) for role, content in said])
+    return request(agent, messages, tools)
 
 
 def tool_definitions(agent: Agent) -> list[ToolDefinition]:

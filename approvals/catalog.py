@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent_core.agents import describe, get_agent
+from agent_core.agents import Agent, describe, get_agent
 from agent_core.choices import ToolKind
 from agent_core.tools import ToolSpec
 
@@ -33,22 +33,17 @@ class ToolEntry:
 def tools_of(agent_name: str) -> list[ToolEntry]:
     """The tools of the registered agent ``agent_name`` (raises ``AgentNotFound``)."""
     policy = get_policy()
-    return [_entry(tool, policy.standing_requirement) for tool in get_agent(agent_name).tools]
+    agent = get_agent(agent_name)
+    return [_entry(agent, tool, policy.standing_requirement) for tool in agent.tools]
 
 
-def approval_mode(tool: ToolSpec) -> str:
-    """How a call of ``tool`` is decided: ``"blocking"`` (its run waits for the decision);
-    ``""`` for tools that are not actions."""
-    return "blocking" if tool.kind == ToolKind.ACTION else ""
-
-
-def _entry(tool: ToolSpec, standing: Any) -> ToolEntry:
+def _entry(agent: Agent, tool: ToolSpec, standing: Any) -> ToolEntry:
     action = tool.kind == ToolKind.ACTION
     return ToolEntry(
         name=tool.name,
         kind=tool.kind,
         description=describe(tool),
-        approval_mode=approval_mode(tool),
+        approval_mode=agent.approval_mode_of(tool) or "",
         parameters=tool.parameters_schema,
         requirement=standing(tool) if action else None,
         confirmation=tool.confirmation,

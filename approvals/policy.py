@@ -93,6 +93,11 @@ class ApprovalPolicy:
         """A human tool's question is answered by the thread's owner."""
         return actor.ref == call.requester_ref
 
+    def may_run(self, actor: Actor, call: ToolCall, tool: ToolSpec) -> bool:
+        """Asked again right before an approved independent proposal executes, with its
+        requester as they are now: whether the call may still run (SPEC §17)."""
+        return True
+
     def may_remember(self, tool: ToolSpec, call: ToolCall) -> bool:
         """Whether "approve and remember" is offered (and accepted) for ``call``."""
         return tool.rememberable

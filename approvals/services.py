@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
-from agent_core.choices import CallStatus
+from agent_core.choices import CallStatus, RunKind
 from agent_core.conf import agent_settings
 from agent_core.decisions import Decision, decision
 from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, RunNotActive
@@ -186,8 +186,8 @@ def _settle(
         args=args,
         riding=current.audited_by(Outcome.APPLIED),
     )
-    if remember:
-        _remember(call, actor)
+    if remember and run.kind != RunKind.PROPOSAL:
+        _remember(call, actor)  # a proposal's grant waits for its execution (the gate's)
     return Outcome.APPLIED
 
 
@@ -248,6 +248,11 @@ def _validated(validate: Callable[[Any], Any], value: Any, what: str) -> Any:
     except pydantic.ValidationError as exc:
         errors = json.loads(exc.json(include_url=False, include_context=False))
         raise InvalidDecision(f"{what} do not fit the schema", errors=errors) from exc
+
+
+def grant_remembered(call: ToolCall) -> None:
+    """The grant an independent proposal approved with ``remember`` asked for, once it ran."""
+    _remember(call, Actor(ref=call.decided_by_ref))
 
 
 def _remember(call: ToolCall, actor: Actor) -> None:

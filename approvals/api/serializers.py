@@ -260,7 +260,9 @@ class ToolEntrySerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
     kind = serializers.CharField(help_text="read, action or human")
     description = serializers.CharField()
-    approval_mode = serializers.CharField(help_text="'blocking' for actions; '' otherwise")
+    approval_mode = serializers.CharField(
+        help_text="actions: 'blocking' or 'independent' (a proposal); '' otherwise"
+    )
     parameters = serializers.JSONField(help_text="the arguments' JSON schema")
     requirement = RequirementSerializer(
         allow_null=True, help_text="null: not an action, or it depends on the call's args"
