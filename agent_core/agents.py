@@ -61,6 +61,8 @@ class Agent:
     delegates: tuple[str | Delegate, ...] = ()
     # Of its action tools that declare none (SPEC §17); delegations always block.
     approval_mode: ApprovalMode = "blocking"
+    # A chat message that is, as a whole, a decision word decides the pending call (SPEC §17).
+    text_decisions: bool = False
     _by_name: dict[str, ToolSpec] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

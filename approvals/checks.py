@@ -14,6 +14,7 @@ from django.utils.module_loading import import_string
 from agent_core.api.errors import not_found
 from agent_core.conf import agent_settings
 
+from . import text_decisions
 from .conf import ApprovalsSettings, approvals_settings
 from .notify.backends import configured_backends
 from .policy import REQUESTER, ApprovalPolicy, policy_path
@@ -30,6 +31,7 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
         for tool_name in settings.REMEMBER_TTL_BY_TOOL:
             settings.remember_ttl_for(tool_name)
         _check_notification_numbers(settings)
+        text_decisions.words()
     except (TypeError, ValueError) as exc:
         return [
             Error(

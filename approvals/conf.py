@@ -59,6 +59,17 @@ class ApprovalsSettings:
     BASE_URL: str = ""
     # How long a signed approve / reject link in a notification stays usable (seconds).
     LINK_MAX_AGE: int = 24 * 3600
+    # Text decisions (SPEC §17, agents with ``text_decisions=True``): per language, the whole
+    # messages that approve, approve and remember, or reject the thread's pending call.
+    TEXT_DECISIONS: dict[str, dict[str, list[str]]] = field(
+        default_factory=lambda: {
+            "en": {
+                "approve": ["yes", "approve", "confirm"],
+                "always": ["approve always", "yes always"],
+                "reject": ["no", "reject", "cancel"],
+            }
+        }
+    )
 
     @property
     def remember_ttl(self) -> timedelta | None:

@@ -12,11 +12,11 @@ from django.utils import timezone
 from agent_core import rows
 from agent_core.actors import Actor, actor_for_user
 from agent_core.choices import CallStatus
-from agent_core.gate import Verdict
+from agent_core.gate import TextReply, Verdict
 from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolContext, ToolSpec
 
-from . import cases, escalation, quorum, services
+from . import cases, escalation, quorum, services, text_decisions
 from . import sql as statements
 from .notify import delivery
 from .policy import get_policy
@@ -69,6 +69,9 @@ class ApprovalGate:
         """A proposal approved with ``remember`` grants later calls once it ran."""
         if call.remember and call.status == CallStatus.SUCCEEDED:
             services.grant_remembered(call)
+
+    def decide_by_text(self, actor: Actor, thread: Thread, text: str) -> TextReply | None:
+        return text_decisions.decide(actor, thread, text)
 
     def decidable(self, actor: Actor) -> Q:
         """What the policy lets ``actor`` decide now, and the calls escalated to its roles with

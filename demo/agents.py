@@ -28,6 +28,7 @@ support_agent = Agent(
     ),
     tools=(lookup_order, issue_refund, send_campaign, purge_cache, ask_user, schedule_follow_up),
     delegates=("billing", "campaign_review"),
+    text_decisions=True,  # "yes", "no", "approve always #id" in the chat decide (SPEC §17)
 )
 
 billing_agent = Agent(

@@ -42,6 +42,22 @@ class ChatQueuedSerializer(serializers.Serializer[Any]):
     thread_id = serializers.CharField()
 
 
+class ChatDecidedSerializer(serializers.Serializer[Any]):
+    """The message was a text decision (SPEC §17): no turn started, no model was called.
+    ``tool_call_id`` / ``status`` / ``outcome``: the call it decided ("" when it decided nothing
+    and ``reply`` lists the calls to choose from); ``run_id`` / ``stream_url``: the run that
+    goes on with the decision."""
+
+    decided = serializers.BooleanField()
+    reply = serializers.CharField()
+    thread_id = serializers.CharField()
+    tool_call_id = serializers.CharField()
+    status = serializers.CharField()
+    outcome = serializers.CharField()
+    run_id = serializers.CharField()
+    stream_url = serializers.CharField()
+
+
 class QueuedMessageSerializer(serializers.ModelSerializer[QueuedMessage]):
     """A message waiting in its thread's queue."""
 
