@@ -230,8 +230,8 @@ _PROCESS_LOCAL_CACHES = (
 
 @register()
 def check_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """``MAX_TOOL_CALLS_PER_STEP`` and ``THROTTLE_RATES`` are well formed; the throttles' cache is
-    shared by every process."""
+    """``MAX_TOOL_CALLS_PER_STEP``, ``CONFIRM_TOKEN_SECONDS`` and ``THROTTLE_RATES`` are well
+    formed; the throttles' cache is shared by every process."""
     try:
         settings = agent_settings()
     except TypeError:
@@ -242,6 +242,14 @@ def check_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
         errors.append(
             Error(
                 f"AGENT['MAX_TOOL_CALLS_PER_STEP'] must be a positive integer, not {cap!r}.",
+                id="agent_core.E009",
+            )
+        )
+    ttl = settings.CONFIRM_TOKEN_SECONDS
+    if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 1:
+        errors.append(
+            Error(
+                f"AGENT['CONFIRM_TOKEN_SECONDS'] must be a positive integer, not {ttl!r}.",
                 id="agent_core.E009",
             )
         )

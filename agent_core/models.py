@@ -391,3 +391,20 @@ class ChatAlias(models.Model):
 
     def __str__(self) -> str:
         return f"{self.chat_id} → {self.thread_id}"
+
+
+class ConfirmedCall(models.Model):
+    """A confirmed tool's committed call (SPEC §17): its ``confirm_token``'s nonce, claimed in the
+    transaction that records the effect, so a token commits once."""
+
+    nonce = models.CharField(primary_key=True, max_length=40)
+    agent = models.CharField(max_length=100)
+    tool_name = models.CharField(max_length=100)
+    actor_ref = models.CharField(max_length=200)
+    args = models.JSONField(default=dict)
+    args_digest = models.CharField(max_length=64)
+    result = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} by {self.actor_ref} ({self.nonce})"

@@ -124,6 +124,9 @@ class ToolSpec:
     approval_mode: ApprovalMode | None = None  # None: the agent's
     # Independent proposals: a newer pending one with the same key supersedes older ones.
     replacement_key: ReplacementKey | None = None
+    # "token": called with no approval channel, a first call previews and answers a signed
+    # single-use confirm_token; the same arguments with it commit (SPEC §17, ``confirmed``).
+    confirm: Literal["token"] | None = None
 
     @cached_property
     def parameters_schema(self) -> dict[str, Any]:
@@ -228,6 +231,7 @@ def tool(
     queue: str | None = None,
     approval_mode: ApprovalMode | None = None,
     replacement_key: ReplacementKey | None = None,
+    confirm: Literal["token"] | None = None,
 ) -> Any:
     """Declare a tool: ``@tool`` or ``@tool(kind="action", atomic=True, ...)``.
 
@@ -240,6 +244,8 @@ def tool(
     ``GET /agent/tools``. ``approval_mode="independent"`` (an action): a call is a proposal that
     waits for its decision apart from the run (SPEC §17); ``replacement_key`` (a string, or a
     function of the args) makes a newer pending proposal supersede older ones of the same key.
+    ``confirm="token"``: callable through ``agent_core.confirmed.call`` by clients with no
+    approval channel: preview first, then commit with the signed token.
     """
 
     def wrap(f: Callable[..., Any]) -> ToolSpec:
@@ -261,6 +267,7 @@ def tool(
             queue=queue,
             approval_mode=approval_mode,
             replacement_key=replacement_key,
+            confirm=confirm,
         )
 
     return wrap(func) if func is not None else wrap

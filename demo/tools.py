@@ -46,7 +46,7 @@ def _refund_summary(ctx: ToolContext, args: dict[str, Any]) -> str:
     return f"{said} — {name if name is not None else email}, order total {total}"
 
 
-@tool(kind="action", atomic=True, summary=_refund_summary)
+@tool(kind="action", atomic=True, summary=_refund_summary, confirm="token")
 def issue_refund(
     ctx: ToolContext,
     order_id: str,
