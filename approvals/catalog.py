@@ -28,6 +28,7 @@ class ToolEntry:
     requirement: Requirement | None
     confirmation: str
     prompt: str
+    confirm: str  # "token": a confirmed tool (``agent_core.confirmed``); "" otherwise
 
 
 def tools_of(agent_name: str) -> list[ToolEntry]:
@@ -48,4 +49,5 @@ def _entry(agent: Agent, tool: ToolSpec, standing: Any) -> ToolEntry:
         requirement=standing(tool) if action else None,
         confirmation=tool.confirmation,
         prompt=tool.prompt,
+        confirm=tool.confirm or "",
     )

@@ -40,6 +40,10 @@ def test_an_agents_tools_are_listed_with_how_their_calls_are_decided(people):
     }
     assert purge["parameters"]["properties"]["path"]
     assert by_name["ask_billing"]["description"]  # a delegate speaks for its agent
+    assert (by_name["issue_refund"]["confirm"], purge["confirm"]) == ("token", "")
+    follow_up = by_name["schedule_follow_up"]
+    assert follow_up["approval_mode"] == "independent"
+    assert follow_up["confirmation"].startswith("Email the customer of order {order_id}")
 
 
 @override_settings(
