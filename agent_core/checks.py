@@ -237,22 +237,15 @@ def check_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     except TypeError:
         return []  # reported by check_agent_settings
     errors: list[CheckMessage] = []
-    cap = settings.MAX_TOOL_CALLS_PER_STEP
-    if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
-        errors.append(
-            Error(
-                f"AGENT['MAX_TOOL_CALLS_PER_STEP'] must be a positive integer, not {cap!r}.",
-                id="agent_core.E009",
+    for name in ("MAX_TOOL_CALLS_PER_STEP", "CONFIRM_TOKEN_SECONDS"):
+        value = getattr(settings, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            errors.append(
+                Error(
+                    f"AGENT[{name!r}] must be a positive integer, not {value!r}.",
+                    id="agent_core.E009",
+                )
             )
-        )
-    ttl = settings.CONFIRM_TOKEN_SECONDS
-    if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 1:
-        errors.append(
-            Error(
-                f"AGENT['CONFIRM_TOKEN_SECONDS'] must be a positive integer, not {ttl!r}.",
-                id="agent_core.E009",
-            )
-        )
     for scope, rate in settings.THROTTLE_RATES.items():
         if rate is not None and not (isinstance(rate, str) and _RATE.match(rate)):
             errors.append(

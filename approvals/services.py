@@ -210,36 +210,35 @@ def _repeats(
 
 
 def _answer(held: Decision, *, actor: Actor, via: str, answer: Any) -> Outcome:
-    run, call = held.run, held.call
-    if call.kind != "human":
-        raise InvalidDecision("this call asks for an approval, not an answer")
-    if not get_policy().can_answer(actor, call):
-        raise NotApprover()
-    if call.status != CallStatus.PENDING_INPUT:
-        if call.status in _ANSWERED:
-            raise AlreadyAnswered()
-        raise RunNotActive()
-    tool = get_agent(run.agent).get_tool(call.tool_name)
+    _check_question(held, actor, "this call asks for an approval, not an answer")
+    tool = get_agent(held.run.agent).get_tool(held.call.tool_name)
     value = _validated(tool.validate_answer, answer, "the answer")
     held.answer(value, decided_by_ref=actor.ref, via=via)
     return Outcome.APPLIED
 
 
 def _skip(held: Decision, *, actor: Actor, via: str) -> Outcome:
-    run, call = held.run, held.call
+    if held.call.kind == "human" and held.call.status == CallStatus.REJECTED:
+        if get_policy().can_answer(actor, held.call):
+            return Outcome.UNCHANGED  # skipped already
+    _check_question(held, actor, "this call asks for an approval: reject it instead")
+    tool = get_agent(held.run.agent).get_tool(held.call.tool_name)
+    held.skip(tool.answer_defaults(), decided_by_ref=actor.ref, via=via)
+    return Outcome.APPLIED
+
+
+def _check_question(held: Decision, actor: Actor, not_human: str) -> None:
+    """Refuse an answer or a skip of anything but a question ``actor`` may answer, still
+    waiting for its answer."""
+    call = held.call
     if call.kind != "human":
-        raise InvalidDecision("this call asks for an approval: reject it instead")
+        raise InvalidDecision(not_human)
     if not get_policy().can_answer(actor, call):
         raise NotApprover()
     if call.status != CallStatus.PENDING_INPUT:
-        if call.status == CallStatus.REJECTED:
-            return Outcome.UNCHANGED
         if call.status in _ANSWERED:
             raise AlreadyAnswered()
         raise RunNotActive()
-    tool = get_agent(run.agent).get_tool(call.tool_name)
-    held.skip(tool.answer_defaults(), decided_by_ref=actor.ref, via=via)
-    return Outcome.APPLIED
 
 
 def _validated(validate: Callable[[Any], Any], value: Any, what: str) -> Any:

@@ -177,6 +177,9 @@ class RunSerializer(serializers.ModelSerializer[Run]):
 
     error_message = serializers.SerializerMethodField()
     usage = serializers.SerializerMethodField()
+    kind = serializers.CharField(
+        read_only=True, help_text="`turn`, or `proposal`: an independent proposal's execution"
+    )
 
     class Meta:
         model = Run
@@ -184,6 +187,7 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "id",
             "thread_id",
             "agent",
+            "kind",
             "status",
             "error_code",
             "error_message",
