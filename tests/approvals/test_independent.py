@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from agent_core import cancel, transcript
+from agent_core import cancel, transcript, turns
 from agent_core.agents import get_agent
 from agent_core.choices import CallStatus, RunKind, RunStatus
 from agent_core.models import Message, Run, StreamFrame, ToolCall
@@ -173,3 +173,12 @@ def test_a_proposal_is_a_pending_call_in_the_inbox_and_the_rest_api(turn, people
     status, data = post(alice, "/agent/tool-call/approve", {"tool_call_id": proposal.pk})
     assert (status, data["outcome"]) == (200, "applied")
     assert FollowUp.objects.get().tool_call_id == proposal.pk
+
+
+def test_waiting_proposals_do_not_count_as_concurrent_runs(turn, settings):
+    settings.AGENT = {**settings.AGENT, "QUOTAS": {"CONCURRENT_RUNS": 1}}
+    run = turn(follow_up("A-1001"))
+    proposal_of(run)
+    # The quota is asked where a turn starts (``turns.start_turn``, as the chat API does).
+    later = turns.start_turn(agent="support", message="hi", actor=ALICE, thread_id=run.thread_id)
+    assert isinstance(later, Run)
