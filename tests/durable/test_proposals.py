@@ -8,7 +8,8 @@ import pytest
 
 from agent_core import runs
 from agent_core.choices import CallStatus, RunStatus
-from agent_core.models import Message, Run, ToolCall
+from agent_core.gate import text_decision
+from agent_core.models import Message, Run, Thread, ToolCall
 from approvals import services as port
 from demo.models import FollowUp
 from tests.approvals.test_independent import follow_up
@@ -87,3 +88,15 @@ def test_a_superseded_proposal_never_runs_and_a_drifted_one_is_refused(cluster: 
     assert newer.status == CallStatus.REFUSED and newer.reason.startswith("proposal_drift")
     assert Run.objects.get(pk=newer.run_id).error_code == "proposal_drift"
     assert FollowUp.objects.count() == 0
+
+
+def test_yes_in_the_chat_decides_a_proposal_that_a_worker_executes(cluster: Cluster) -> None:
+    cluster.worker()
+    proposal = proposed(cluster, follow_up())
+    thread = Thread.objects.get(pk=proposal.thread_id)
+    reply = text_decision(ALICE, thread, "yes")
+    assert reply is not None and reply.run_id == proposal.run_id
+    wait_for("the execution to end", settled(proposal.run_id, RunStatus.COMPLETED), cluster)
+    proposal.refresh_from_db()
+    assert (proposal.status, proposal.decided_via) == (CallStatus.SUCCEEDED, "text")
+    assert FollowUp.objects.get().tool_call_id == proposal.pk
