@@ -13,7 +13,7 @@ from .conf import agent_settings
 from .exceptions import AgentNotFound, ToolNotFound
 from .providers import get_provider
 from .providers.base import ModelProvider
-from .tools import ToolSpec
+from .tools import ApprovalMode, ToolSpec
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,8 @@ class DelegateArgs(pydantic.BaseModel):
 @dataclass(frozen=True, kw_only=True)
 class Agent:
     """An agent: its instructions, its model (``None``: ``AGENT["MODEL"]``), tools and delegates
-    (agent names or ``Delegate`` objects); ``description``: what agents delegating to it read."""
+    (agent names or ``Delegate`` objects); ``description``: what agents delegating to it read;
+    ``approval_mode``: that of its action tools which declare none."""
 
     name: str
     instructions: str = ""
@@ -62,6 +63,10 @@ class Agent:
     max_steps_per_run: int | None = None
     max_tool_calls_per_run: int | None = None
     tool_loop_limit: int | None = None
+    # Of its action tools that declare none (SPEC §17); delegations always block.
+    approval_mode: ApprovalMode = "blocking"
+    # A chat message that is, as a whole, a decision word decides the pending call (SPEC §17).
+    text_decisions: bool = False
     _by_name: dict[str, ToolSpec] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -80,6 +85,14 @@ class Agent:
     def provider(self) -> ModelProvider:
         """What takes the agent's model steps (a composition plans its own: ``compositions``)."""
         return get_provider(self.model_name)
+
+    def approval_mode_of(self, tool: ToolSpec) -> ApprovalMode | None:
+        """How a call of ``tool`` waits for its decision; ``None``: it is no action."""
+        if tool.kind != "action":
+            return None
+        if tool.delegate:
+            return "blocking"
+        return tool.approval_mode or self.approval_mode
 
     def get_tool(self, name: str) -> ToolSpec:
         try:

@@ -201,6 +201,24 @@ def stream_response(run: Run, after: int, *, until_parked: bool = False) -> Stre
     return response
 
 
+def reply_response(text: str, message_id: str) -> StreamingHttpResponse:
+    """A UI message stream of one short assistant message that no run made (a text decision's
+    reply, SPEC §17): ``text`` whole, then ``finish`` and ``[DONE]``."""
+    chunks: list[Chunk] = [
+        {"type": "start", "messageId": message_id},
+        {"type": "text-start", "id": message_id},
+        {"type": "text-delta", "id": message_id, "delta": text},
+        {"type": "text-end", "id": message_id},
+        {"type": "finish"},
+    ]
+    body = "".join(f"data: {_json(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
+    response = StreamingHttpResponse(iter([body.encode()]))
+    response["Content-Type"] = "text/event-stream"
+    response["Cache-Control"] = "no-cache"
+    response[HEADER] = "v1"
+    return response
+
+
 def parked(run_id: str, seq: int) -> bool:
     """Whether the run waits on a person with no frame after ``seq`` (sync; through
     ``live.read``)."""

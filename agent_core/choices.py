@@ -26,6 +26,11 @@ RUN_ACTIVE = frozenset(
 )
 
 
+class RunKind(models.TextChoices):
+    TURN = "turn"  # a turn of the agent on its thread: model steps and their calls
+    PROPOSAL = "proposal"  # the execution of one decided independent proposal (SPEC §17)
+
+
 class ToolKind(models.TextChoices):
     READ = "read"
     ACTION = "action"
@@ -45,6 +50,7 @@ class CallStatus(models.TextChoices):
     EXPIRED = "expired"
     CANCELLED = "cancelled"
     REFUSED = "refused"
+    SUPERSEDED = "superseded"  # a pending proposal replaced by a newer one (SPEC §17)
 
 
 CALL_PENDING = frozenset({CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT})
@@ -56,6 +62,7 @@ CALL_TERMINAL = frozenset(
         CallStatus.EXPIRED,
         CallStatus.CANCELLED,
         CallStatus.REFUSED,
+        CallStatus.SUPERSEDED,
     }
 )
 
@@ -71,7 +78,7 @@ class Role(models.TextChoices):
 REQUESTER = "requester"
 
 # ``decided_via`` values the system writes itself; a client may never claim one (SPEC §7).
-SYSTEM_VIAS = frozenset({"policy", "remembered", "expiry", "cancel"})
+SYSTEM_VIAS = frozenset({"policy", "remembered", "expiry", "cancel", "replacement"})
 
 
 class StepStatus(models.TextChoices):

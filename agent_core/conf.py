@@ -104,6 +104,8 @@ class AgentSettings:
     MAX_STREAMS_PER_ACTOR: int = 50
     MAX_BODY_BYTES: int = 65536  # larger API request bodies are refused with 413
     CANCEL_POLL_MS: int = 200  # how often a driver's abort signal looks for a cancel request
+    # Confirmed tools (SPEC §17): how long a preview's confirm_token may commit its call.
+    CONFIRM_TOKEN_SECONDS: int = 300
     # The DRF classes of every API view (agent_core.api.base), whatever REST_FRAMEWORK says.
     API_AUTHENTICATION_CLASSES: tuple[str, ...] = (
         "rest_framework.authentication.SessionAuthentication",

@@ -33,6 +33,9 @@ from .tools import args_digest
 
 logger = logging.getLogger(__name__)
 
+# The reason a skipped question is recorded with (``Decision.skip``), and what its frame says.
+SKIPPED = "skipped"
+
 
 @contextmanager
 def decision(call_id: str, statement: str = sql.LOCK_CALL) -> Iterator[Decision | None]:
@@ -134,23 +137,45 @@ class Decision:
     def answer(self, answer: Any, *, decided_by_ref: str, via: str) -> bool:
         """``pending_input → succeeded`` with the person's answer as the result; resumes the
         run. ``False``: the call no longer waited for an answer."""
+        closed = frames.tool_output(self.call.pk, answer)
+        return self._close_question(CallStatus.SUCCEEDED, answer, closed, decided_by_ref, via)
+
+    def skip(self, defaults: Any, *, decided_by_ref: str, via: str) -> bool:
+        """``pending_input → rejected``: the person skipped the question; ``defaults`` (the
+        answer schema's defaults, or ``None``) is recorded as the result and the model is told
+        the question was skipped; resumes the run. ``False``: the call no longer waited."""
+        closed = frames.tool_output_denied(self.call.pk, SKIPPED)
+        return self._close_question(
+            CallStatus.REJECTED, defaults, closed, decided_by_ref, via, reason=SKIPPED
+        )
+
+    def _close_question(
+        self,
+        status: CallStatus,
+        result: Any,
+        closed: frames.Frame,
+        decided_by_ref: str,
+        via: str,
+        *,
+        reason: str = "",
+    ) -> bool:
         run, call = self.run, self.call
         now = timezone.now()
         fields = {
-            "result": answer,
+            "result": result,
+            "reason": reason,
             "decided_by_ref": decided_by_ref,
             "decided_via": via,
             "decided_at": now,
             "finished_at": now,
         }
-        target = CallStatus.SUCCEEDED
         asked = ToolCall.objects.filter(pk=call.pk)
-        if not state.transition(asked, CallStatus.PENDING_INPUT, target, **fields):
+        if not state.transition(asked, CallStatus.PENDING_INPUT, status, **fields):
             return False
-        for key, value in {**fields, "status": target}.items():
+        for key, value in {**fields, "status": status}.items():
             setattr(call, key, value)  # the call as the decision left it
-        journal.record_tool_step(run, call.pk, CallStatus.SUCCEEDED.value)
-        streams.emit(run.pk, [frames.tool_output(call.pk, answer)])
+        journal.record_tool_step(run, call.pk, status.value)
+        streams.emit(run.pk, [closed])
         resume_if_unblocked(run)
         return True
 

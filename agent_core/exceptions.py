@@ -209,3 +209,61 @@ class InvalidHeader(AgentCoreError):
 
     code = "invalid"
     status_code = HTTPStatus.BAD_REQUEST
+
+
+class ProposalDrift(AgentCoreError):
+    """The approved proposal no longer fits: its tool, its arguments' schema, its requester or
+    the policy changed since it was proposed. Nothing ran."""
+
+    code = "proposal_drift"
+    status_code = HTTPStatus.CONFLICT
+
+
+class NotConfirmable(AgentCoreError):
+    """This tool is not a confirmed tool (``confirm="token"``)."""
+
+    code = "tool_not_confirmable"
+    status_code = HTTPStatus.BAD_REQUEST
+
+
+class ConfirmTokenInvalid(AgentCoreError):
+    """The confirm_token is not one this server signed (altered, truncated or from elsewhere)."""
+
+    code = "confirm_token_invalid"
+    status_code = HTTPStatus.BAD_REQUEST
+
+
+class ConfirmTokenMismatch(AgentCoreError):
+    """The confirm_token was issued for another tool, another actor or other arguments: ask for
+    a new preview."""
+
+    code = "confirm_token_mismatch"
+    status_code = HTTPStatus.CONFLICT
+
+
+class ConfirmTokenExpired(AgentCoreError):
+    """The confirm_token has expired: ask for a new preview."""
+
+    code = "confirm_token_expired"
+    status_code = HTTPStatus.GONE
+
+
+class ConfirmTokenUsed(AgentCoreError):
+    """The confirm_token has already committed its call; it commits once."""
+
+    code = "confirm_token_used"
+    status_code = HTTPStatus.CONFLICT
+
+
+class InvalidArguments(AgentCoreError):
+    """The arguments do not fit the tool's schema."""
+
+    code = "invalid"
+    status_code = HTTPStatus.BAD_REQUEST
+
+
+class ToolFailed(AgentCoreError):
+    """The confirmed tool raised: nothing was recorded, and its token may commit again."""
+
+    code = "tool_failed"
+    status_code = HTTPStatus.UNPROCESSABLE_ENTITY

@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.utils.module_loading import import_string
 
 from .actors import Actor
+from .agents import get_agent
 from .conf import agent_settings
 from .extensions import declared_gate
 from .models import Thread, ToolCall
@@ -36,6 +37,20 @@ class Verdict:
     refused: str = ""
 
 
+@dataclass(frozen=True)
+class TextReply:
+    """What a chat message that was a decision (SPEC §17, text decisions) is answered: ``text``
+    for the person; the call it decided, its status now, the outcome (``applied`` /
+    ``unchanged``) and the run that goes on ("" when it decided nothing, e.g. listing the
+    calls to choose from)."""
+
+    text: str
+    tool_call_id: str = ""
+    status: str = ""
+    outcome: str = ""
+    run_id: str = ""
+
+
 class ApprovalGate(Protocol):
     """Reviews proposed action calls inside the suspend transaction."""
 
@@ -47,6 +62,22 @@ class ApprovalGate(Protocol):
         """``calls`` now wait on people: record, in the transaction that asks (the suspend
         transaction, or the one that asks again for an in-doubt call), what asking involves —
         the approvals app's notifications — so it commits with the request or not at all."""
+        ...
+
+    def may_run(self, call: ToolCall, *, tool: ToolSpec) -> str:
+        """Right before an approved independent proposal executes (SPEC §17): "" when its
+        requester is still an actor who may run it, else why not (it is refused, not run)."""
+        ...
+
+    def proposal_ended(self, call: ToolCall) -> None:
+        """In the transaction that records the end of a proposal's execution: what its decision
+        asked to take effect only then (a remembered approval)."""
+        ...
+
+    def decide_by_text(self, actor: Actor, thread: Thread, text: str) -> TextReply | None:
+        """Decide the thread's pending call when ``text`` is, as a whole, a decision word
+        (through the approval port, ``decided_via="text"``); ``None``: it is a message for the
+        model."""
         ...
 
     def decidable(self, actor: Actor) -> Q:
@@ -71,6 +102,15 @@ class RefuseActions:
     def requested(self, calls: Sequence[ToolCall]) -> None:
         pass  # it asks nobody: no call of it ever waits on a person
 
+    def may_run(self, call: ToolCall, *, tool: ToolSpec) -> str:
+        return self.reason
+
+    def proposal_ended(self, call: ToolCall) -> None:
+        pass  # nobody approved anything here
+
+    def decide_by_text(self, actor: Actor, thread: Thread, text: str) -> TextReply | None:
+        return None  # nothing here waits on a person
+
     def decidable(self, actor: Actor) -> Q:
         return Q(pk__in=[])  # nobody decides anything here
 
@@ -91,3 +131,11 @@ def cases_of(branches: Q) -> list[Q]:
     if branches.connector != Q.OR or branches.negated:
         return [branches]
     return [case if isinstance(case, Q) else Q(case) for case in branches.children]
+
+
+def text_decision(actor: Actor, thread: Thread, text: str) -> TextReply | None:
+    """A chat message on ``thread`` taken as a decision when its agent accepts text decisions
+    (``Agent.text_decisions``) and the gate finds one in it; ``None``: start a turn with it."""
+    if not get_agent(thread.agent).text_decisions:
+        return None
+    return get_gate().decide_by_text(actor, thread, text)

@@ -17,6 +17,7 @@ from .choices import (
     CallStatus,
     QueuedStatus,
     Role,
+    RunKind,
     RunStatus,
     StepStatus,
     ToolKind,
@@ -56,6 +57,10 @@ class Run(models.Model):
     )
     agent = models.CharField(max_length=100)
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    # A turn, or the execution of a decided independent proposal (its one call: SPEC §17).
+    kind = models.CharField(
+        max_length=16, choices=RunKind.choices, default=RunKind.TURN, db_default=RunKind.TURN
+    )
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)
     parent_run = models.ForeignKey(
@@ -167,6 +172,9 @@ class ToolCall(models.Model):
     confirmation = models.TextField(blank=True)
     summary = models.TextField(blank=True)  # the tool's one line about it (``@tool(summary=)``)
     original_args = models.JSONField(null=True, blank=True)
+    # An independent proposal's key: a newer pending one with the same thread, tool and key
+    # supersedes it (SPEC §17).
+    replacement_key = models.CharField(max_length=200, blank=True, default="", db_default="")
     # The outcome.
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
@@ -394,3 +402,20 @@ class ChatAlias(models.Model):
 
     def __str__(self) -> str:
         return f"{self.chat_id} → {self.thread_id}"
+
+
+class ConfirmedCall(models.Model):
+    """A confirmed tool's committed call (SPEC §17): its ``confirm_token``'s nonce, claimed in the
+    transaction that records the effect, so a token commits once."""
+
+    nonce = models.CharField(primary_key=True, max_length=40)
+    agent = models.CharField(max_length=100)
+    tool_name = models.CharField(max_length=100)
+    actor_ref = models.CharField(max_length=200)
+    args = models.JSONField(default=dict)
+    args_digest = models.CharField(max_length=64)
+    result = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} by {self.actor_ref} ({self.nonce})"

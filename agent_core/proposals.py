@@ -16,7 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from . import frames, rows, signals, sql, state, streams, transcript
+from . import frames, independent, rows, signals, sql, state, streams, transcript
 from .choices import CallStatus, Role, RunStatus, StepStatus
 from .dispatch import Next
 from .frames import Frames
@@ -96,7 +96,9 @@ def record_model_step(
             _call_row(run, message_id, name, position, c) for position, c in enumerate(calls)
         ]
         for row in call_rows:
-            if row.status == CallStatus.PROPOSED:
+            if row.status == CallStatus.PROPOSED and independent.is_independent(run, row):
+                independent.propose(run, row, lambda p, r: _apply_verdict(p, review(p, r)))
+            elif row.status == CallStatus.PROPOSED:
                 _apply_verdict(row, review(row, run))
             state.check(ToolCall, CallStatus.PROPOSED, row.status)  # where a new call may go
         for row, proposed in zip(call_rows, calls, strict=True):

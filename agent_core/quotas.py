@@ -19,7 +19,7 @@ from django.utils.module_loading import import_string
 
 from . import rows, signals, sql, usage
 from .actors import Actor
-from .choices import RUN_ACTIVE, QueuedStatus
+from .choices import RUN_ACTIVE, QueuedStatus, RunKind
 from .conf import QuotaLimits, agent_settings
 from .exceptions import QuotaExceeded
 from .models import QueuedMessage, Run, Step
@@ -108,7 +108,9 @@ def _runs_per_minute(
 
 
 def _concurrent(runs: QuerySet[Run], limit: int | None, scope: str | None) -> Exceeded | None:
-    if limit is None or runs.filter(status__in=RUN_ACTIVE).count() < limit:
+    # A proposal waiting for its decision (SPEC §17) holds up no conversation: it is not counted.
+    active = runs.filter(status__in=RUN_ACTIVE).exclude(kind=RunKind.PROPOSAL)
+    if limit is None or active.count() < limit:
         return None
     detail = f"at most {limit} active runs at once{_of(scope)}"
     return Exceeded("concurrent_runs", detail, CONCURRENT_RETRY_SECONDS)

@@ -62,6 +62,7 @@ CALL_ALLOWED: frozenset[tuple[str, str]] = frozenset(
         (_C.PENDING_APPROVAL, _C.EXPIRED),
         (_C.PENDING_APPROVAL, _C.FAILED),
         (_C.PENDING_APPROVAL, _C.CANCELLED),
+        (_C.PENDING_APPROVAL, _C.SUPERSEDED),  # a newer proposal of the same key (SPEC §17)
         (_C.PENDING_INPUT, _C.SUCCEEDED),  # answered
         (_C.PENDING_INPUT, _C.REJECTED),  # skipped
         (_C.PENDING_INPUT, _C.FAILED),

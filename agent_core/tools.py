@@ -25,6 +25,9 @@ logger = logging.getLogger(__name__)
 
 Kind: TypeAlias = Literal["read", "action", "human"]
 ApprovalScope: TypeAlias = Literal["call", "attempt"]
+# "blocking": the run waits for the decision; "independent": the call becomes a proposal, the
+# run goes on, and a decision executes it apart (SPEC §17).
+ApprovalMode: TypeAlias = Literal["blocking", "independent"]
 
 
 class AbortSignal:
@@ -96,6 +99,7 @@ RecoverFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], Recovered]
 SummaryFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], str]
 # Raises ValueError saying why a decider may not approve the edited args in place of the original.
 EditValidatorFn: TypeAlias = Callable[[ToolContext, dict[str, Any], dict[str, Any]], None]
+ReplacementKey: TypeAlias = str | Callable[[dict[str, Any]], str]
 # A summary is one line on an inbox row: longer text is cut there.
 SUMMARY_MAX_CHARS = 300
 
@@ -112,6 +116,8 @@ class ToolSpec:
     preflight: PreflightFn | None = None
     recover: RecoverFn | None = None
     summary: SummaryFn | None = None  # one human line about a call, for the decider
+    # Without ``summary``: that line as a ``str.format`` template over the call's args.
+    confirmation: str = ""
     atomic: bool = False
     idempotent: bool = False
     approval_scope: ApprovalScope = "call"
@@ -123,6 +129,12 @@ class ToolSpec:
     detached: bool = False  # delegation tools: return the child's run id at once
     editable: tuple[str, ...] | None = None  # the args a decider may edit (None: any of them)
     validate_edit: EditValidatorFn | None = None  # bounds an edit (a refund within its order)
+    approval_mode: ApprovalMode | None = None  # None: the agent's
+    # Independent proposals: a newer pending one with the same key supersedes older ones.
+    replacement_key: ReplacementKey | None = None
+    # "token": called with no approval channel, a first call previews and answers a signed
+    # single-use confirm_token; the same arguments with it commit (SPEC §17, ``confirmed``).
+    confirm: Literal["token"] | None = None
 
     @cached_property
     def parameters_schema(self) -> dict[str, Any]:
@@ -136,6 +148,15 @@ class ToolSpec:
     def validate_args(self, args: Any) -> dict[str, Any]:
         """Validated, JSON-ready arguments; raises ``pydantic.ValidationError``."""
         return self.args_model.model_validate(args).model_dump(mode="json")
+
+    def answer_defaults(self) -> Any:
+        """A human tool's answer made of its schema's defaults (``None`` when a field has none):
+        what a skipped question is recorded with."""
+        assert self.answer_model is not None, f"{self.name} is not a human tool"
+        try:
+            return self.answer_model().model_dump(mode="json")
+        except pydantic.ValidationError:
+            return None
 
     def validate_answer(self, answer: Any) -> Any:
         """A human tool's validated answer; raises ``pydantic.ValidationError``."""
@@ -160,13 +181,21 @@ class ToolSpec:
         if self.validate_edit is not None:
             self.validate_edit(ctx, original, edited)
 
+    def replacement_key_of(self, args: dict[str, Any]) -> str:
+        """This call's replacement key ("" without one)."""
+        key = self.replacement_key
+        if key is None:
+            return ""
+        return key if isinstance(key, str) else str(key(args))
+
     def summarize(self, ctx: ToolContext, args: dict[str, Any]) -> str:
         """The call's one-line summary ("" without ``summary``, or when it raised: the decider
         then reads the raw arguments, and a broken summary never stops a run)."""
-        if self.summary is None:
+        if self.summary is None and not self.confirmation:
             return ""
         try:
-            text = " ".join(str(self.summary(ctx, args)).split())
+            said = self.summary(ctx, args) if self.summary else self.confirmation.format(**args)
+            text = " ".join(str(said).split())
         except Exception:
             logger.exception("the summary of tool %s failed (%s)", self.name, ctx.tool_call_id)
             return ""
@@ -220,6 +249,7 @@ def tool(
     preflight: PreflightFn | None = None,
     recover: RecoverFn | None = None,
     summary: SummaryFn | None = None,
+    confirmation: str = "",
     atomic: bool = False,
     idempotent: bool = False,
     approval_scope: ApprovalScope = "call",
@@ -227,6 +257,9 @@ def tool(
     queue: str | None = None,
     editable: tuple[str, ...] | None = None,
     validate_edit: EditValidatorFn | None = None,
+    approval_mode: ApprovalMode | None = None,
+    replacement_key: ReplacementKey | None = None,
+    confirm: Literal["token"] | None = None,
 ) -> Any:
     """Declare a tool: ``@tool`` or ``@tool(kind="action", atomic=True, ...)``.
 
@@ -237,6 +270,13 @@ def tool(
     when the call asks for approval and stored with it. ``editable`` names the args a decider
     may change before approving (default: any), and ``validate_edit(ctx, original, edited)``
     raises ``ValueError`` for an edit the tool refuses (a refund above its order's total).
+    ``confirmation``, a template over the args (``"Refund {amount} on order {order_id}"``),
+    says what ``summary`` says, listed by ``GET /agent/tools``.
+    ``approval_mode="independent"`` (an action): a call is a proposal that
+    waits for its decision apart from the run (SPEC §17); ``replacement_key`` (a string, or a
+    function of the args) makes a newer pending proposal supersede older ones of the same key.
+    ``confirm="token"``: callable through ``agent_core.confirmed.call`` by clients with no
+    approval channel: preview first, then commit with the signed token.
     """
 
     def wrap(f: Callable[..., Any]) -> ToolSpec:
@@ -250,6 +290,7 @@ def tool(
             preflight=preflight,
             recover=recover,
             summary=summary,
+            confirmation=confirmation,
             atomic=atomic,
             idempotent=idempotent,
             approval_scope=approval_scope,
@@ -257,6 +298,9 @@ def tool(
             queue=queue,
             editable=editable,
             validate_edit=validate_edit,
+            approval_mode=approval_mode,
+            replacement_key=replacement_key,
+            confirm=confirm,
         )
 
     return wrap(func) if func is not None else wrap

@@ -8,9 +8,9 @@ from typing import Any
 
 from django.utils import timezone
 
-from . import ids, rows, sql
+from . import ids, outcomes, rows, sql
 from .agents import Agent, describe
-from .choices import CallStatus, Role
+from .choices import CallStatus, Role, ToolKind
 from .models import Run, ToolCall
 from .providers.base import ModelMessage, ModelRequest, ToolDefinition
 
@@ -51,6 +51,9 @@ def result_part(call: ToolCall) -> dict[str, Any]:
                 output = {"result": call.result, "note": f"ran with edited arguments {call.args}"}
         case CallStatus.FAILED:
             output = call.error or NEVER_COMPLETED
+        case CallStatus.REJECTED if call.kind == ToolKind.HUMAN:
+            defaults = "" if call.result is None else f" Assume the defaults: {call.result}."
+            output = f"The user skipped this question without answering.{defaults}"
         case CallStatus.REJECTED:
             reason = f": {call.reason}" if call.reason else ""
             output = f"The user rejected this call{reason}. The tool did not run."
@@ -87,7 +90,8 @@ def build_request(run: Run, agent: Agent) -> ModelRequest:
     """The model request for the run's next step: the thread's whole transcript and the tools."""
     tools = tool_definitions(agent)
     said = rows.fetch_all(sql.TRANSCRIPT, [run.thread_id])
-    return request(agent, [(role, json.loads(content)) for role, content in said], tools)
+    messages = outcomes.in_order([(role, json.loads(content)) for role, content in said])
+    return request(agent, messages, tools)
 
 
 def tool_definitions(agent: Agent) -> list[ToolDefinition]:

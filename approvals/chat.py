@@ -5,7 +5,9 @@ Celery worker), prompts ``approve [remember] / reject <reason> / edit <json>`` o
 card the person at the terminal may decide, asks a human tool's question, and decides through
 the approval port with ``via="cli"``. Leaving while a run waits is safe: ``--thread``
 reattaches. ``/regenerate``, ``/fork <message>`` and ``/truncate <message>`` go back in the
-thread (``agent_core.cli.rewind``).
+thread (``agent_core.cli.rewind``). With an agent's ``text_decisions``, a message that is a
+decision word decides the thread's pending call (an independent proposal, say) instead of
+starting a turn.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from agent_core.cli import rewind
 from agent_core.cli.follow import RunFollower, pending_calls, render, shown, wait_until_settled
 from agent_core.cli.session import own_thread, start_turn
 from agent_core.exceptions import AgentCoreError
+from agent_core.gate import text_decision
 from agent_core.models import Message, Run, Thread, ToolCall
 
 from . import services as port
@@ -76,6 +79,8 @@ class Chat:
                 if message.split()[0] in rewind.COMMANDS:
                     self.rewind(message)
                     continue
+                if self.decided_by_text(message):
+                    continue
                 run = start_turn(self.agent, message, self.actor, self.thread_id)
                 self.thread_id = run.thread_id
                 self.drive(run.pk)
@@ -101,6 +106,24 @@ class Chat:
                 self.write(f"  forked: now on thread {done.pk}\n")
             case int():
                 self.write(f"  dropped {done} messages\n")
+
+    def decided_by_text(self, message: str) -> bool:
+        """Whether ``message`` was a text decision (SPEC §17) on this chat's thread: its reply
+        is shown, and the run the decision lets go on is followed."""
+        if self.thread_id is None:
+            return False
+        thread = Thread.objects.get(pk=self.thread_id)
+        try:
+            reply = text_decision(self.actor, thread, message)
+        except AgentCoreError as exc:
+            self.write(f"  {_refusal(exc)}\n")
+            return True
+        if reply is None:
+            return False
+        self.write(f"{reply.text}\n")
+        if reply.run_id:
+            self.drive(reply.run_id)
+        return True
 
     def reattach(self, thread: Thread) -> None:
         """Show the transcript so far; follow (and answer) the thread's active run."""

@@ -14,6 +14,7 @@ from django.utils.module_loading import import_string
 from agent_core.api.errors import not_found
 from agent_core.conf import agent_settings
 
+from . import text_decisions
 from .conf import ApprovalsSettings, approvals_settings
 from .notify.backends import configured_backends
 from .policy import REQUESTER, ApprovalPolicy, policy_path
@@ -32,6 +33,7 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
         _check_notification_numbers(settings)
         settings.remind_before  # noqa: B018  (validates it)
         _check_rubber_stamp(settings.RUBBER_STAMP_SECONDS)
+        text_decisions.words()
     except (TypeError, ValueError) as exc:
         return [
             Error(

@@ -73,6 +73,18 @@ class ApprovalsSettings:
     def remind_before(self) -> timedelta | None:
         return to_timedelta(self.REMIND_BEFORE, key="REMIND_BEFORE")
 
+    # Text decisions (SPEC §17, agents with ``text_decisions=True``): per language, the whole
+    # messages that approve, approve and remember, or reject the thread's pending call.
+    TEXT_DECISIONS: dict[str, dict[str, list[str]]] = field(
+        default_factory=lambda: {
+            "en": {
+                "approve": ["yes", "approve", "confirm"],
+                "always": ["approve always", "yes always"],
+                "reject": ["no", "reject", "cancel"],
+            }
+        }
+    )
+
     @property
     def remember_ttl(self) -> timedelta | None:
         return to_timedelta(self.REMEMBER_TTL, key="REMEMBER_TTL")

@@ -81,6 +81,7 @@ class Action(models.TextChoices):
     APPROVE = "approve"
     REJECT = "reject"
     ANSWER = "answer"
+    SKIP = "skip"
     EXPIRE = "expire"
     EXTEND = "extend"
     ESCALATE = "escalate"

@@ -25,7 +25,7 @@ from .conf import approvals_settings
 from .models import Escalation
 from .pending import WAITING
 from .requirement import REQUESTER, Escalate, Requirement, approver_roles
-from .rules import requirement_from_rules
+from .rules import requirement_from_rules, rules_for
 
 __all__ = [
     "REQUESTER",
@@ -52,6 +52,15 @@ class ApprovalPolicy:
         self, tool: ToolSpec, args: dict[str, Any], actor: Actor, thread: Thread
     ) -> Requirement:
         """Whether ``tool`` called with ``args`` by ``actor`` on ``thread`` needs a yes."""
+        return Requirement()
+
+    def standing_requirement(self, tool: ToolSpec) -> Requirement | None:
+        """``requirement_for`` of every call of ``tool`` when it depends on none of the call's
+        args, actor or thread (``None``: it does, or this policy cannot tell): what
+        ``GET /agent/tools`` shows. A policy overriding ``requirement_for`` says ``None`` unless
+        it overrides this too."""
+        if type(self).requirement_for is not ApprovalPolicy.requirement_for:
+            return None
         return Requirement()
 
     def can_decide(self, actor: Actor, call: ToolCall) -> bool:
@@ -87,6 +96,11 @@ class ApprovalPolicy:
     def can_answer(self, actor: Actor, call: ToolCall) -> bool:
         """A human tool's question is answered by the thread's owner."""
         return actor.ref == call.requester_ref
+
+    def may_run(self, actor: Actor, call: ToolCall, tool: ToolSpec) -> bool:
+        """Asked again right before an approved independent proposal executes, with its
+        requester as they are now: whether the call may still run (SPEC §17)."""
+        return True
 
     def may_remember(self, tool: ToolSpec, call: ToolCall) -> bool:
         """Whether "approve and remember" is offered (and accepted) for ``call``."""
@@ -135,6 +149,15 @@ class RulesPolicy(ApprovalPolicy):
         if found is not None:
             return found
         return super().requirement_for(tool, args, actor, thread)
+
+    def standing_requirement(self, tool: ToolSpec) -> Requirement | None:
+        if type(self).requirement_for is not RulesPolicy.requirement_for:
+            return None
+        rules = rules_for(tool.name)
+        if not rules:
+            return Requirement()
+        # Only a first rule without conditions holds whatever the args say.
+        return None if rules[0].when else rules[0].requirement
 
 
 class DefaultPolicy(RulesPolicy):

@@ -194,10 +194,15 @@ def configured_rules() -> dict[str, tuple[Rule, ...]]:
     return parse_rules(approvals_settings().RULES)
 
 
+def rules_for(tool_name: str) -> tuple[Rule, ...]:
+    """The configured rules of the tool (or of ``"*"``), in the order they are tried."""
+    rules = configured_rules()
+    return rules.get(tool_name, rules.get("*", ()))
+
+
 def requirement_from_rules(tool_name: str, args: dict[str, Any]) -> Requirement | None:
     """The first matching rule's requirement for the tool (or ``"*"``); ``None`` when none does."""
-    rules = configured_rules()
-    for rule in rules.get(tool_name, rules.get("*", ())):
+    for rule in rules_for(tool_name):
         if rule.matches(args):
             return rule.requirement
     return None

@@ -17,7 +17,7 @@ import pydantic
 from agent_core import clock
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
-from agent_core.choices import CallStatus
+from agent_core.choices import CallStatus, RunKind
 from agent_core.conf import agent_settings
 from agent_core.decisions import Decision, decision
 from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, NotFound, RunNotActive
@@ -41,6 +41,9 @@ _APPROVED_ONCE = frozenset(
         CallStatus.IN_DOUBT,
     }
 )
+
+# A human tool's question is answered (succeeded) or skipped (rejected: nothing else rejects one).
+_ANSWERED = frozenset({CallStatus.SUCCEEDED, CallStatus.REJECTED})
 
 
 def approve(
@@ -85,6 +88,16 @@ def answer(tool_call_id: str, *, actor: Actor, answer: Any, via: str = "web") ->
         return _answer(current.decision, actor=actor, via=via, answer=answer)
 
     return attempt(tool_call_id, Action.ANSWER, actor, via, decide)
+
+
+def skip(tool_call_id: str, *, actor: Actor, via: str = "web") -> Outcome:
+    """Skip a human tool's question: recorded ``rejected`` with the answer schema's defaults (if
+    it has them all) as the result; the model is told the question was skipped."""
+
+    def decide(current: Attempt) -> Result:
+        return _skip(current.decision, actor=actor, via=via)
+
+    return attempt(tool_call_id, Action.SKIP, actor, via, decide)
 
 
 def mark_done(
@@ -174,8 +187,8 @@ def _settle(
         args=args,
         riding=current.audited_by(wanted),
     )
-    if scope is not None:
-        grants.grant(call, actor, scope)
+    if scope is not None and run.kind != RunKind.PROPOSAL:
+        grants.grant(call, actor, scope)  # a proposal's grant waits for its execution (the gate's)
     return Result.APPLIED
 
 
@@ -198,16 +211,8 @@ def _repeats(
 
 
 def _answer(held: Decision, *, actor: Actor, via: str, answer: Any) -> Result:
-    run, call = held.run, held.call
-    if call.kind != "human":
-        raise InvalidDecision("this call asks for an approval, not an answer")
-    if not get_policy().can_answer(actor, call):
-        raise NotApprover()
-    if call.status != CallStatus.PENDING_INPUT:
-        if call.status == CallStatus.SUCCEEDED:
-            raise AlreadyAnswered()
-        raise RunNotActive()
-    tool = get_agent(run.agent).get_tool(call.tool_name)
+    _check_question(held, actor, "this call asks for an approval, not an answer")
+    tool = get_agent(held.run.agent).get_tool(held.call.tool_name)
     value = _validated(tool.validate_answer, answer, "the answer")
     held.answer(value, decided_by_ref=actor.ref, via=via)
     return Result.APPLIED
@@ -234,12 +239,41 @@ def _checked_edit(run: Run, call: ToolCall, tool: ToolSpec, args: Any) -> edits.
     return edits.EditPreview(args=valid, changes=edits.changes(call.args, valid), requirement=need)
 
 
+def _skip(held: Decision, *, actor: Actor, via: str) -> Result:
+    if held.call.kind == "human" and held.call.status == CallStatus.REJECTED:
+        if get_policy().can_answer(actor, held.call):
+            return Result.UNCHANGED  # skipped already
+    _check_question(held, actor, "this call asks for an approval: reject it instead")
+    tool = get_agent(held.run.agent).get_tool(held.call.tool_name)
+    held.skip(tool.answer_defaults(), decided_by_ref=actor.ref, via=via)
+    return Result.APPLIED
+
+
+def _check_question(held: Decision, actor: Actor, not_human: str) -> None:
+    """Refuse an answer or a skip of anything but a question ``actor`` may answer, still
+    waiting for its answer."""
+    call = held.call
+    if call.kind != "human":
+        raise InvalidDecision(not_human)
+    if not get_policy().can_answer(actor, call):
+        raise NotApprover()
+    if call.status != CallStatus.PENDING_INPUT:
+        if call.status in _ANSWERED:
+            raise AlreadyAnswered()
+        raise RunNotActive()
+
+
 def _validated(validate: Callable[[Any], Any], value: Any, what: str) -> Any:
     try:
         return validate(value)
     except pydantic.ValidationError as exc:
         errors = json.loads(exc.json(include_url=False, include_context=False))
         raise InvalidDecision(f"{what} do not fit the schema", errors=errors) from exc
+
+
+def grant_remembered(call: ToolCall) -> None:
+    """The grant an independent proposal approved with ``remember`` asked for, once it ran."""
+    grants.grant(call, Actor(ref=call.decided_by_ref), grants.WHOLE_TOOL)
 
 
 def expire_due(limit: int = 500) -> int:

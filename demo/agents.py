@@ -9,17 +9,26 @@ from agent_core.compositions import Parallel
 from agent_core.providers.base import ModelRequest
 from agent_core.providers.scripted import Reply, register_script
 
-from .tools import ask_user, issue_refund, lookup_order, purge_cache, send_campaign, sign_off
+from .tools import (
+    ask_user,
+    issue_refund,
+    lookup_order,
+    purge_cache,
+    schedule_follow_up,
+    send_campaign,
+    sign_off,
+)
 
 support_agent = Agent(
     name="support",
     instructions=(
         "You are the support desk of a small shop. Look orders up before acting. Refunds, "
         "campaigns and cache purges need a person's approval; ask the user when a detail is "
-        "missing."
+        "missing. A follow-up email is a proposal: say you proposed it; someone decides later."
     ),
-    tools=(lookup_order, issue_refund, send_campaign, purge_cache, ask_user),
+    tools=(lookup_order, issue_refund, send_campaign, purge_cache, ask_user, schedule_follow_up),
     delegates=("billing", "campaign_review"),
+    text_decisions=True,  # "yes", "no", "approve always #id" in the chat decide (SPEC §17)
 )
 
 billing_agent = Agent(

@@ -72,3 +72,17 @@ class CachePurge(models.Model):
 
     def __str__(self) -> str:
         return self.path
+
+
+class FollowUp(models.Model):
+    """A follow-up email the shop will send to an order's customer: written by the independent
+    ``schedule_follow_up`` proposal inside the transaction that records its result."""
+
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="follow_ups")
+    send_on = models.DateField()
+    note = models.CharField(max_length=200, blank=True)
+    tool_call_id = models.CharField(max_length=40, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"follow-up on {self.order_id}, {self.send_on}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 from decimal import Decimal
@@ -15,7 +16,7 @@ from agent_core.rows import fetch_one
 from agent_core.tools import Confirm, Preflight, Recovered, ToolContext, human_tool, tool
 
 from . import mailer, sql
-from .models import CachePurge, Campaign, Order
+from .models import CachePurge, Campaign, FollowUp, Order
 
 
 @tool(kind="read")
@@ -60,6 +61,7 @@ def _refund_within_total(
     summary=_refund_summary,
     editable=("amount", "reason"),
     validate_edit=_refund_within_total,
+    confirm="token",
 )
 def issue_refund(
     ctx: ToolContext,
@@ -136,6 +138,28 @@ ask_user = human_tool(
     description="Ask the user for a missing detail; their answer is the result.",
     answer=Answer,
 )
+
+
+@tool(
+    kind="action",
+    atomic=True,
+    approval_mode="independent",
+    replacement_key=lambda args: str(args["order_id"]),
+    confirmation="Email the customer of order {order_id} a follow-up on {send_on}",
+)
+def schedule_follow_up(
+    ctx: ToolContext, order_id: str, send_on: datetime.date, note: str = ""
+) -> dict[str, Any]:
+    """Propose a follow-up email to an order's customer on a date. A person decides later; the
+    conversation goes on meanwhile. A newer proposal for the same order replaces a pending one."""
+    _pause("DEMO_FOLLOW_UP_DELAY")
+    order = Order.objects.filter(pk=order_id).first()
+    if order is None:
+        raise Order.DoesNotExist(f"No order {order_id}.")
+    follow_up = FollowUp.objects.create(
+        order=order, send_on=send_on, note=note, tool_call_id=ctx.tool_call_id
+    )
+    return {"follow_up_id": follow_up.pk, "order_id": order_id, "send_on": str(send_on)}
 
 
 def _pause(variable: str) -> None:

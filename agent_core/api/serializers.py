@@ -66,6 +66,22 @@ class ChatQueuedSerializer(serializers.Serializer[Any]):
     thread_id = serializers.CharField()
 
 
+class ChatDecidedSerializer(serializers.Serializer[Any]):
+    """The message was a text decision (SPEC §17): no turn started, no model was called.
+    ``tool_call_id`` / ``status`` / ``outcome``: the call it decided ("" when it decided nothing
+    and ``reply`` lists the calls to choose from); ``run_id`` / ``stream_url``: the run that
+    goes on with the decision."""
+
+    decided = serializers.BooleanField()
+    reply = serializers.CharField()
+    thread_id = serializers.CharField()
+    tool_call_id = serializers.CharField()
+    status = serializers.CharField()
+    outcome = serializers.CharField()
+    run_id = serializers.CharField()
+    stream_url = serializers.CharField()
+
+
 class QueuedMessageSerializer(serializers.ModelSerializer[QueuedMessage]):
     """A message waiting in its thread's queue."""
 
@@ -246,6 +262,9 @@ class RunSerializer(serializers.ModelSerializer[Run]):
 
     error_message = serializers.SerializerMethodField()
     usage = serializers.SerializerMethodField()
+    kind = serializers.CharField(
+        read_only=True, help_text="`turn`, or `proposal`: an independent proposal's execution"
+    )
 
     class Meta:
         model = Run
@@ -253,6 +272,7 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "id",
             "thread_id",
             "agent",
+            "kind",
             "status",
             "error_code",
             "error_message",

@@ -27,6 +27,7 @@ from rest_framework.response import Response
 from .. import cancel, history, idempotency, turns
 from ..access import check_may_manage, visible_runs, visible_threads
 from ..exceptions import InvalidHeader, NotFound, RunActive
+from ..gate import TextReply, text_decision
 from ..ids import ID_REGEX
 from ..models import Message, QueuedMessage, Run, Thread, ToolCall
 from . import serializers
@@ -83,7 +84,11 @@ class ChatView(AirlockAPIView):
         responses={
             202: PolymorphicProxySerializer(
                 component_name="ChatAccepted",
-                serializers=[serializers.ChatStartedSerializer, serializers.ChatQueuedSerializer],
+                serializers=[
+                    serializers.ChatStartedSerializer,
+                    serializers.ChatQueuedSerializer,
+                    serializers.ChatDecidedSerializer,
+                ],
                 resource_type_field_name=None,
             ),
             409: OpenApiResponse(
@@ -125,6 +130,10 @@ class ChatView(AirlockAPIView):
                 agent = body.validated_data.get("agent")
                 started = history.regenerate(thread, actor=actor, agent=agent)
             else:
+                if thread is not None:
+                    reply = text_decision(actor, thread, body.validated_data["message"])
+                    if reply is not None:
+                        return _decided_by_text(reply, thread.pk)
                 started = turns.start_turn(
                     agent=body.validated_data["agent"],
                     message=body.validated_data["message"],
@@ -147,6 +156,20 @@ class ChatView(AirlockAPIView):
         answer = idempotency.start_once(actor.ref, key, dict(body.validated_data), start)
         headers = {"Idempotency-Status": "replay"} if answer.replay else None
         return Response(answer.body, status=status.HTTP_202_ACCEPTED, headers=headers)
+
+
+def _decided_by_text(reply: TextReply, thread_id: str) -> dict[str, Any]:
+    stream_url = reverse("agent_core_api:chat-stream", args=[reply.run_id]) if reply.run_id else ""
+    return {
+        "decided": bool(reply.tool_call_id),
+        "reply": reply.text,
+        "thread_id": thread_id,
+        "tool_call_id": reply.tool_call_id,
+        "status": reply.status,
+        "outcome": reply.outcome,
+        "run_id": reply.run_id,
+        "stream_url": stream_url,
+    }
 
 
 class CancelView(AirlockAPIView):

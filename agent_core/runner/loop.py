@@ -27,7 +27,7 @@ from django.db import DatabaseError, connection, transaction
 from .. import outages, quotas, tracing, transcript
 from ..agents import Agent, get_agent
 from ..cancel import finish_cancel
-from ..choices import RunStatus
+from ..choices import RunKind, RunStatus
 from ..dispatch import Next
 from ..exceptions import AgentCoreError, LeaseLost
 from ..journal import Recorded, after_record, begin_model_step, read_run
@@ -36,7 +36,7 @@ from ..models import Run, ToolCall
 from ..providers.base import ModelRequest
 from ..runs import complete_run, continue_or_park, fail_run, stop_over_quota
 from ..tools import AbortSignal
-from . import limits, model_step, tool_step
+from . import limits, model_step, proposal_step, tool_step
 from .abort import CancelWatch
 from .plan import CallModel, Finish, Park, Recover, RunTool, plan
 from .queues import queue_of
@@ -124,6 +124,11 @@ def _open(
         return Next.STOP
     agent = get_agent(run.agent)
     step = plan(journal, every_call)
+    if run.kind == RunKind.PROPOSAL:
+        checked = proposal_step.next_step(lease, run, agent, step)
+        if isinstance(checked, proposal_step.Concluded):
+            return Next.STOP
+        step = checked
     note = limits.check(agent, step, every_call)  # raises past a limit of the run
     if only is not None and isinstance(step, CallModel | RunTool | Recover):
         queue = queue_of(agent, None if isinstance(step, CallModel) else step.call.tool_name)

@@ -301,3 +301,53 @@ class RememberedApprovalSerializer(serializers.ModelSerializer[RememberedApprova
     def get_covered(self, grant: RememberedApproval) -> list[str]:
         """The ids of the calls it covered, oldest first (prefetch ``covered`` for a list)."""
         return [use.tool_call_id for use in grant.covered.all()]
+
+
+class SkipSerializer(_Decision):
+    """``{tool_call_id, via?}``: skip a human tool's question (recorded ``rejected``)."""
+
+
+class RequirementSerializer(serializers.Serializer[Any]):
+    """The policy's answer for every call of a tool: who must say yes, and for how long."""
+
+    # The metaclass takes declared fields off the class: this does not shadow Field.required.
+    required = serializers.BooleanField()  # type: ignore[assignment]
+    approver = serializers.CharField(source="stored_approver")
+    ttl = serializers.SerializerMethodField(help_text="seconds; null: no expiry")
+    quorum = serializers.IntegerField()
+
+    def get_ttl(self, requirement: Any) -> float | None:
+        return requirement.ttl.total_seconds() if requirement.ttl is not None else None
+
+
+class ToolEntrySerializer(serializers.Serializer[Any]):
+    """One tool of an agent (``GET /agent/tools``)."""
+
+    name = serializers.CharField()
+    kind = serializers.CharField(help_text="read, action or human")
+    description = serializers.CharField()
+    approval_mode = serializers.CharField(
+        help_text="actions: 'blocking' or 'independent' (a proposal); '' otherwise"
+    )
+    parameters = serializers.JSONField(help_text="the arguments' JSON schema")
+    requirement = RequirementSerializer(
+        allow_null=True, help_text="null: not an action, or it depends on the call's args"
+    )
+    confirmation = serializers.CharField(help_text="the decider's line, a template over the args")
+    prompt = serializers.CharField(help_text="human tools: the question shown to the user")
+    confirm = serializers.CharField(
+        help_text="'token': callable with a preview and a confirm_token (agent_core.confirmed)"
+    )
+
+
+class ToolsQuerySerializer(serializers.Serializer[Any]):
+    """``?agent=<name>``."""
+
+    agent = serializers.CharField(max_length=100)
+
+
+class ToolListSerializer(serializers.Serializer[Any]):
+    """``GET /agent/tools``: the agent's tools, in the order it offers them."""
+
+    agent = serializers.CharField()
+    results = ToolEntrySerializer(many=True)

@@ -29,7 +29,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import serializers
 from rest_framework.request import Request
 
-from agent_core import aisdk, live, sse, turns
+from agent_core import aisdk, ids, live, sse, turns
 from agent_core.actors import Actor
 from agent_core.agents import registered_agents
 from agent_core.api import schema
@@ -37,6 +37,7 @@ from agent_core.api.actors import request_actor
 from agent_core.api.base import AirlockAPIView, extend_schema
 from agent_core.api.throttles import ChatThrottle
 from agent_core.exceptions import NotFound, RunActive
+from agent_core.gate import TextReply, text_decision
 from agent_core.ids import ID_REGEX
 from agent_core.models import ChatAlias, Run, Thread, ToolCall
 
@@ -119,7 +120,11 @@ class UIChatView(AirlockAPIView):
         last: dict[str, Any] = body.validated_data["messages"][-1]
         thread = chat_thread(actor, chat_id)
         if last["role"] == "user":
-            run = _start(actor, chat_id, thread, _text(last), body.validated_data.get("agent"))
+            text = _text(last)
+            reply = text_decision(actor, thread, text) if thread is not None else None
+            if reply is not None:
+                return _replied(reply)
+            run = _start(actor, chat_id, thread, text, body.validated_data.get("agent"))
             return aisdk.stream_response(run, 0, until_parked=True)
         run, after = _decide(actor, thread, last)
         return aisdk.stream_response(run, after, until_parked=True)
@@ -164,6 +169,15 @@ def _start(actor: Actor, chat_id: str, thread: Thread | None, text: str, agent: 
     except IntegrityError as exc:  # the same new chat posted twice at once
         raise RunActive("this chat's first message is being started by another request") from exc
     return run
+
+
+def _replied(reply: TextReply) -> HttpResponseBase:
+    """A text decision's answer: the run it lets go on, streamed whole (a new message the client
+    reads from its first frame, its calls' inputs included); or, when it decided nothing, its
+    reply as one message."""
+    if not reply.run_id:
+        return aisdk.reply_response(reply.text, ids.new_id("msg"))
+    return aisdk.stream_response(Run.objects.get(pk=reply.run_id), 0, until_parked=True)
 
 
 _RESPONDED = "approval-responded"

@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,7 +16,7 @@ from agent_core.api.base import AirlockAPIView, extend_schema
 from agent_core.api.throttles import DecisionThrottle
 from agent_core.models import ToolCall
 
-from .. import amendments, pending, quorum, selectors, services
+from .. import amendments, catalog, pending, quorum, selectors, services
 from ..models import RememberedApproval
 from .filters import PendingFilter, PendingPagination
 from .serializers import (
@@ -29,6 +29,9 @@ from .serializers import (
     PendingPageSerializer,
     RejectSerializer,
     RememberedApprovalSerializer,
+    SkipSerializer,
+    ToolListSerializer,
+    ToolsQuerySerializer,
     pending_results,
 )
 
@@ -115,6 +118,40 @@ class AnswerView(_DecisionView):
             via=body["via"],
         )
         return _decided(outcome)
+
+
+class SkipView(_DecisionView):
+    """``POST /agent/tool-call/skip``: answer a human tool's question with its defaults."""
+
+    @extend_schema(
+        request=SkipSerializer,
+        responses={
+            200: DecisionResultSerializer,
+            409: OpenApiResponse(description="`already_answered`, `run_not_active`"),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        body = _body(SkipSerializer, request)
+        outcome = services.skip(body["tool_call_id"], actor=request_actor(request), via=body["via"])
+        return _decided(outcome)
+
+
+class ToolsView(AirlockAPIView):
+    """``GET /agent/tools?agent=<name>``: an agent's tools and how their calls are decided."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("agent", str, required=True)],
+        responses={
+            200: ToolListSerializer,
+            404: OpenApiResponse(description="`agent_not_found`"),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        query = ToolsQuerySerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        name = query.validated_data["agent"]
+        data = {"agent": name, "results": catalog.tools_of(name)}
+        return Response(ToolListSerializer(data).data)
 
 
 class ExtendView(_DecisionView):

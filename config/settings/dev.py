@@ -28,6 +28,20 @@ APPROVALS = {
     "MAX_EXTENSION": {"issue_refund": 3600},
     "NOTIFICATION_BACKENDS": ["approvals.notify.backends.EmailBackend"],
     "BASE_URL": os.environ.get("AIRLOCK_BASE_URL", "http://127.0.0.1:8000"),
+    # "yes" / "no" in the chat decide the pending call (the demo agent has text_decisions), in
+    # English and German.
+    "TEXT_DECISIONS": {
+        "en": {
+            "approve": ["yes", "approve", "confirm"],
+            "always": ["approve always", "yes always"],
+            "reject": ["no", "reject", "cancel"],
+        },
+        "de": {
+            "approve": ["ja", "genehmigen", "bestätigen"],
+            "always": ["immer genehmigen", "ja immer"],
+            "reject": ["nein", "ablehnen", "abbrechen"],
+        },
+    },
 }
 
 # With an OpenAI-compatible endpoint configured, the demo agent talks to a real model.

@@ -80,6 +80,7 @@ def _run_context(request: HttpRequest, run_id: str) -> dict[str, Any]:
     notified: dict[str, list[Delivery]] = {}
     for delivery in Delivery.objects.filter(tool_call__run=run).order_by("created_at", "id"):
         notified.setdefault(delivery.tool_call_id, []).append(delivery)
+    proposals = _proposals_of(calls)
     return {
         "run": run,
         "may_cancel": _may_cancel(actor_of(request), run),
@@ -87,7 +88,12 @@ def _run_context(request: HttpRequest, run_id: str) -> dict[str, Any]:
         "transcript": list(run.messages.order_by("seq")),
         "steps": [{"step": s, "took": _took(s, calls)} for s in steps],
         "calls": [
-            {"call": c, "attempts": by_call.get(c.pk, []), "deliveries": notified.get(c.pk, [])}
+            {
+                "call": c,
+                "attempts": by_call.get(c.pk, []),
+                "deliveries": notified.get(c.pk, []),
+                "proposal": proposals.get(c.pk),
+            }
             for c in calls
         ],
         "frames": frames,
@@ -96,6 +102,21 @@ def _run_context(request: HttpRequest, run_id: str) -> dict[str, Any]:
         # far as the viewer may see them (an approver of a child's call may not see its parent).
         "parent": seen.filter(pk=run.parent_run_id).first() if run.parent_run_id else None,
         "children": list(seen.filter(parent_run=run).order_by("created_at")),
+    }
+
+
+def _proposals_of(calls: list[ToolCall]) -> dict[str, ToolCall]:
+    """The independent proposals (SPEC §17) the run's calls made, by the call that made each."""
+    made = {
+        c.pk: c.result["proposal_id"]
+        for c in calls
+        if isinstance(c.result, dict) and isinstance(c.result.get("proposal_id"), str)
+    }
+    found = ToolCall.objects.in_bulk(list(made.values()))
+    return {
+        pk: found[proposal]
+        for pk, proposal in made.items()
+        if proposal in found and found[proposal].thread_id == calls[0].thread_id
     }
 
 

@@ -65,6 +65,7 @@ SPEC_CALL = {
     (C.APPROVED, C.REFUSED): "the second preflight … may move an approved call to refused",
     (C.APPROVED, C.CANCELLED): "(§5.11) stops a run … before tools are dispatched",
     (C.EXECUTING, C.CANCELLED): "(§14) a delegation call … settles with the child's outcome",
+    (C.PENDING_APPROVAL, C.SUPERSEDED): "(§17) a newer proposal supersedes older pending ones",
 }
 
 

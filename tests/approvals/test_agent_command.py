@@ -15,7 +15,7 @@ from agent_core.actors import actor_for_user
 from agent_core.choices import CallStatus, RunStatus
 from agent_core.models import IdempotencyKey, Run, StreamFrame, Thread, ToolCall
 from approvals.models import DecisionAttempt, RememberedApproval
-from demo.models import CachePurge, Refund
+from demo.models import CachePurge, FollowUp, Refund
 from tests.conftest import leave_in_doubt
 from tests.processes import Terminal, manage
 
@@ -385,3 +385,20 @@ def test_approve_remembers_within_pins_and_uses(people):
         {"path": "/products/*"},
         2,
     )
+
+
+def test_chat_decides_a_proposal_by_text(people, terminals):
+    chat = open_chat(terminals)
+    chat.expect("you> ")
+    chat.send('/call schedule_follow_up {"order_id": "A-1001", "send_on": "2026-12-24"}')
+    assert '"status": "pending"' in chat.expect("you> ")  # the turn ended; the proposal waits
+    chat.send("yes?")  # a question: a message for the model
+    chat.expect("you> ")
+    assert not FollowUp.objects.exists()
+    chat.send("yes")
+    assert "schedule_follow_up #" in chat.expect("you> ")
+    chat.end_input()
+    assert chat.wait() == 0
+    proposal = ToolCall.objects.get(tool_name="schedule_follow_up", run__kind="proposal")
+    assert (proposal.status, proposal.decided_via) == ("succeeded", "text")
+    assert FollowUp.objects.get().tool_call_id == proposal.pk

@@ -111,3 +111,15 @@ def test_the_chat_transport_is_in_the_schema(client: Client):
     assert "text/event-stream" in paths["/agent/ui-chat"]["post"]["responses"]["200"]["content"]
     assert "204" in paths["/agent/ui-chat/{chat_id}/stream"]["get"]["responses"]
     assert "200" in paths["/agent/chat/{run_id}/ui-stream"]["get"]["responses"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
+def test_yes_in_the_chat_decides_the_waiting_call_by_text(shop, a):
+    chat = Chat(a, "chat_text-1", ALICE, body=SUPPORT)
+    chat.send_message(REFUND)
+    call = ToolCall.objects.get()
+    assert chat.send_message("yes") is None  # the run goes on, streamed to its end
+    call.refresh_from_db()
+    assert (call.status, call.decided_via) == (CallStatus.SUCCEEDED, "text")
+    assert Run.objects.count() == 1 and chat.last.finished and chat.last.text
