@@ -111,6 +111,8 @@ class AgentSettings:
     IDEMPOTENCY_KEY_TTL: int = 86400  # seconds a key replays its first answer
     QUOTAS: QuotaSettings = field(default_factory=QuotaSettings)
     QUOTA_POLICY: str = "agent_core.quotas.SettingsQuotaPolicy"
+    # MCP servers agents take tools from (SPEC §18): name -> options (agent_core.mcp.servers).
+    MCP_SERVERS: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for key in ("AGENTS", "API_AUTHENTICATION_CLASSES", "API_PERMISSION_CLASSES"):

@@ -115,10 +115,17 @@ class ToolSpec:
     answer_model: type[pydantic.BaseModel] | None = None  # human tools: the answer's schema
     delegate: str = ""  # delegation tools (SPEC §14): the agent the call starts a child run of
     detached: bool = False  # delegation tools: return the child's run id at once
+    # Tools of an MCP server (SPEC §18): its input schema, its annotations (handed to the policy:
+    # ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``), its source.
+    input_schema: dict[str, Any] | None = field(default=None, compare=False)
+    annotations: dict[str, Any] = field(default_factory=dict, compare=False)
+    source: str = ""  # "mcp:<server>"; "" for a tool declared in Python
 
     @cached_property
     def parameters_schema(self) -> dict[str, Any]:
         # Built once per tool: every model request carries it.
+        if self.input_schema is not None:
+            return self.input_schema
         return self.args_model.model_json_schema()
 
     @property

@@ -15,10 +15,12 @@ support_agent = Agent(
     name="support",
     instructions=(
         "You are the support desk of a small shop. Look orders up before acting. Refunds, "
-        "campaigns and cache purges need a person's approval; ask the user when a detail is "
-        "missing."
+        "campaigns, cache purges and stock reservations need a person's approval; ask the user "
+        "when a detail is missing."
     ),
-    tools=(lookup_order, issue_refund, send_campaign, purge_cache, ask_user),
+    # "mcp:warehouse": every tool of the demo's MCP server (demo/mcp_server.py), as
+    # mcp__warehouse__check_stock (read) and mcp__warehouse__reserve_stock (an action).
+    tools=(lookup_order, issue_refund, send_campaign, purge_cache, ask_user, "mcp:warehouse"),
     delegates=("billing", "campaign_review"),
 )
 
