@@ -18,13 +18,14 @@ import asyncio
 import concurrent.futures
 import logging
 import os
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import httpx2
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Tool
 
@@ -59,7 +60,7 @@ class _Connection:
                 f"MCP server {self.config.name!r} did not answer within "
                 f"{self.config.connect_timeout:g}s of being started or reached"
             ) from None
-        except (OSError, MCPError, httpx2.HTTPError, ExceptionGroup) as exc:
+        except Exception as exc:  # whatever stops it opening: the server is unavailable
             self.discard()
             raise McpUnavailable(
                 f"MCP server {self.config.name!r} is unavailable: {_said(exc)}"
@@ -98,11 +99,24 @@ class _Connection:
         config = self.config
         if config.transport == "stdio":
             command, *args = config.command
-            return StdioServerParameters(command=command, args=args, env=config.env, cwd=config.cwd)
+            params = StdioServerParameters(
+                command=command, args=args, env=config.env, cwd=config.cwd
+            )
+            return stdio_client(params, errlog=_errlog())
         timeout = httpx2.Timeout(config.connect_timeout, read=config.timeout)
         http = httpx2.AsyncClient(headers=config.headers, timeout=timeout)
         stack.push_async_callback(http.aclose)
         return streamable_http_client(config.url, http_client=http)
+
+
+def _errlog() -> TextIO:
+    """Where a stdio server's stderr goes: this process's stderr (the real one where a Celery
+    worker has replaced ``sys.stderr`` with a logger, which has no file descriptor)."""
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.__stderr__ or open(os.devnull, "w")
+    return sys.stderr
 
 
 def _said(exc: BaseException) -> str:

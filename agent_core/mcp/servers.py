@@ -3,7 +3,7 @@
 ``{"<name>": {"command": [...], "env": {...}}}`` starts a stdio server (once per process);
 ``{"<name>": {"url": "...", "headers": {...}}}`` reaches a streamable HTTP server. Options of
 both: ``timeout`` (seconds a call may take, default 30), ``connect_timeout`` (seconds to start
-or reach the server, default 10), ``list_ttl`` (seconds a tool listing is reused, default 60),
+or reach the server, default 30), ``list_ttl`` (seconds a tool listing is reused, default 60),
 ``kinds`` (tool name -> ``"read"`` / ``"action"``, over what the server's annotations say),
 ``recover`` (the dotted path of a ``recover(ctx, args)`` for its calls found in doubt).
 """
@@ -36,7 +36,7 @@ class ServerConfig:
     url: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     timeout: float = 30.0
-    connect_timeout: float = 10.0
+    connect_timeout: float = 30.0
     list_ttl: float = 60.0
     kinds: dict[str, Literal["read", "action"]] = field(default_factory=dict)
     recover: str = ""
