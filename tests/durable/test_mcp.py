@@ -16,8 +16,9 @@ from agent_core.choices import CallStatus, RunStatus
 from agent_core.models import Run, ToolCall
 from approvals import services as port
 from tests.conftest import ALICE, settled, wait_for
-from .conftest import Cluster, start
 from tests.mcp.conftest import reservations
+
+from .conftest import Cluster, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shop")]
 REFERENCE = "order-77"
