@@ -11,7 +11,10 @@ class AgentCoreConfig(AppConfig):
     def ready(self) -> None:
         from django.urls import register_converter
 
-        from . import checks  # noqa: F401  (registers the system checks)
+        from . import (
+            checks,  # noqa: F401  (registers the system checks)
+            mcp_checks,  # noqa: F401  (and those of the MCP servers)
+        )
         from .ids import IdConverter
         from .tracing import connect
 

@@ -60,6 +60,7 @@ def split_name(name: str) -> tuple[str, str] | None:
 
 @dataclass
 class _Listing:
+    config: ServerConfig  # the server's settings when it was listed
     tools: dict[str, Tool]
     at: float
 
@@ -76,11 +77,14 @@ class _Catalog:
     def listing(self, config: ServerConfig, *, fresh: bool = False) -> dict[str, Tool]:
         with self._lock:
             held = self._listings.get(config.name)
-        if held is not None and not fresh and time.monotonic() - held.at < config.list_ttl:
-            return held.tools
+        if held is not None and held.config == config and not fresh:
+            if time.monotonic() - held.at < config.list_ttl:
+                return held.tools
         tools = {t.name: t for t in pool().list_tools(config)}
         with self._lock:
-            self._listings[config.name] = _Listing(tools, time.monotonic())
+            if held is not None and held.config != config:
+                self._baseline.pop(config.name, None)  # another server now: listed afresh
+            self._listings[config.name] = _Listing(config, tools, time.monotonic())
             self._baseline.setdefault(config.name, frozenset(tools))
         return tools
 
@@ -145,6 +149,11 @@ def result_of(result: CallToolResult) -> Any:
     return [
         block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content
     ]
+
+
+def listed(config: ServerConfig) -> dict[str, Tool]:
+    """The server's tools by name, as this process last listed them (within ``list_ttl``)."""
+    return _catalog.listing(config)
 
 
 def offered(source: str) -> list[ToolSpec]:

@@ -75,9 +75,10 @@ def test_a_tool_that_appears_later_is_an_action_whatever_it_claims(probe, settin
     late = probe.get_tool("mcp__probe__late_lookup")
     assert late.annotations["readOnlyHint"] is True
     assert late.kind == "action"
-    # ... until the settings say otherwise.
+    # ... until the settings say otherwise (other settings: a server of their own).
     configured = {**probe_server(), "kinds": {"late_lookup": "read"}}
     settings.AGENT = {**settings.AGENT, "MCP_SERVERS": {"probe": configured}}
+    run(probe, "add_late_tool")
     assert probe.get_tool("mcp__probe__late_lookup").kind == "read"
 
 
