@@ -41,6 +41,20 @@ def websocket_view(consumer: Any) -> Callable[..., HttpResponse]:
     return view
 
 
+def asgi_view(app: ASGIApp) -> Callable[..., HttpResponse]:
+    """A URL pattern's view for an endpoint served by an ASGI application of its own (the
+    approvals MCP endpoint): ``with_airlock`` hands it the request; under WSGI it answers 404."""
+
+    def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return JsonResponse(
+            {"code": "not_found", "detail": "This endpoint is served by the ASGI application."},
+            status=404,
+        )
+
+    view.asgi_app = app  # type: ignore[attr-defined]
+    return view
+
+
 def websocket_application() -> ASGIApp:
     """The WebSocket router, with the project's URLconf loaded now rather than by the first
     connection (importing every view takes a while, and would block the event loop)."""
@@ -158,4 +172,7 @@ class _StreamRouter:
         match = _resolve(scope)
         if match is not None and is_lean(match.func):
             return self.streams(scope, receive, send, match)
+        app = getattr(match.func, "asgi_app", None) if match is not None else None
+        if app is not None:
+            return app(scope, receive, send)
         return self.django_app(scope, receive, send)
