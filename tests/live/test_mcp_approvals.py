@@ -107,6 +107,29 @@ def test_an_approver_decides_over_http_with_a_token(servers, sync_runner):
     decide_as(server_of, sync_runner)
 
 
+def test_an_approver_rejects_with_a_reason_and_extends_over_http(servers, sync_runner):
+    alice = make_user("alice")
+    call = waiting_call(alice)
+    token = Token.objects.create(user=alice).key
+
+    async def as_alice(client: Client) -> None:
+        failed, said = await tool(client, "extend", tool_call_id=call.pk, minutes=30)
+        assert failed and "this request has no deadline to extend" in said
+        assert await tool(client, "reject", tool_call_id=call.pk, reason="not on a Friday") == (
+            False,
+            {"tool_call_id": call.pk, "status": "rejected", "outcome": "applied"},
+        )
+
+    session(over_http(f"{servers[0].url}/agent/mcp", token), as_alice)
+    wait_for("the run to finish", settled(call.run_id, RunStatus.COMPLETED))
+    call.refresh_from_db()
+    assert (call.status, call.reason, call.decided_via) == (
+        CallStatus.REJECTED,
+        "not on a Friday",
+        "mcp",
+    )
+
+
 @pytest.mark.parametrize("authorization", [None, "Token not-a-token", "Basic eDp5"])
 def test_no_valid_token_is_refused(a, authorization):
     headers = {"Authorization": authorization} if authorization else {}
