@@ -10,7 +10,7 @@ from agent_core.agents import get_agent
 from agent_core.choices import CallStatus, RunStatus
 from approvals import services as port
 from tests.conftest import ALICE, calls_of
-from tests.mcp.conftest import reservations
+from tests.mcp.conftest import probe_server, reservations
 
 CHECK = "mcp__warehouse__check_stock"
 RESERVE = "mcp__warehouse__reserve_stock"
@@ -82,3 +82,20 @@ def test_a_rejected_action_never_reaches_the_server(
     reserve.refresh_from_db()
     assert reserve.status == CallStatus.REJECTED
     assert reservations(warehouse_log, reference) == []
+
+
+def test_a_call_runs_as_the_kind_stamped_when_it_was_proposed(settings, turn, decide):
+    # Proposed while the settings made ``pid`` an action; by the time it runs the server's own
+    # annotation (read-only) is all there is. It still runs as the action it was approved as:
+    # claimed first, so a crash leaves it in doubt instead of running it again.
+    agents = [*settings.AGENT["AGENTS"], "tests.mcp.agents.prober"]
+    acting = {**probe_server(), "kinds": {"pid": "action"}}
+    settings.AGENT = {**settings.AGENT, "AGENTS": agents, "MCP_SERVERS": {"probe": acting}}
+    run = turn("/call mcp__probe__pid {}", agent="prober")
+    [pid] = calls_of(run)
+    assert (pid.kind, pid.status) == ("action", CallStatus.PENDING_APPROVAL)
+    settings.AGENT = {**settings.AGENT, "MCP_SERVERS": {"probe": probe_server()}}
+    decide(port.approve, pid.pk, actor=ALICE)
+    pid.refresh_from_db()
+    assert pid.status == CallStatus.SUCCEEDED
+    assert pid.attempts == 1 and pid.started_at is not None  # claimed before it ran
