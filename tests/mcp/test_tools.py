@@ -5,15 +5,17 @@ server's errors are tool errors, a server that is down fails the call clearly.""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from agent_core.agents import get_agent
 from agent_core.choices import CallStatus, RunStatus
 from approvals import services as port
 from tests.conftest import ALICE, calls_of
-from tests.mcp.conftest import probe_server, reservations
+from tests.mcp.conftest import reservations
 
 CHECK = "mcp__warehouse__check_stock"
 RESERVE = "mcp__warehouse__reserve_stock"
+STAMPER = "tests.mcp.agents.stamper"
 
 
 def call(tool: str, **args: object) -> str:
@@ -84,18 +86,17 @@ def test_a_rejected_action_never_reaches_the_server(
     assert reservations(warehouse_log, reference) == []
 
 
-def test_a_call_runs_as_the_kind_stamped_when_it_was_proposed(settings, turn, decide):
-    # Proposed while the settings made ``pid`` an action; by the time it runs the server's own
-    # annotation (read-only) is all there is. It still runs as the action it was approved as:
-    # claimed first, so a crash leaves it in doubt instead of running it again.
-    agents = [*settings.AGENT["AGENTS"], "tests.mcp.agents.prober"]
-    acting = {**probe_server(), "kinds": {"pid": "action"}}
-    settings.AGENT = {**settings.AGENT, "AGENTS": agents, "MCP_SERVERS": {"probe": acting}}
-    run = turn("/call mcp__probe__pid {}", agent="prober")
-    [pid] = calls_of(run)
-    assert (pid.kind, pid.status) == ("action", CallStatus.PENDING_APPROVAL)
-    settings.AGENT = {**settings.AGENT, "MCP_SERVERS": {"probe": probe_server()}}
-    decide(port.approve, pid.pk, actor=ALICE)
-    pid.refresh_from_db()
-    assert pid.status == CallStatus.SUCCEEDED
-    assert pid.attempts == 1 and pid.started_at is not None  # claimed before it ran
+def test_a_call_runs_as_the_kind_stamped_when_it_was_proposed(settings, turn, decide, monkeypatch):
+    # Proposed as an action; by the time it runs, its tool says it is a read (an MCP server's
+    # annotations changed, a deploy). It still runs as the action it was approved as: claimed
+    # (``executing``) before it runs, so a crash leaves it in doubt instead of running it again.
+    settings.AGENT = {**settings.AGENT, "AGENTS": [*settings.AGENT["AGENTS"], STAMPER]}
+    run = turn("/call observe {}", agent="stamper")
+    [call] = calls_of(run)
+    assert (call.kind, call.status) == ("action", CallStatus.PENDING_APPROVAL)
+    stamper = get_agent("stamper")
+    now_read = replace(stamper.get_tool("observe"), kind="read")
+    monkeypatch.setitem(stamper._by_name, "observe", now_read)
+    decide(port.approve, call.pk, actor=ALICE)
+    call.refresh_from_db()
+    assert (call.status, call.result) == (CallStatus.SUCCEEDED, {"seen": "executing"})
