@@ -160,7 +160,10 @@ def offered(source: str) -> list[ToolSpec]:
     """The tools ``source`` (``mcp:<server>`` or ``mcp:<server>/<tool>``) offers now; none, with
     a warning in the log, while its server is unavailable (the run goes on without them)."""
     server, only = parse_source(source)
-    config = server_configs()[server]
+    config = server_configs().get(server)
+    if config is None:  # reported by the system check agent_core.E040
+        logger.warning("%s offers no tools: no MCP server %r is configured", source, server)
+        return []
     try:
         listing = _catalog.listing(config)
     except McpUnavailable as exc:

@@ -59,7 +59,7 @@ def test_a_server_that_is_down_fails_clearly_and_offers_nothing(settings):
             "missing": {"command": ["/nonexistent/airlock-mcp-server"]},
         },
     }
-    agent = Agent(name="stranded", tools=("mcp:gone", "mcp:missing"))
+    agent = Agent(name="stranded", tools=("mcp:gone", "mcp:missing", "mcp:unconfigured"))
     assert agent.offered_tools() == []
     with pytest.raises(ToolNotFound, match="MCP server 'gone' is unavailable"):
         agent.get_tool("mcp__gone__anything")
