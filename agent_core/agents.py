@@ -9,6 +9,7 @@ from typing import Literal
 import pydantic
 from django.utils.module_loading import import_string
 
+from . import mcp
 from .conf import agent_settings
 from .exceptions import AgentNotFound, ToolNotFound
 from .providers import get_provider
@@ -51,13 +52,16 @@ class DelegateArgs(pydantic.BaseModel):
 class Agent:
     """An agent: its instructions, its model (``None``: ``AGENT["MODEL"]``), tools and delegates
     (agent names or ``Delegate`` objects); ``description``: what agents delegating to it read;
-    ``approval_mode``: that of its action tools which declare none."""
+    ``approval_mode``: that of its action tools which declare none.
+
+    ``tools`` holds tools declared in Python and MCP tool sources (SPEC §18): ``"mcp:<server>"``
+    (every tool of that server in ``AGENT["MCP_SERVERS"]``) or ``"mcp:<server>/<tool>"``."""
 
     name: str
     instructions: str = ""
     description: str = ""
     model: str | None = None
-    tools: tuple[ToolSpec, ...] = ()
+    tools: tuple[ToolSpec | str, ...] = ()
     delegates: tuple[str | Delegate, ...] = ()
     # Per-run limits (SPEC §16, ``runner.limits``); ``None``: the ``AGENT`` setting of that name.
     max_steps_per_run: int | None = None
@@ -67,16 +71,30 @@ class Agent:
     approval_mode: ApprovalMode = "blocking"
     # A chat message that is, as a whole, a decision word decides the pending call (SPEC §17).
     text_decisions: bool = False
+    local_tools: tuple[ToolSpec, ...] = field(init=False, repr=False, compare=False)
+    mcp_sources: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _by_name: dict[str, ToolSpec] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         delegates = tuple(d if isinstance(d, Delegate) else Delegate(d) for d in self.delegates)
         object.__setattr__(self, "delegates", delegates)
-        object.__setattr__(self, "tools", (*self.tools, *(d.as_tool() for d in delegates)))
-        by_name = {t.name: t for t in self.tools}
-        if len(by_name) != len(self.tools):
+        sources = tuple(t for t in self.tools if isinstance(t, str))
+        for source in sources:
+            mcp.parse_source(source)  # a malformed one fails here, at import
+        declared = tuple(t for t in self.tools if not isinstance(t, str))
+        local = (*declared, *(d.as_tool() for d in delegates))
+        object.__setattr__(self, "local_tools", local)
+        object.__setattr__(self, "mcp_sources", sources)
+        object.__setattr__(self, "tools", (*local, *sources))
+        by_name = {t.name: t for t in local}
+        if len(by_name) != len(local):
             raise ValueError(f"agent {self.name}: two tools share a name")
         object.__setattr__(self, "_by_name", by_name)
+
+    def offered_tools(self) -> list[ToolSpec]:
+        """Every tool the model is offered now: the local ones, then those of its MCP sources
+        (listed from their servers; none of a server that is down)."""
+        return [*self.local_tools, *(t for s in self.mcp_sources for t in mcp.offered(s))]
 
     @property
     def model_name(self) -> str:
@@ -98,7 +116,9 @@ class Agent:
         try:
             return self._by_name[name]
         except KeyError:
-            raise ToolNotFound(f"agent {self.name!r} has no tool {name!r}") from None
+            if not self.mcp_sources:
+                raise ToolNotFound(f"agent {self.name!r} has no tool {name!r}") from None
+        return mcp.find(self.mcp_sources, name)
 
 
 def describe(tool: ToolSpec) -> str:

@@ -12,7 +12,10 @@ class AgentCoreConfig(AppConfig):
         from django.db.backends.signals import connection_created
         from django.urls import register_converter
 
-        from . import checks  # noqa: F401  (registers the system checks)
+        from . import (
+            checks,  # noqa: F401  (registers the system checks)
+            mcp_checks,  # noqa: F401  (and those of the MCP servers)
+        )
         from .ids import IdConverter
         from .sessions import open_session
         from .tracing import connect

@@ -29,15 +29,28 @@ ASGIApp = Callable[..., Any]
 def websocket_view(consumer: Any) -> Callable[..., HttpResponse]:
     """A URL pattern's view for a WebSocket endpoint: the ASGI helper hands the connection to
     ``consumer`` (a Channels consumer class); a plain HTTP request gets 426."""
-    app = consumer.as_asgi()
+    refusal = {"code": "websocket_only", "detail": "Connect to this URL with a WebSocket."}
+    return _handed_over(websocket_consumer=consumer.as_asgi(), refusal=refusal, status=426)
+
+
+def asgi_view(app: ASGIApp) -> Callable[..., HttpResponse]:
+    """A URL pattern's view for an endpoint served by an ASGI application of its own (the
+    approvals MCP endpoint): ``with_airlock`` hands it the request; under WSGI it answers 404."""
+    refusal = {"code": "not_found", "detail": "This endpoint is served by the ASGI application."}
+    return _handed_over(asgi_app=app, refusal=refusal, status=404)
+
+
+def _handed_over(
+    *, refusal: dict[str, str], status: int, **marks: ASGIApp
+) -> Callable[..., HttpResponse]:
+    """A view Django never serves (it answers ``refusal``): ``marks`` tell the ASGI routers
+    which application takes its requests."""
 
     def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        return JsonResponse(
-            {"code": "websocket_only", "detail": "Connect to this URL with a WebSocket."},
-            status=426,
-        )
+        return JsonResponse(refusal, status=status)
 
-    view.websocket_consumer = app  # type: ignore[attr-defined]
+    for name, app in marks.items():
+        setattr(view, name, app)
     return view
 
 
@@ -158,4 +171,7 @@ class _StreamRouter:
         match = _resolve(scope)
         if match is not None and is_lean(match.func):
             return self.streams(scope, receive, send, match)
+        app = getattr(match.func, "asgi_app", None) if match is not None else None
+        if app is not None:
+            return app(scope, receive, send)
         return self.django_app(scope, receive, send)

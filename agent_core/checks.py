@@ -369,7 +369,7 @@ def check_action_tools_have_a_gate(app_configs: Any = None, **kwargs: Any) -> li
     except (TypeError, ImportError):
         return []  # reported by check_agent_settings
     acting = sorted(
-        name for name, agent in agents.items() if any(t.kind == "action" for t in agent.tools)
+        name for name, agent in agents.items() if any(t.kind == "action" for t in agent.local_tools)
     )
     if not acting:
         return []

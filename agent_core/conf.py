@@ -125,6 +125,8 @@ class AgentSettings:
     QUOTA_POLICY: str = "agent_core.quotas.SettingsQuotaPolicy"
     # Messages one thread's queue holds (``mode: queue | interrupt``); past it, 429 queue_full.
     MAX_QUEUED_TURNS: int = 10
+    # MCP servers agents take tools from (SPEC §18): name -> options (agent_core.mcp.servers).
+    MCP_SERVERS: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for key in (

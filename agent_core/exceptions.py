@@ -47,6 +47,13 @@ class ToolNotFound(AgentCoreError):
     status_code = HTTPStatus.NOT_FOUND
 
 
+class McpUnavailable(AgentCoreError):
+    """The MCP server is unavailable."""
+
+    code = "mcp_unavailable"
+    status_code = HTTPStatus.SERVICE_UNAVAILABLE
+
+
 class RunActive(AgentCoreError):
     """The thread already has an active run; wait for it to finish or cancel it."""
 

@@ -135,10 +135,17 @@ class ToolSpec:
     # "token": called with no approval channel, a first call previews and answers a signed
     # single-use confirm_token; the same arguments with it commit (SPEC §17, ``confirmed``).
     confirm: Literal["token"] | None = None
+    # Tools of an MCP server (SPEC §18): its input schema, its annotations (handed to the policy:
+    # ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``), its source.
+    input_schema: dict[str, Any] | None = field(default=None, compare=False)
+    annotations: dict[str, Any] = field(default_factory=dict, compare=False)
+    source: str = ""  # "mcp:<server>"; "" for a tool declared in Python
 
     @cached_property
     def parameters_schema(self) -> dict[str, Any]:
         # Built once per tool: every model request carries it.
+        if self.input_schema is not None:
+            return self.input_schema
         return self.args_model.model_json_schema()
 
     @property

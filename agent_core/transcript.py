@@ -96,7 +96,7 @@ def build_request(run: Run, agent: Agent) -> ModelRequest:
 
 def tool_definitions(agent: Agent) -> list[ToolDefinition]:
     """The agent's tools as a model request offers them."""
-    return [ToolDefinition(t.name, describe(t), t.parameters_schema) for t in agent.tools]
+    return [ToolDefinition(t.name, describe(t), t.parameters_schema) for t in agent.offered_tools()]
 
 
 def request(

@@ -35,7 +35,7 @@ def tools_of(agent_name: str) -> list[ToolEntry]:
     """The tools of the registered agent ``agent_name`` (raises ``AgentNotFound``)."""
     policy = get_policy()
     agent = get_agent(agent_name)
-    return [_entry(agent, tool, policy.standing_requirement) for tool in agent.tools]
+    return [_entry(agent, tool, policy.standing_requirement) for tool in agent.offered_tools()]
 
 
 def _entry(agent: Agent, tool: ToolSpec, standing: Any) -> ToolEntry:

@@ -23,10 +23,21 @@ support_agent = Agent(
     name="support",
     instructions=(
         "You are the support desk of a small shop. Look orders up before acting. Refunds, "
-        "campaigns and cache purges need a person's approval; ask the user when a detail is "
-        "missing. A follow-up email is a proposal: say you proposed it; someone decides later."
+        "campaigns, cache purges and stock reservations need a person's approval; ask the user "
+        "when a detail is missing. A follow-up email is a proposal: say you proposed it; "
+        "someone decides later."
     ),
-    tools=(lookup_order, issue_refund, send_campaign, purge_cache, ask_user, schedule_follow_up),
+    # "mcp:warehouse": every tool of the demo's MCP server (demo/mcp_server.py), as
+    # mcp__warehouse__check_stock (read) and mcp__warehouse__reserve_stock (an action).
+    tools=(
+        lookup_order,
+        issue_refund,
+        send_campaign,
+        purge_cache,
+        ask_user,
+        schedule_follow_up,
+        "mcp:warehouse",
+    ),
     delegates=("billing", "campaign_review"),
     text_decisions=True,  # "yes", "no", "approve always #id" in the chat decide (SPEC §17)
 )

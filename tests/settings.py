@@ -68,6 +68,19 @@ if os.environ.get("AIRLOCK_TEST_APPROVAL_POLICY"):
 # Quotas for a process a test starts (a server, the CLI): the JSON of AGENT["QUOTAS"].
 if os.environ.get("AIRLOCK_TEST_QUOTAS"):
     _agent["QUOTAS"] = json.loads(os.environ["AIRLOCK_TEST_QUOTAS"])
+# The demo's MCP warehouse of a worker a test starts: where its reservations go, and how long a
+# reservation takes (so a crash test can SIGKILL the worker mid-call); see tests/mcp/.
+if os.environ.get("AIRLOCK_TEST_WAREHOUSE_LOG"):
+    _agent["MCP_SERVERS"] = {
+        "warehouse": {
+            **BASE_AGENT["MCP_SERVERS"]["warehouse"],
+            "env": {
+                "DEMO_WAREHOUSE_LOG": os.environ["AIRLOCK_TEST_WAREHOUSE_LOG"],
+                "DEMO_WAREHOUSE_DELAY": os.environ.get("AIRLOCK_TEST_WAREHOUSE_DELAY", "0"),
+            },
+            "recover": os.environ.get("AIRLOCK_TEST_WAREHOUSE_RECOVER", ""),
+        }
+    }
 AGENT = _agent
 # The browser tests extend deadlines with the console's steps (up to a day); the tests of the
 # extension bound set APPROVALS themselves.

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 
@@ -19,7 +20,15 @@ from ..journal import Recorded
 from ..leases import Lease
 from ..models import Run, ToolCall
 from ..runs import block_on_doubt
-from ..tools import AbortSignal, AlreadyDone, Refuse, ToolContext, ToolSpec, to_jsonable
+from ..tools import (
+    AbortSignal,
+    AlreadyDone,
+    Kind,
+    Refuse,
+    ToolContext,
+    ToolSpec,
+    to_jsonable,
+)
 from .context import tool_context
 
 logger = logging.getLogger(__name__)
@@ -31,7 +40,7 @@ def execute(
     """Run the call, or find that it must not run. Returns its record, still to be made; or,
     for a tool whose effect lies outside this database, made at once: what comes next."""
     try:
-        tool = agent.get_tool(call.tool_name)
+        tool = _stamped(agent.get_tool(call.tool_name), call)
     except ToolNotFound as exc:
         return partial(
             calls.finish_call, lease, call.pk, error=exc.message, expected=CallStatus.APPROVED
@@ -70,6 +79,12 @@ def execute(
     calls.claim_call(lease, call.pk)
     result, error = _invoke(tool, ctx, call.args)
     return calls.finish_call(lease, call.pk, result=result, error=error).next
+
+
+def _stamped(tool: ToolSpec, call: ToolCall) -> ToolSpec:
+    """The tool as the call was proposed: its kind is the one stamped on the call (SPEC §3), not
+    what the tool says now (an MCP server's annotations, a deploy, may have changed since)."""
+    return tool if tool.kind == call.kind else replace(tool, kind=cast(Kind, call.kind))
 
 
 def _invoke(tool: ToolSpec, ctx: ToolContext, args: dict[str, Any]) -> tuple[Any, str | None]:
@@ -124,7 +139,7 @@ def recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> Next:
     if call.status == CallStatus.EXECUTING:
         calls.mark_in_doubt(lease, call.pk)
     try:
-        tool: ToolSpec | None = agent.get_tool(call.tool_name)
+        tool: ToolSpec | None = _stamped(agent.get_tool(call.tool_name), call)
     except ToolNotFound:
         tool = None
     if tool is None:

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.urls import path
+
+from agent_core.asgi import asgi_view
 
 from . import links, notifications, ui_chat, views
 
 app_name = "approvals_api"
+
+
+async def mcp_endpoint(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """``/agent/mcp`` (``approvals.mcp_http``), imported at its first request: the MCP SDK takes
+    a second to import, which a process that never serves it does not pay."""
+    from ..mcp_http import endpoint
+
+    await endpoint(scope, receive, send)
+
 
 urlpatterns = [
     path("tool-call/approve", views.ApproveView.as_view(), name="approve"),
@@ -22,6 +35,7 @@ urlpatterns = [
     path("remembered/<str:pk>", views.RememberedDetailView.as_view(), name="remembered-detail"),
     path("links/<str:action>/<str:token>", links.link_page, name="link"),
     path("ui-chat", ui_chat.UIChatView.as_view(), name="ui-chat"),
+    path("mcp", asgi_view(mcp_endpoint), name="mcp"),
     path("ui-chat/<airlock_id:chat_id>/stream", ui_chat.ui_chat_stream_view, name="ui-chat-stream"),
     path(
         "notifications/preferences",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -172,6 +173,8 @@ AGENT: dict[str, Any] = {
     ],
     "MODEL": "scripted:demo",
     "RUNNER": os.environ.get("AGENT_RUNNER", "inline"),
+    # The demo's own MCP server (demo/mcp_server.py), started over stdio once per process.
+    "MCP_SERVERS": {"warehouse": {"command": [sys.executable, "-m", "demo.mcp_server"]}},
 }
 
 LOGGING = {

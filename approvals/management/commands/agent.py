@@ -1,5 +1,5 @@
 """``manage.py agent``: chat, invoke, pending, approve, reject, answer, mark-done,
-mark-not-done, cleanup.
+mark-not-done, cleanup, tools.
 
 It lives in the ``approvals`` app because its decisions go through the approval port
 (``approvals.services``, with ``via="cli"``) and ``agent_core`` never imports ``approvals``;
@@ -26,7 +26,7 @@ from agent_core.cli.session import actor_named, finish_driving, refused
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 from agent_core.retention import delete_finished_threads, finished_threads
-from approvals import grants, selectors
+from approvals import coverage, grants, selectors
 from approvals import services as port
 from approvals.chat import Chat
 
@@ -92,6 +92,10 @@ class Command(BaseCommand):
         not_done = sub.add_parser("mark-not-done", help="an in-doubt call did not: run it again")
         not_done.add_argument("tool_call_id")
         actor_option(not_done)
+
+        sub.add_parser(
+            "tools", help="every tool every agent can reach: kind, approval mode, requirement"
+        )
 
         cleanup = sub.add_parser("cleanup", help="delete old finished threads")
         cleanup.add_argument("--older-than", default="30d", help="e.g. 30d, 12h (default 30d)")
@@ -217,6 +221,10 @@ class Command(BaseCommand):
         self.stdout.flush()
         # With the inline runner this process drives the resumed run: to its next wait or end.
         finish_driving(ToolCall.objects.get(pk=tool_call_id).run_id)
+
+    def do_tools(self, **_: Any) -> None:
+        for line in coverage.table(coverage.reachable()):
+            self.out(line)
 
     def do_cleanup(self, *, older_than: str, dry_run: bool, **_: Any) -> None:
         try:
