@@ -335,3 +335,31 @@ def check_action_tools_have_a_gate(app_configs: Any = None, **kwargs: Any) -> li
             hint="Add 'approvals' to INSTALLED_APPS (or set AGENT['APPROVAL_GATE']).",
         )
     ]
+
+
+@register(deploy=True)
+def check_scripted_model(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The scripted model only replays ``/call`` lines: a demo's, not a deployment's."""
+    from .agents import registered_agents
+
+    if django_settings.DEBUG:
+        return []
+    try:
+        agents = registered_agents()
+    except (TypeError, ImportError):
+        return []  # reported by check_agent_settings
+    scripted = sorted(
+        f"{name} ({agent.model_name})"
+        for name, agent in agents.items()
+        if agent.model_name.startswith("scripted:")
+    )
+    if not scripted:
+        return []
+    return [
+        Warning(
+            f"These agents use the scripted demo model with DEBUG off: {', '.join(scripted)}.",
+            id="agent_core.W014",
+            hint="Set AGENT['MODEL'] (or the agent's model) to a real one, e.g. "
+            "'openai:gpt-4o-mini'.",
+        )
+    ]
