@@ -31,6 +31,8 @@ exclude_patterns = ["_build", "screenshots/README.md"]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 myst_fence_as_directive = ["mermaid"]
+# Quotes stay as typed: the reference quotes code (AGENT['MODEL']), where curly ones mislead.
+smartquotes = False
 
 html_theme = "furo"
 html_title = "Airlock"
@@ -38,6 +40,7 @@ html_title = "Airlock"
 html_static_path = ["_build/vendor"]
 mermaid_use_local = "mermaid/mermaid.esm.min.mjs"
 mermaid_version = ""
+mermaid_fullscreen = False  # its button is a glyph few fonts have
 
 autodoc_typehints = "description"
 autodoc_member_order = "bysource"

@@ -20,6 +20,7 @@ import importlib
 import inspect
 import io
 import json
+import re
 import tokenize
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,12 +43,21 @@ class MissingDescription(Exception):
 # Comments as descriptions ------------------------------------------------------------------
 
 
+# The code's comments cite the project's specification, which is not part of this manual.
+SPEC_CITATION = re.compile(r"\s*\(SPEC §[^)]*\)")
+
+
+def _public(text: str) -> str:
+    """A comment or docstring as the reference says it: without citations of the spec."""
+    return SPEC_CITATION.sub("", text)
+
+
 def _comments(source: str) -> dict[int, str]:
     """Line number (1-based) -> the text of the comment on that line."""
     found: dict[int, str] = {}
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.COMMENT:
-            found[token.start[0]] = token.string.lstrip("#").strip()
+            found[token.start[0]] = _public(token.string.lstrip("#").strip())
     return found
 
 
@@ -109,27 +119,22 @@ def settings_of(cls: type) -> list[Setting]:
     for klass in reversed(cls.__mro__):
         if dataclasses.is_dataclass(klass):
             descriptions.update(described_assignments(*_class_body(klass)))
+    defaults = cls()  # every key has a default; __post_init__ may complete one (THROTTLE_RATES)
     found = []
     for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING:
-            default: Any = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        else:
-            default = None
         description = descriptions.get(f.name, "")
         if not description:
             raise MissingDescription(
                 f"{cls.__module__}.{cls.__qualname__}.{f.name} has no description: add a "
                 "comment at the end of its line or directly above it"
             )
-        found.append(Setting(f.name, str(f.type), _show(default), description))
+        found.append(Setting(f.name, str(f.type), _show(getattr(defaults, f.name)), description))
     return found
 
 
 def _show(value: Any) -> str:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return "(the table below)"
+        return "(below)"
     return repr(value)
 
 
@@ -144,14 +149,12 @@ def _cell(text: str) -> str:
 
 
 def settings_markdown(path: str) -> str:
-    cls = _import(path)
-    rows = ["| Key | Default | Description |", "| --- | --- | --- |"]
-    for s in settings_of(cls):
-        rows.append(
-            f"| {_code(s.key)} | {_cell(_code(s.default))} | {_cell(s.description)} "
-            f"(type {_cell(_code(s.type))}) |"
-        )
-    return "\n".join(rows) + "\n"
+    """A definition list: each key with its default and type, then its description."""
+    parts = []
+    for s in settings_of(_import(path)):
+        parts.append(f"{_code(s.key)} · default {_code(s.default)} · {_code(s.type)}")
+        parts.append(f": {s.description}\n")
+    return "\n".join(parts)
 
 
 def _import(path: str) -> Any:
@@ -232,14 +235,19 @@ def _add_check(
 
 
 def checks_markdown() -> str:
-    rows = ["| Id | Level | Message | Hint |", "| --- | --- | --- | --- |"]
+    """A definition list: each id with its level, then its messages and hints."""
+    parts = []
     for check in checks().values():
-        level = check.level + (" (`check --deploy` only)" if check.deploy else "")
-        messages = " / ".join(_cell(m) for m in check.messages)
-        rows.append(
-            f"| `{check.id}` | {level} | {messages} | {' / '.join(_cell(h) for h in check.hints)} |"
-        )
-    return "\n".join(rows) + "\n"
+        deploy = " · `check --deploy` only" if check.deploy else ""
+        parts.append(f"`{check.id}` · {check.level}{deploy}")
+        lines = [*check.messages, *(f"Hint: {hint}" for hint in check.hints)]
+        parts.append(": " + "\n\n  ".join(_escape(line) for line in lines) + "\n")
+    return "\n".join(parts)
+
+
+def _escape(text: str) -> str:
+    """``text`` as plain Markdown text: its characters that Markdown reads as markup escaped."""
+    return re.sub(r"([\\`*_{}\[\]<>#|])", r"\\\1", text)
 
 
 # Error codes -------------------------------------------------------------------------------
@@ -269,7 +277,7 @@ def errors() -> dict[str, tuple[int, str, str]]:
         pending.extend(cls.__subclasses__())
         doc = inspect.cleandoc(cls.__doc__ or "")
         where = f"{cls.__module__}.{cls.__name__}"
-        found.setdefault(cls.code, (int(cls.status_code), " ".join(doc.split()), where))
+        found.setdefault(cls.code, (int(cls.status_code), _public(" ".join(doc.split())), where))
     # DRF's own exceptions that the apps define (a request body over the limit).
     from rest_framework.exceptions import APIException
 
@@ -324,7 +332,7 @@ def frames() -> dict[str, FrameKind]:
                         for k in (data.keys if isinstance(data, ast.Dict) else [])
                         if isinstance(k, ast.Constant) and isinstance(k.value, str)
                     ]
-                    doc = " ".join((ast.get_docstring(function) or "").split())
+                    doc = _public(" ".join((ast.get_docstring(function) or "").split()))
                     where = f"{path.relative_to(REPO).with_suffix('')}".replace("/", ".")
                     frame = found.setdefault(kind, FrameKind(kind, [], "", where))
                     frame.fields += [k for k in keys if k not in frame.fields]
@@ -506,6 +514,7 @@ class ReferenceDirective(SphinxDirective):
         except MissingDescription as exc:
             raise self.error(str(exc)) from exc
         # Read again whenever the code changes: the generators read the apps' sources.
+        self.env.note_dependency(__file__)
         for app in APPS:
             for path in (REPO / app).rglob("*.py"):
                 self.env.note_dependency(str(path))
