@@ -422,10 +422,10 @@ def commands_markdown() -> str:
 
 
 def openapi() -> dict[str, Any]:
-    """The OpenAPI document ``manage.py spectacular`` writes (SSE streams included)."""
-    from drf_spectacular.settings import spectacular_settings
+    """The OpenAPI document ``/agent/schema/`` serves (SSE streams included)."""
+    from agent_core.api.generator import AirlockSchemaGenerator
 
-    generator = spectacular_settings.DEFAULT_GENERATOR_CLASS()
+    generator = AirlockSchemaGenerator()
     schema: dict[str, Any] = json.loads(json.dumps(generator.get_schema(None, public=True)))
     return schema
 
@@ -523,6 +523,14 @@ class ReferenceDirective(SphinxDirective):
         return list(container.children)
 
 
+def _public_docstring(
+    app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
+    """autodoc's docstrings, as the reference says them (``_public``)."""
+    lines[:] = [_public(line) for line in lines]
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("airlock-reference", ReferenceDirective)
+    app.connect("autodoc-process-docstring", _public_docstring)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
