@@ -327,11 +327,7 @@ def frames() -> dict[str, FrameKind]:
                         continue
                     assert isinstance(node, ast.Call)
                     data = node.args[1] if len(node.args) > 1 else None
-                    keys = [
-                        k.value
-                        for k in (data.keys if isinstance(data, ast.Dict) else [])
-                        if isinstance(k, ast.Constant) and isinstance(k.value, str)
-                    ]
+                    keys = _data_keys(function, data)
                     doc = _public(" ".join((ast.get_docstring(function) or "").split()))
                     where = f"{path.relative_to(REPO).with_suffix('')}".replace("/", ".")
                     frame = found.setdefault(kind, FrameKind(kind, [], "", where))
@@ -344,6 +340,38 @@ def frames() -> dict[str, FrameKind]:
                 "function that builds it a docstring"
             )
     return dict(sorted(found.items()))
+
+
+def _data_keys(function: ast.AST, data: ast.expr | None) -> list[str]:
+    """The keys of a frame's data: its dict literal's, or, for data built in a variable, those
+    of the dict literals assigned to it and of the keys set on it."""
+    if isinstance(data, ast.Dict):
+        dicts = [data]
+        set_on: list[ast.expr] = []
+    elif isinstance(data, ast.Name):
+        assigned = [n for n in ast.walk(function) if isinstance(n, ast.Assign | ast.AnnAssign)]
+        dicts = [
+            n.value
+            for n in assigned
+            if isinstance(n.value, ast.Dict)
+            and any(
+                _names(t, data.id) for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            )
+        ]
+        set_on = [
+            t.slice
+            for n in assigned
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            if isinstance(t, ast.Subscript) and _names(t.value, data.id)
+        ]
+    else:
+        return []
+    keys = [k for d in dicts for k in d.keys if k is not None] + set_on
+    return [k.value for k in keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+
+
+def _names(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
 
 
 def _frame_kind(node: ast.AST) -> str | None:
