@@ -10,7 +10,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 PAGES = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").rglob("*.md"))]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-OUTSIDE = re.compile(r"\.\./shared|/work/|file://")
+OUTSIDE = re.compile(r"\.\./shared|/work/|file:///")
 
 
 def test_no_page_links_or_points_outside_the_repository():
