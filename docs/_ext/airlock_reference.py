@@ -44,7 +44,7 @@ class MissingDescription(Exception):
 
 
 # The code's comments cite the project's specification, which is not part of this manual.
-SPEC_CITATION = re.compile(r"\s*\(SPEC §[^)]*\)")
+SPEC_CITATION = re.compile(r"\s*\((SPEC §|guarantee \d)[^)]*\)")
 
 
 def _public(text: str) -> str:
@@ -466,7 +466,7 @@ def rest_markdown() -> str:
             if method == "parameters":
                 continue
             parts.append(f"**`{method.upper()} {path}`**\n")
-            text = " ".join((op.get("description") or op.get("summary") or "").split())
+            text = _public(" ".join((op.get("description") or op.get("summary") or "").split()))
             if text:
                 parts.append(text + "\n")
             params = [
