@@ -1,5 +1,5 @@
-"""The README and the manual link only inside the repository, and the tutorial's settings block
-defines each setting once."""
+"""The README and the manual link only inside the repository, the tutorial's settings block
+defines each setting once, and the README stays a page."""
 
 from __future__ import annotations
 
@@ -40,3 +40,7 @@ def test_the_tutorials_settings_block_defines_each_setting_once():
         if isinstance(target, ast.Name)
     ]
     assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+def test_the_readme_is_a_page_and_the_manual_the_rest():
+    assert len((REPO / "README.md").read_text().splitlines()) <= 200
