@@ -363,3 +363,28 @@ def check_scripted_model(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
             "'openai:gpt-4o-mini'.",
         )
     ]
+
+
+@register()
+def check_schema_generator(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``manage.py spectacular`` builds the schema with drf-spectacular's generator setting: only
+    Airlock's adds the SSE streams that ``/agent/schema/`` serves."""
+    from .api.generator import AirlockSchemaGenerator
+
+    spectacular = getattr(django_settings, "SPECTACULAR_SETTINGS", {})
+    configured = spectacular.get("DEFAULT_GENERATOR_CLASS")
+    try:
+        generator = import_string(configured) if isinstance(configured, str) else configured
+    except ImportError:
+        generator = None
+    if isinstance(generator, type) and issubclass(generator, AirlockSchemaGenerator):
+        return []
+    return [
+        Warning(
+            "manage.py spectacular would write a schema without the SSE streams that "
+            "/agent/schema/ serves.",
+            id="agent_core.W015",
+            hint='Set SPECTACULAR_SETTINGS["DEFAULT_GENERATOR_CLASS"] = '
+            '"agent_core.api.generator.AirlockSchemaGenerator".',
+        )
+    ]
