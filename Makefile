@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 INSTALLED := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install test lint format typecheck demo bench all
+.PHONY: help install test lint format typecheck demo bench docs all
 
 help: ## Show this list of targets
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-10s %s\n", $$1, $$2 }' \
@@ -52,5 +52,21 @@ bench: install ## Run the approval-cycle benchmark and its SQL floors (bench/REA
 	$(BIN)/python scripts/devservices.py run -- $(BIN)/python bench/approval_cycle.py
 	$(BIN)/python scripts/devservices.py run -- $(BIN)/python bench/sql_floor.py
 	$(BIN)/python scripts/devservices.py run -- $(BIN)/python bench/sql_floor.py --durable
+
+# The diagrams' script comes from mermaid's npm package, unpacked into the build (no CDN when a
+# page is viewed): npm fetches the package once per version.
+MERMAID_VERSION := 11.12.1
+MERMAID := docs/_build/vendor/mermaid/mermaid.esm.min.mjs
+
+$(MERMAID):
+	@command -v npm >/dev/null || { echo "make docs needs npm: apt-get install npm"; exit 1; }
+	rm -rf docs/_build/vendor && mkdir -p docs/_build/vendor
+	cd docs/_build/vendor && npm pack --silent mermaid@$(MERMAID_VERSION) >/dev/null \
+		&& tar xzf mermaid-$(MERMAID_VERSION).tgz package/dist/mermaid.esm.min.mjs \
+			package/dist/chunks/mermaid.esm.min \
+		&& mv package/dist mermaid && rm -rf package mermaid-$(MERMAID_VERSION).tgz
+
+docs: install $(MERMAID) ## Build the manual into docs/_build/html (warnings are errors)
+	$(BIN)/sphinx-build -W --keep-going -n -q -b html docs docs/_build/html
 
 all: lint typecheck test ## lint + typecheck + test

@@ -381,3 +381,56 @@ def check_action_tools_have_a_gate(app_configs: Any = None, **kwargs: Any) -> li
             hint="Add 'approvals' to INSTALLED_APPS (or set AGENT['APPROVAL_GATE']).",
         )
     ]
+
+
+@register(deploy=True)
+def check_scripted_model(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The scripted model only replays ``/call`` lines: a demo's, not a deployment's."""
+    from .agents import registered_agents
+
+    if django_settings.DEBUG:
+        return []
+    try:
+        agents = registered_agents()
+    except (TypeError, ImportError):
+        return []  # reported by check_agent_settings
+    scripted = sorted(
+        f"{name} ({agent.model_name})"
+        for name, agent in agents.items()
+        if agent.model_name.startswith("scripted:")
+    )
+    if not scripted:
+        return []
+    return [
+        Warning(
+            f"These agents use the scripted demo model with DEBUG off: {', '.join(scripted)}.",
+            id="agent_core.W014",
+            hint="Set AGENT['MODEL'] (or the agent's model) to a real one, e.g. "
+            "'openai:gpt-4o-mini'.",
+        )
+    ]
+
+
+@register()
+def check_schema_generator(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``manage.py spectacular`` builds the schema with drf-spectacular's generator setting: only
+    Airlock's adds the SSE streams that ``/agent/schema/`` serves."""
+    from .api.generator import AirlockSchemaGenerator
+
+    spectacular = getattr(django_settings, "SPECTACULAR_SETTINGS", {})
+    configured = spectacular.get("DEFAULT_GENERATOR_CLASS")
+    try:
+        generator = import_string(configured) if isinstance(configured, str) else configured
+    except ImportError:
+        generator = None
+    if isinstance(generator, type) and issubclass(generator, AirlockSchemaGenerator):
+        return []
+    return [
+        Warning(
+            "manage.py spectacular would write a schema without the SSE streams that "
+            "/agent/schema/ serves.",
+            id="agent_core.W015",
+            hint='Set SPECTACULAR_SETTINGS["DEFAULT_GENERATOR_CLASS"] = '
+            '"agent_core.api.generator.AirlockSchemaGenerator".',
+        )
+    ]

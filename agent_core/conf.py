@@ -19,8 +19,8 @@ class VendorSettings:
     (``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``, ``ANTHROPIC_BASE_URL`` / ``ANTHROPIC_API_KEY``).
     """
 
-    BASE_URL: str | None = None
-    API_KEY: str | None = None
+    BASE_URL: str | None = None  # the vendor's API root; None: its environment variable
+    API_KEY: str | None = None  # None: the vendor's environment variable
     TIMEOUT: float = 60.0  # seconds; connect and each read of the stream
     MAX_TOKENS: int = 4096  # output tokens per model step (Anthropic requires a limit)
 
@@ -41,7 +41,7 @@ class QuotaLimits:
 class QuotaSettings(QuotaLimits):
     """Per-actor limits over all agents, and ``PER_AGENT``: per-actor limits on one agent."""
 
-    PER_AGENT: dict[str, QuotaLimits] = field(default_factory=dict)
+    PER_AGENT: dict[str, QuotaLimits] = field(default_factory=dict)  # agent name -> its limits
 
     def __post_init__(self) -> None:
         limits = {
@@ -55,9 +55,11 @@ class QuotaSettings(QuotaLimits):
 class AgentSettings:
     """Every key of ``settings.AGENT`` with its default; an unknown key is a TypeError."""
 
+    # Which runner drives runs: threads of the web process, or Celery workers (SPEC §12).
     RUNNER: Literal["inline", "durable"] = "inline"
-    MODEL: str = "scripted:demo"
-    AGENTS: tuple[str, ...] = ()
+    MODEL: str = "scripted:demo"  # the model of agents that name none ("vendor:model")
+    AGENTS: tuple[str, ...] = ()  # dotted paths of the Agent objects
+    # Model vendor prefix (the "vendor" of "vendor:model") -> dotted path of its provider class.
     PROVIDERS: dict[str, str] = field(
         default_factory=lambda: {
             "scripted": "agent_core.providers.scripted.ScriptedProvider",
@@ -69,7 +71,7 @@ class AgentSettings:
     APPROVAL_GATE: str | None = None
     # Read by the approval app; None: its default (approvals.policy.DefaultPolicy).
     APPROVAL_POLICY: str | None = None
-    ACTOR_RESOLVER: str = "agent_core.actors.DjangoAuthResolver"
+    ACTOR_RESOLVER: str = "agent_core.actors.DjangoAuthResolver"  # request -> Actor(ref, roles)
     MAX_TOOL_CALLS_PER_STEP: int = 16  # the calls of one model reply past this are refused
     # Per run (agent_core.runner.limits; an Agent may set its own): past one, the run fails.
     MAX_STEPS_PER_RUN: int = 20  # model steps
@@ -78,27 +80,28 @@ class AgentSettings:
     MAX_DELEGATION_DEPTH: int = 3  # child runs below a run a person started (SPEC §14)
     # Per-actor DRF throttles (agent_core.api.throttles): scope -> "N/s|min|hour|day" or None.
     THROTTLE_RATES: dict[str, str | None] = field(default_factory=dict)
-    LEASE_SECONDS: int = 30
-    SWEEP_SECONDS: int = 5
+    LEASE_SECONDS: int = 30  # a driver's lease; a dead driver's run is re-driven after it
+    SWEEP_SECONDS: int = 5  # how often the sweeper runs
     # Every connection's PostgreSQL lock_timeout and idle_in_transaction_session_timeout
     # (agent_core.sessions): how long a stalled process may hold a row lock up. An atomic tool
     # must finish inside the second.
     LOCK_TIMEOUT_SECONDS: float = 5.0
     IDLE_IN_TRANSACTION_SECONDS: float = 60.0
-    INLINE_WORKERS: int = 8
-    MODEL_STEP_ATTEMPTS: int = 3
+    INLINE_WORKERS: int = 8  # the inline runner's threads (0: drive in the calling thread)
+    MODEL_STEP_ATTEMPTS: int = 3  # tries of a model step on retryable errors, with backoff
     # The durable runner (SPEC §12): where steps run, and how long one task drives a run.
     MODEL_QUEUE: str = "agent.llm"  # model steps, and read / atomic / human tools by default
     TOOL_QUEUE: str = "agent.tool"  # action tools with effects outside the database by default
     CHAIN_MAX_STEPS: int = 16  # steps one task takes before it hands the run on (fairness)
     CHAIN_MAX_SECONDS: float = 10.0  # nor does it start another step after this long
+    # Model text is gathered into one frame until this long has passed or this much is held.
     STREAM_FRAME_FLUSH_MS: int = 50
-    STREAM_FRAME_FLUSH_BYTES: int = 1024
+    STREAM_FRAME_FLUSH_BYTES: int = 1024  # bytes of held model text that flush a frame at once
     EXPOSE_ERROR_DETAILS: bool | None = None  # None: follow settings.DEBUG
     # The REST API and streams (agent_core.api, agent_core.live).
     ALLOW_HEADER_ACTOR: bool = False  # let the header resolver run with DEBUG off
     OPERATOR_ROLE: str = "operator"  # actors with this role see and may cancel every run
-    STREAM_KEEPALIVE_SECONDS: float = 15.0
+    STREAM_KEEPALIVE_SECONDS: float = 15.0  # a keep-alive comment on a quiet stream this often
     # Streams (SSE, UI message stream, the run's WebSocket) one actor follows at once, per
     # process (agent_core.stream_slots); past it, 429 too_many_streams.
     MAX_STREAMS_PER_ACTOR: int = 50
@@ -111,17 +114,18 @@ class AgentSettings:
         "rest_framework.authentication.SessionAuthentication",
         "agent_core.api.auth.TokenAuthentication",  # DRF's, in one query with the roles
     )
-    API_PERMISSION_CLASSES: tuple[str, ...] = ("agent_core.api.actors.HasActor",)
+    API_PERMISSION_CLASSES: tuple[str, ...] = ("agent_core.api.actors.HasActor",)  # DRF permissions
     # JSON only; add "rest_framework.renderers.BrowsableAPIRenderer" to opt in to DRF's HTML pages.
     API_RENDERER_CLASSES: tuple[str, ...] = ("rest_framework.renderers.JSONRenderer",)
-    API_SCHEMA_CLASS: str = "agent_core.api.openapi.AutoSchema"
-    API_EXCEPTION_HANDLER: str = "agent_core.api.errors.exception_handler"
+    API_SCHEMA_CLASS: str = "agent_core.api.openapi.AutoSchema"  # their schema inspector
+    API_EXCEPTION_HANDLER: str = "agent_core.api.errors.exception_handler"  # {code, detail}
     TRACING: bool = False  # OpenTelemetry spans (agent_core.tracing; the ``otel`` extra)
-    OPENAI: VendorSettings = field(default_factory=VendorSettings)
-    ANTHROPIC: VendorSettings = field(default_factory=VendorSettings)
+    OPENAI: VendorSettings = field(default_factory=VendorSettings)  # how to reach OpenAI
+    ANTHROPIC: VendorSettings = field(default_factory=VendorSettings)  # and Anthropic
     # Conversation control (agent_core.idempotency, agent_core.quotas).
     IDEMPOTENCY_KEY_TTL: int = 86400  # seconds a key replays its first answer
-    QUOTAS: QuotaSettings = field(default_factory=QuotaSettings)
+    QUOTAS: QuotaSettings = field(default_factory=QuotaSettings)  # per-actor limits
+    # Dotted path of the class that applies the quotas (the default reads QUOTAS).
     QUOTA_POLICY: str = "agent_core.quotas.SettingsQuotaPolicy"
     # Messages one thread's queue holds (``mode: queue | interrupt``); past it, 429 queue_full.
     MAX_QUEUED_TURNS: int = 10

@@ -24,18 +24,25 @@ Frames = list[Frame]
 
 
 def step_start(step: str, attempt: int) -> Frame:
+    """A step of the run began: ``step`` names it (``llm:<n>``, ``tool:<id>``); ``attempt`` counts
+    from 1."""
     return Frame("step-start", {"step": step, "attempt": attempt})
 
 
 def step_finish(step: str, usage: dict[str, int]) -> Frame:
+    """The step was recorded; ``usage``: the model step's input and output tokens."""
     return Frame("step-finish", {"step": step, "usage": usage})
 
 
 def text(chunk: str) -> Frame:
+    """A piece of the model's answer, in order (replayed text of an attempt a crash cut short
+    carries ``superseded: true``)."""
     return Frame("text", {"text": chunk})
 
 
 def tool_input_available(call: ToolCall) -> Frame:
+    """The model proposed a call: its tool, kind and arguments; announced before any approval or
+    outcome frame."""
     return Frame(
         "tool-input-available",
         {
@@ -48,6 +55,8 @@ def tool_input_available(call: ToolCall) -> Frame:
 
 
 def approval_requested(call: ToolCall) -> Frame:
+    """The call waits for a person: who may approve, until when, and the confirmation shown to
+    them."""
     return Frame(
         "approval-requested",
         {
@@ -60,6 +69,7 @@ def approval_requested(call: ToolCall) -> Frame:
 
 
 def approval_settled(call: ToolCall) -> Frame:
+    """The approval was decided (approved, rejected, expired, cancelled): by whom, how, why."""
     return Frame(
         "approval-settled",
         {
@@ -74,20 +84,24 @@ def approval_settled(call: ToolCall) -> Frame:
 
 
 def approval_extended(call_id: str, expires_at: datetime) -> Frame:
+    """The pending call's deadline moved to ``expires_at``."""
     return Frame(
         "approval-extended", {"tool_call_id": call_id, "expires_at": expires_at.isoformat()}
     )
 
 
 def input_requested(call_id: str, schema: dict[str, Any] | None, prompt: str) -> Frame:
+    """A human tool asks a person a question: the ``prompt`` and the JSON schema of the answer."""
     return Frame("input-requested", {"tool_call_id": call_id, "schema": schema, "prompt": prompt})
 
 
 def tool_output(call_id: str, output: Any) -> Frame:
+    """The call ran (or was answered); ``output`` is what the model is told."""
     return Frame("tool-output", {"tool_call_id": call_id, "output": output})
 
 
 def tool_output_error(call_id: str, error: str) -> Frame:
+    """The call failed; ``error`` is what the model is told."""
     return Frame("tool-output-error", {"tool_call_id": call_id, "error": error})
 
 
@@ -97,6 +111,8 @@ def tool_output_denied(call_id: str, reason: str) -> Frame:
 
 
 def tool_in_doubt(call_id: str) -> Frame:
+    """The attempt died mid-effect: whether it happened is not known until ``recover()`` or a
+    person says."""
     return Frame("tool-in-doubt", {"tool_call_id": call_id})
 
 
@@ -108,6 +124,7 @@ def delegated(call_id: str, child_run_id: str, agent: str) -> Frame:
 
 
 def cancelled() -> Frame:
+    """The run was cancelled (its ``finish`` follows)."""
     return Frame("cancelled", {})
 
 
@@ -131,4 +148,5 @@ def next_turn(message_id: str, next_run_id: str) -> Frame:
 
 
 def quota_exceeded(limit: str, detail: str) -> Frame:
+    """The run stopped at a quota: ``limit`` names it."""
     return Frame("quota-exceeded", {"limit": limit, "detail": detail})

@@ -46,7 +46,7 @@ class ApprovalsSettings:
     NOTIFICATION_BACKENDS: list[Any] = field(default_factory=list)
     # Attempts per delivery (the first included) and the base of its exponential backoff (s).
     NOTIFICATION_ATTEMPTS: int = 5
-    NOTIFICATION_BACKOFF: float = 2.0
+    NOTIFICATION_BACKOFF: float = 2.0  # seconds before the second attempt, doubling
     # How long one attempt may take (s) before another may start in its place: longer than a send
     # takes (a webhook's TIMEOUT), as an attempt whose process died is only known by its end.
     NOTIFICATION_LEASE: float = 60.0

@@ -96,7 +96,8 @@ def escalated_to(call: ToolCall) -> str:
 
 
 def frame(escalation: Escalation) -> Frame:
-    """The ``approval-escalated`` frame."""
+    """The ``approval-escalated`` frame: the call was still waiting when its escalation fell due,
+    so ``role`` was told (and, with ``may_decide``, may decide it too)."""
     assert escalation.escalated_at is not None
     return Frame(
         "approval-escalated",

@@ -6,9 +6,10 @@ Usage:
 
 In this order: Playwright's own Chromium if `playwright install` already put it in place; the
 system's Chromium (`AIRLOCK_SYSTEM_CHROMIUM`, default /usr/bin/chromium, or `chromium` on the
-PATH); Playwright's own again after `playwright install chromium` where it can download. CMD runs
-with `AIRLOCK_CHROMIUM` set to the browser's path. With none of them it prints one line saying
-what to install and exits 1 before running anything.
+PATH); on Debian as root, the system's after `apt-get install chromium`, as .ci/run installs it
+(`AIRLOCK_APT_GET` names another apt-get); Playwright's own again after `playwright install
+chromium` where it can download. CMD runs with `AIRLOCK_CHROMIUM` set to the browser's path. With
+none of them it prints one line saying what to install and exits 1 before running anything.
 """
 
 from __future__ import annotations
@@ -41,6 +42,30 @@ def system_chromium() -> str | None:
     return shutil.which("chromium")
 
 
+def install_system_chromium() -> str | None:
+    """Debian's Chromium through apt-get, where this process may install packages."""
+    if not Path("/etc/debian_version").exists() or os.geteuid() != 0:
+        return None
+    print("browser: no Chromium found; trying `apt-get install chromium`", file=sys.stderr)
+    apt_get = os.environ.get("AIRLOCK_APT_GET", "apt-get")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for args in (["update", "-qq"], ["install", "-y", "-qq", "chromium"]):
+        try:
+            done = subprocess.run(
+                [apt_get, *args],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                timeout=INSTALL_TIMEOUT,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if done.returncode != 0:
+            return None
+    return system_chromium()
+
+
 def install_playwright_chromium() -> str | None:
     print("browser: no Chromium found; trying `playwright install chromium`", file=sys.stderr)
     try:
@@ -58,7 +83,12 @@ def install_playwright_chromium() -> str | None:
 
 def find_chromium() -> str | None:
     """A Chromium the browser tests can launch, installing Playwright's where it can."""
-    return playwright_chromium() or system_chromium() or install_playwright_chromium()
+    return (
+        playwright_chromium()
+        or system_chromium()
+        or install_system_chromium()
+        or install_playwright_chromium()
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -68,7 +98,8 @@ def main(argv: list[str]) -> int:
     chromium = find_chromium()
     if chromium is None:
         print(
-            "browser: the browser tests need Chromium: `apt-get install chromium` (Debian), or "
+            "browser: the browser tests need Chromium: `apt-get install chromium` (Debian, as "
+            "root), or "
             "`.venv/bin/python -m playwright install --with-deps chromium` with network access",
             file=sys.stderr,
         )

@@ -32,7 +32,7 @@ from rest_framework.request import Request
 from agent_core import aisdk, ids, live, sse, turns
 from agent_core.actors import Actor
 from agent_core.agents import registered_agents
-from agent_core.api import schema
+from agent_core.api import generator
 from agent_core.api.actors import request_actor
 from agent_core.api.base import AirlockAPIView, extend_schema
 from agent_core.api.throttles import ChatThrottle
@@ -97,7 +97,7 @@ class UIChatView(AirlockAPIView):
         ],
         responses={
             (200, "text/event-stream"): OpenApiResponse(
-                response=schema.EVENT_SCHEMA,
+                response=generator.EVENT_SCHEMA,
                 description="The run's UI message stream (header `x-vercel-ai-ui-message-stream: "
                 "v1`), up to its end or until it waits on a person; then `data: [DONE]`.",
             ),
@@ -235,8 +235,8 @@ async def ui_chat_stream_view(request: HttpRequest, chat_id: str) -> HttpRespons
     return aisdk.stream_response(run, after, until_parked=True)
 
 
-schema.SSE_OPERATIONS["approvals_api:ui-chat-stream"] = {
-    **schema.UI_STREAM_OPERATION,
+generator.SSE_OPERATIONS["approvals_api:ui-chat-stream"] = {
+    **generator.UI_STREAM_OPERATION,
     "operationId": "ui_chat_stream",
     "summary": "Resume a useChat chat's stream (the AI SDK transport's reconnectToStream)",
     "description": (
@@ -246,10 +246,10 @@ schema.SSE_OPERATIONS["approvals_api:ui-chat-stream"] = {
     ),
     "parameters": [
         {"name": "chat_id", "in": "path", "required": True, "schema": {"type": "string"}},
-        *schema.UI_STREAM_OPERATION["parameters"][1:],
+        *generator.UI_STREAM_OPERATION["parameters"][1:],
     ],
     "responses": {
-        **schema.UI_STREAM_OPERATION["responses"],
+        **generator.UI_STREAM_OPERATION["responses"],
         "204": {"description": "no active run to resume"},
     },
 }

@@ -157,6 +157,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Airlock API",
     "DESCRIPTION": "Durable human-in-the-loop approval for AI agents.",
     "VERSION": "0.1.0",
+    # `manage.py spectacular` writes the SSE streams' operations, as the served schema does.
+    "DEFAULT_GENERATOR_CLASS": "agent_core.api.generator.AirlockSchemaGenerator",
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "agent_core.choices.RunStatus",
         "CallStatusEnum": "agent_core.choices.CallStatus",

@@ -169,7 +169,8 @@ def test_edited_args_over_rest(turn, people, post):
     assert Refund.objects.get().amount == 20
 
 
-# The README's refund rules: small ones run, large ones need finance, the rest the requester.
+# The policy guide's refund rules (docs/howto/policy.md): small ones run, large ones need
+# finance, the rest the requester.
 REFUND_TIERS = {
     "RULES": {
         "issue_refund": [

@@ -1,4 +1,4 @@
-"""The production layout of the README ("Run it in production"), as real processes: gunicorn
+"""The production layout of the manual (docs/howto/production.md), as real processes: gunicorn
 (web), uvicorn (streams), a Celery worker and beat, with the durable runner and persistent
 database connections; one approval cycle through them."""
 
@@ -43,9 +43,9 @@ def free_port() -> int:
 
 
 def readme_layout(web: int, streams: int) -> dict[str, list[str]]:
-    """The README's four commands (kind -> argv), for this repository's project (``config``),
+    """The manual's four commands (kind -> argv), for this repository's project (``config``),
     on free ports, and smaller than a real deployment (this machine has two cores)."""
-    [block] = BLOCK.findall((REPO / "README.md").read_text())
+    [block] = BLOCK.findall((REPO / "docs" / "howto" / "production.md").read_text())
     commands = {}
     for line in block.strip().splitlines():
         command, kind = (part.strip() for part in line.split("#"))

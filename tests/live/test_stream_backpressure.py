@@ -1,4 +1,4 @@
-"""A stream whose client reads slower than the run writes, under uvicorn (the README's streams
+"""A stream whose client reads slower than the run writes, under uvicorn (the manual's streams
 server): the frames the run's feed writes for it wait for the socket (uvicorn's flow control)
 without blocking the feed, go out in order, and none is lost or sent twice."""
 

@@ -50,6 +50,9 @@ TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP
 ROOT_URLCONF = "core_urls"
 STATIC_URL = "static/"
 ASGI_APPLICATION = "core_asgi.application"
+SPECTACULAR_SETTINGS = {
+    "DEFAULT_GENERATOR_CLASS": "agent_core.api.generator.AirlockSchemaGenerator",
+}
 AGENT = {"AGENTS": ["core_agents.shop"], "MODEL": "scripted:demo", "RUNNER": "inline"}
 """
 

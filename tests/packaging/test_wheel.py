@@ -1,5 +1,5 @@
 """The installable package, tried as a new user would: build it, install the wheel into a fresh
-virtualenv, ``startproject``, apply the README's install section (read from README.md), migrate
+virtualenv, ``startproject``, apply the first tutorial's file blocks (docs/tutorial/), migrate
 against real PostgreSQL, and drive one approval cycle over HTTP with each runner."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def python(dist: Dist, workdir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def project(python: Path, workdir: Path, database: str) -> Path:
-    """``mysite`` made from the README, migrated, with a user ``alice`` who has an API token."""
+    """``mysite`` made from the tutorial, migrated, with a user ``alice`` who has an API token."""
     where = new_project(python, workdir / "site")
     env = mysite_env(workdir, database)
     manage(python, where, env, "migrate", "--noinput")
