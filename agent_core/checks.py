@@ -404,7 +404,7 @@ def check_scripted_model(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
     return [
         Warning(
             f"These agents use the scripted demo model with DEBUG off: {', '.join(scripted)}.",
-            id="agent_core.W014",
+            id="agent_core.W016",
             hint="Set AGENT['MODEL'] (or the agent's model) to a real one, e.g. "
             "'openai:gpt-4o-mini'.",
         )

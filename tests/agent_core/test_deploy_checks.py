@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.checks import run_checks
 from django.test import override_settings
 
-SCRIPTED = "agent_core.W014"
+SCRIPTED = "agent_core.W016"
 ONE_AGENT = ["demo.agents.support_agent"]  # names no model: AGENT["MODEL"] is its model
 
 
