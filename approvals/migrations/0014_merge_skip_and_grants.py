@@ -1,0 +1,15 @@
+"""Joins the skip action's migration and those of scoped grants, evidence and reminders, written side
+by side."""
+
+from django.db import migrations
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('approvals', '0010_skip_action'),
+        ('approvals', '0013_grant_and_reminder_twins'),
+    ]
+
+    operations = [
+    ]
