@@ -85,8 +85,8 @@ class AgentSettings:
     # Every connection's PostgreSQL lock_timeout and idle_in_transaction_session_timeout
     # (agent_core.sessions): how long a stalled process may hold a row lock up. An atomic tool
     # must finish inside the second.
-    LOCK_TIMEOUT_SECONDS: float = 5.0
-    IDLE_IN_TRANSACTION_SECONDS: float = 60.0
+    LOCK_TIMEOUT_SECONDS: float = 5.0  # the longest a statement waits for a row lock
+    IDLE_IN_TRANSACTION_SECONDS: float = 60.0  # the longest a transaction may sit idle
     INLINE_WORKERS: int = 8  # the inline runner's threads (0: drive in the calling thread)
     MODEL_STEP_ATTEMPTS: int = 3  # tries of a model step on retryable errors, with backoff
     # The durable runner (SPEC §12): where steps run, and how long one task drives a run.
