@@ -69,14 +69,28 @@ TABLES = [
 
 @dataclass
 class Polls:
-    """Status reads the benchmark itself makes (each an autocommit transaction): subtracted."""
+    """Status reads the benchmark itself makes (each an autocommit transaction): subtracted.
+    ``reading`` marks them while they run (``active``), for ``bench/sql_floor.py``."""
 
     count: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    local: threading.local = field(default_factory=threading.local)
 
     def add(self, n: int) -> None:
         with self.lock:
             self.count += n
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        self.local.on = True
+        try:
+            yield
+        finally:
+            self.local.on = False
+
+    def active(self) -> bool:
+        """Whether this thread is making one of the benchmark's own reads."""
+        return getattr(self.local, "on", False)
 
 
 POLLS = Polls()
@@ -102,9 +116,10 @@ def wait_status(run_id: str, wanted: str, news: News) -> float:
     reads = 0
     while True:
         reads += 1
-        status, finished_at = (
-            Run.objects.values_list("status", "finished_at").filter(pk=run_id).get()
-        )
+        with POLLS.reading():
+            status, finished_at = (
+                Run.objects.values_list("status", "finished_at").filter(pk=run_id).get()
+            )
         if status == wanted:
             break
         if status in (RunStatus.FAILED, RunStatus.CANCELLED):
@@ -112,7 +127,8 @@ def wait_status(run_id: str, wanted: str, news: News) -> float:
         news.wait(ANNOUNCED_BY[wanted])
     if finished_at is None:
         reads += 1
-        finished_at = StreamFrame.objects.filter(run_id=run_id).latest("seq").created_at
+        with POLLS.reading():
+            finished_at = StreamFrame.objects.filter(run_id=run_id).latest("seq").created_at
     POLLS.add(reads)
     return float(finished_at.timestamp())
 
@@ -124,7 +140,8 @@ def child_of(run_id: str, news: News | None) -> str:
     reads = 0
     while True:
         reads += 1
-        found = Run.objects.filter(parent_run_id=run_id).values_list("pk", flat=True).first()
+        with POLLS.reading():
+            found = Run.objects.filter(parent_run_id=run_id).values_list("pk", flat=True).first()
         if found is not None:
             POLLS.add(reads)
             return found
@@ -142,7 +159,8 @@ def cycle(synchronous: bool, delegated: bool = False) -> tuple[float, float]:
         t1 = time.time()
         t2 = approve(child_of(run.pk, None) if delegated else run.pk)
         t3 = time.time()
-        status = Run.objects.values_list("status", flat=True).get(pk=run.pk)
+        with POLLS.reading():
+            status = Run.objects.values_list("status", flat=True).get(pk=run.pk)
         POLLS.add(1)
         assert status == RunStatus.COMPLETED, status
         return t1 - t0, t3 - t2
@@ -170,9 +188,10 @@ def start(agent: str) -> Run:
 
 def approve(parked: str) -> float:
     """Approve the parked run's pending call over the service API; returns when it started."""
-    call_id = ToolCall.objects.values_list("pk", flat=True).get(
-        run_id=parked, status="pending_approval"
-    )
+    with POLLS.reading():
+        call_id = ToolCall.objects.values_list("pk", flat=True).get(
+            run_id=parked, status="pending_approval"
+        )
     POLLS.add(1)
     started = time.time()
     port.approve(call_id, actor=ACTOR)

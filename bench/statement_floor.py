@@ -14,13 +14,12 @@ it says how much is left to ours. It keeps what was sent too (``Shape.sent``), f
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from django.db import connection, transaction
-from psycopg import ClientCursor
 from psycopg.pq import TransactionStatus
 
 PAYLOAD = '{"kind": "frame", "data": {"text": "a typical row of a cycle"}}'
@@ -28,13 +27,13 @@ PAYLOAD = '{"kind": "frame", "data": {"text": "a typical row of a cycle"}}'
 
 class Sent(NamedTuple):
     """A statement as the connection sent it: ``begins`` a transaction (psycopg sent ``BEGIN``
-    before it), ``alone`` in autocommit, else in the transaction begun before it; ``on_server``:
-    its parameters bound by the server (the core's statements), not quoted in by psycopg."""
+    before it), ``alone`` in autocommit, else in the transaction begun before it; ``poll``: a read
+    the benchmark made itself (``recording``'s ``is_poll``), not one of the cycle's."""
 
     sql: str
     params: Any
     many: bool
-    on_server: bool
+    poll: bool
     begins: bool
     alone: bool
 
@@ -58,8 +57,9 @@ class Shape:
 
 
 @contextmanager
-def recording(shape: Shape) -> Iterator[Shape]:
-    """Note the shape of what this thread's connection sends into ``shape``."""
+def recording(shape: Shape, is_poll: Callable[[], bool] = lambda: False) -> Iterator[Shape]:
+    """Note the shape of what this thread's connection sends into ``shape``; ``is_poll`` says
+    whether a statement is the benchmark's own read."""
 
     def note(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
         alone = connection.get_autocommit()
@@ -75,8 +75,7 @@ def recording(shape: Shape) -> Iterator[Shape]:
             shape.transactions.append(1)  # psycopg sends BEGIN before it
         else:
             shape.transactions[-1] += 1
-        on_server = not isinstance(context["cursor"].cursor, ClientCursor)
-        shape.sent.append(Sent(sql, params, many, on_server, begins, alone))
+        shape.sent.append(Sent(sql, params, many, is_poll(), begins, alone))
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(note):

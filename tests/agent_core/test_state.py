@@ -233,7 +233,7 @@ def test_no_status_is_written_in_sql_outside_a_named_statement():
     assert all(place.startswith("agent_core/sql.py:") for place in found), found
 
 
-@pytest.mark.parametrize("text", sorted(state.declared_statements(), key=len))
+@pytest.mark.parametrize("text", sorted(state.declared_statements()))
 def test_each_declared_statement_writes_only_moves_the_table_allows(text):
     for move in state.declared(text) or ():
         for source in move.sources:

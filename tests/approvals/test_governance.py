@@ -185,6 +185,7 @@ def test_an_approver_extends_the_deadline_and_it_is_audited(turn, decide):
     new = amendments.extend(
         call.pk, actor=ALICE, ttl=timedelta(hours=2), via="console"
     ).call.expires_at
+    assert new is not None
     call.refresh_from_db()
     assert call.expires_at == new and new > before + timedelta(minutes=30)
     frame = StreamFrame.objects.get(run=run, kind="approval-extended").data

@@ -128,7 +128,7 @@ def test_a_call_that_asks_again_records_its_notification_with_the_new_request(sh
     run = runs.start_run(agent="crash", message='/call purge_strict {"path": "/p"}', actor=alice)
     call = ToolCall.objects.get(run=run)
     leave_in_doubt(call.pk, alice)
-    assert services.mark_not_done(call.pk, actor=alice) == "applied"
+    assert services.mark_not_done(call.pk, actor=alice).result == "applied"
     first, again = Delivery.objects.filter(tool_call=call).order_by("id")
     assert (again.status, again.event, again.error) == ("failed", "approval-requested", first.error)
     delivery_xmin, call_xmin = written_by(again)

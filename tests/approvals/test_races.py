@@ -42,7 +42,7 @@ def race(call: ToolCall, delay: float) -> str:
         barrier.wait()
         threading.Event().wait(delay)
         try:
-            outcome.append(port.approve(call.pk, actor=ALICE))
+            outcome.append(port.approve(call.pk, actor=ALICE).result)
         except ApprovalExpired:
             outcome.append("expired")
         finally:
@@ -150,7 +150,7 @@ def test_a_decision_waiting_for_the_runs_lock_reads_the_call_its_holder_committe
     def decider() -> None:
         holding.wait(WAIT_SECONDS)
         try:
-            outcome.append(port.approve(call.pk, actor=ALICE))
+            outcome.append(port.approve(call.pk, actor=ALICE).result)
         except AlreadyDecided:
             outcome.append("conflict")
         finally:

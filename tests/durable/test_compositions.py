@@ -172,7 +172,7 @@ def test_two_last_decisions_at_once_on_two_workers_merge_once(cluster: Cluster) 
     parent = start(REVIEW, agent="desk")
     review, cards = parked_branches(cluster, parent)
     barrier = threading.Barrier(2)
-    outcomes: list[str] = []
+    outcomes: list[port.Outcome] = []
 
     def approve(call_id: str) -> None:
         try:

@@ -221,7 +221,7 @@ def _blocked_on_doubt(cluster: Cluster, message: str) -> tuple[Run, ToolCall]:
 
 def test_kill_inside_a_plain_tool_blocks_until_a_person_marks_it_done(cluster: Cluster) -> None:
     run, call = _blocked_on_doubt(cluster, '/call purge_cache {"path": "/products"}')
-    assert port.mark_done(call.pk, actor=ALICE, result={"purged": "/products"}) == "applied"
+    assert port.mark_done(call.pk, actor=ALICE, result={"purged": "/products"}).result == "applied"
     completed(cluster, run)
     call.refresh_from_db()
     assert call.status == CallStatus.SUCCEEDED and call.result == {"purged": "/products"}
@@ -232,7 +232,7 @@ def test_kill_inside_a_plain_tool_blocks_until_a_person_marks_it_done(cluster: C
 def test_marked_not_done_a_plain_tool_runs_again(cluster: Cluster) -> None:
     run, call = _blocked_on_doubt(cluster, '/call purge_cache {"path": "/products"}')
     CachePurge.objects.all().delete()  # the person checked: the purge did not reach the CDN
-    assert port.mark_not_done(call.pk, actor=ALICE) == "applied"
+    assert port.mark_not_done(call.pk, actor=ALICE).result == "applied"
     completed(cluster, run)
     call.refresh_from_db()
     assert call.status == CallStatus.SUCCEEDED and call.attempts == 2
