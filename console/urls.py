@@ -9,7 +9,18 @@ from django.views.generic import RedirectView
 from agent_core.asgi import websocket_view
 
 from .consumers import ConsoleConsumer
-from .views import audit, bulk, deliveries, doubt, inbox, inbox_list, metrics, remembered, runs
+from .views import (
+    audit,
+    bulk,
+    deliveries,
+    doubt,
+    inbox,
+    inbox_list,
+    metrics,
+    mine,
+    remembered,
+    runs,
+)
 
 app_name = "console"
 
@@ -27,6 +38,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(next_page="console:login"), name="logout"),
     path("inbox/", inbox_list.inbox, name="inbox"),
     path("inbox/fragment/", inbox_list.inbox_fragment, name="inbox_fragment"),
+    path("mine/", mine.mine, name="mine"),
     path("inbox/bulk/", bulk.bulk, name="bulk"),
     path("calls/<airlock_id:call_id>/", inbox_list.call_card, name="call"),
     path("calls/<airlock_id:call_id>/row/", inbox_list.call_row, name="call_row"),

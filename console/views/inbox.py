@@ -24,7 +24,7 @@ from approvals import amendments
 from approvals import services as port
 from approvals.exceptions import InvalidDecision
 
-from ..access import console_view
+from ..access import console_view, member_view
 from ..cards import Card, answer_form_for, card_for, explain, refusal
 from ..forms import ApproveForm, EditArgsForm, ExtendForm, RejectForm
 from ..in_doubt import explain_resolved, was_resolved
@@ -33,7 +33,7 @@ from .common import actor_of, is_fragment, page, tool_call_or_404
 VIA = "console"
 
 
-@console_view
+@member_view
 def call_state(request: HttpRequest, call_id: str) -> HttpResponse:
     """What became of a call, in a sentence: for a card the page kept while it was worked on."""
     call = tool_call_or_404(request, call_id)
@@ -42,7 +42,7 @@ def call_state(request: HttpRequest, call_id: str) -> HttpResponse:
 
 
 @require_POST
-@console_view
+@member_view
 def approve(request: HttpRequest, call_id: str) -> HttpResponse:
     """Approve (``remember=on``: and remember it for this tool in this thread)."""
     form = ApproveForm(request.POST)
@@ -58,7 +58,7 @@ def approve(request: HttpRequest, call_id: str) -> HttpResponse:
 
 
 @require_POST
-@console_view
+@member_view
 def reject(request: HttpRequest, call_id: str) -> HttpResponse:
     """Reject with a reason."""
     form = RejectForm(request.POST, auto_id=f"id_%s_reject_{call_id}")
@@ -75,7 +75,7 @@ def reject(request: HttpRequest, call_id: str) -> HttpResponse:
 
 
 @require_POST
-@console_view
+@member_view
 def edit(request: HttpRequest, call_id: str) -> HttpResponse:
     """Approve with edited arguments, in two steps: the first shows the changes field by field
     with the policy's answer for the edited call, and decides nothing; the second (``confirm``)
@@ -96,7 +96,7 @@ def edit(request: HttpRequest, call_id: str) -> HttpResponse:
 
 
 @require_POST
-@console_view
+@member_view
 def answer(request: HttpRequest, call_id: str) -> HttpResponse:
     """Answer a human question with the form generated from its answer schema."""
     call = tool_call_or_404(request, call_id)
