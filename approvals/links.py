@@ -6,6 +6,11 @@ using one spends both. Opening a link shows a confirmation page (a GET never dec
 spends the link (a ``LinkUse`` row, committed first) and decides through the approval port as the
 link's person, with ``via`` the channel (``email``, ``slack``), under the same authorization.
 A used, expired or tampered link decides nothing and is audited as a refused attempt.
+
+A question (a human tool's call, ``pending_input``) gets one ``answer`` link instead: it opens a
+form of the question's answer, and its POST answers through the port as the link's person. It is
+spent when the answer is recorded, not before, so an answer the schema refuses can be retyped;
+a second answer is refused by the call's own state.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from agent_core.actors import Actor, actor_for_user
+from agent_core.choices import CallStatus
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 
@@ -29,6 +35,7 @@ from .models import Action, DecisionAttempt, LinkUse
 
 SALT = "airlock.approvals.decision-link"
 ACTIONS = (Action.APPROVE, Action.REJECT)
+AUDITED = (*ACTIONS, Action.ANSWER)
 
 
 class LinkRefused(AgentCoreError):
@@ -71,6 +78,19 @@ def decision_links(call: ToolCall, actor_ref: str, *, via: str) -> dict[str, str
         for action in ACTIONS
         for token in [_token(call.pk, actor_ref, action.value, via, nonce)]
     }
+
+
+def answer_link(call: ToolCall, actor_ref: str, *, via: str) -> dict[str, str]:
+    """The link that answers the question ``call`` as ``actor_ref``, as an absolute URL."""
+    token = _token(call.pk, actor_ref, Action.ANSWER.value, via, secrets.token_urlsafe(16))
+    return {Action.ANSWER.value: absolute(reverse("approvals_api:link", args=["answer", token]))}
+
+
+def links_for(call: ToolCall, actor_ref: str, *, via: str) -> dict[str, str]:
+    """What a notification of ``call`` offers ``actor_ref``: answer a question, else decide."""
+    if call.status == CallStatus.PENDING_INPUT:
+        return answer_link(call, actor_ref, via=via)
+    return decision_links(call, actor_ref, via=via)
 
 
 def _token(call_id: str, actor_ref: str, action: str, via: str, nonce: str) -> str:
@@ -117,6 +137,23 @@ def use(action: str, token: str, *, reason: str = "") -> services.Outcome:
     return services.reject(link.tool_call_id, actor=actor, via=link.via, reason=reason)
 
 
+def use_answer(token: str, answer: object) -> services.Outcome:
+    """Answer with the link's question, then spend the link (see the module's docstring)."""
+    link = check(Action.ANSWER, token)
+    outcome = services.answer(
+        link.tool_call_id, actor=actor_of(link.actor_ref), answer=answer, via=link.via
+    )
+    LinkUse.objects.get_or_create(
+        nonce=link.nonce,
+        defaults={
+            "tool_call_id": link.tool_call_id,
+            "actor_ref": link.actor_ref,
+            "action": link.action,
+        },
+    )
+    return outcome
+
+
 def check(action: str, token: str) -> Link:
     """``read``, auditing a refused link as a refused decision attempt."""
     try:
@@ -154,7 +191,7 @@ def _unsigned(token: str) -> dict[str, object]:
 def _audit(action: str, refusal: LinkRefused, *, call_id: str, actor_ref: str, via: str) -> None:
     DecisionAttempt.objects.create(
         tool_call_id=call_id,
-        action=action if action in ACTIONS else Action.APPROVE,
+        action=action if action in AUDITED else Action.APPROVE,
         actor_ref=actor_ref or "anonymous",
         via=via[:64],
         outcome=refusal.code,

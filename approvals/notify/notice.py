@@ -43,12 +43,15 @@ class Notice:
     expires_at: datetime | None
     inbox_url: str = ""
     recipient: Contact | None = None  # None: a channel that reaches people as a whole
-    # "approve" / "reject" -> a signed, single-use link for ``recipient`` (approvals.links).
+    # "approve" / "reject" (a question: "answer") -> a signed, single-use link for
+    # ``recipient`` (approvals.links).
     links: dict[str, str] = field(default_factory=dict)
 
     @property
     def headline(self) -> str:
         """One line: what waits, on whom."""
+        if not self.approver:  # a human tool's question: it has no approver, it is asked
+            return f"Question for you: {self.tool_name} ({self.tool_call_id})"
         lead = "Escalated: approval" if self.event == ESCALATED else "Approval"
         return f"{lead} needed: {self.tool_name} ({self.tool_call_id}), waiting on {self.approver}"
 

@@ -4,11 +4,15 @@ requests; the operators' pages stay closed to her."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import pytest
 from playwright.sync_api import expect
 
+from agent_core.actors import actor_for_user
 from agent_core.choices import CallStatus
 from agent_core.models import ToolCall
+from approvals import links
 from tests.console.conftest import REFUND
 from tests.console.live.browser import call_of, in_thread, open_as, open_card, start
 
@@ -40,3 +44,18 @@ def test_a_requester_decides_her_own_call_and_follows_her_requests(
     )
     alice.goto("/console/audit/")
     expect(alice.get_by_text("No access", exact=False).first).to_be_visible()
+
+
+def test_a_questions_link_opens_a_form_that_answers_it(server, browser, people, sync_runner):
+    question = call_of(start(people, '/call ask_user {"question": "Which order?"}'))
+    link = in_thread(
+        lambda: links.answer_link(question, actor_for_user(people["alice"]).ref, via="email")
+    )
+    page = browser.new_context(base_url=server.url).new_page()  # no login: the link is enough
+    page.goto(urlsplit(link["answer"]).path)
+    expect(page.get_by_text("Which order?")).to_be_visible()
+    page.get_by_label("Answer").fill("A-1003")
+    page.get_by_role("button", name="Answer").click()
+    expect(page.get_by_role("heading", name="Answered")).to_be_visible()
+    done = in_thread(lambda: ToolCall.objects.get(pk=question.pk))
+    assert done.result == {"answer": "A-1003"} and done.decided_via == "email"
