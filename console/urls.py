@@ -18,6 +18,7 @@ from .views import (
     inbox_list,
     metrics,
     mine,
+    nudge,
     remembered,
     runs,
 )
@@ -48,6 +49,8 @@ urlpatterns = [
     path("calls/<airlock_id:call_id>/edit/", inbox.edit, name="edit"),
     path("calls/<airlock_id:call_id>/answer/", inbox.answer, name="answer"),
     path("calls/<airlock_id:call_id>/extend/", inbox.extend, name="extend"),
+    path("calls/<airlock_id:call_id>/nudge/", nudge.nudge, name="nudge"),
+    path("calls/<airlock_id:call_id>/escalate/", nudge.escalate, name="escalate"),
     path("in-doubt/", doubt.in_doubt_list, name="in_doubt"),
     path("in-doubt/fragment/", doubt.in_doubt_fragment, name="in_doubt_fragment"),
     path("calls/<airlock_id:call_id>/mark-done/", doubt.mark_done, name="mark_done"),

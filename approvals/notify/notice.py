@@ -16,6 +16,7 @@ from ..conf import absolute
 
 REQUESTED = "approval-requested"
 ESCALATED = "approval-escalated"
+NUDGED = "approval-nudged"  # an operator asked again (approvals.nudge)
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,9 @@ class Notice:
         """One line: what waits, on whom."""
         if not self.approver:  # a human tool's question: it has no approver, it is asked
             return f"Question for you: {self.tool_name} ({self.tool_call_id})"
-        lead = "Escalated: approval" if self.event == ESCALATED else "Approval"
+        lead = {ESCALATED: "Escalated: approval", NUDGED: "Reminder: approval"}.get(
+            self.event, "Approval"
+        )
         return f"{lead} needed: {self.tool_name} ({self.tool_call_id}), waiting on {self.approver}"
 
     def as_json(self) -> dict[str, Any]:
