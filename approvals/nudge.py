@@ -2,8 +2,9 @@
 
 The notifications are recorded as at the request (``notify.delivery``: one ``Delivery`` per
 channel and person, event ``approval-nudged``) to the policy's recipients now, so a role's new
-holder is told too; the nudge is audited as a ``nudge`` decision attempt of the operator's, in
-the same transaction, under the run's lock (a call decided meanwhile is not nudged).
+holder is told too. It is a decision attempt (``attempts.attempt``): under the run's lock (a call
+decided meanwhile is not nudged), 404 for a call the operator may not see, and audited as a
+``nudge`` row of the operator's whatever came of it.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 from agent_core.access import is_operator
 from agent_core.actors import Actor
 from agent_core.choices import CallStatus
-from agent_core.decisions import decision
-from agent_core.exceptions import NotAllowed, NotFound
+from agent_core.exceptions import NotAllowed
 
-from .models import Action, DecisionAttempt
+from .attempts import Outcome, attempt
+from .models import Action
 from .notify import delivery
 from .notify.notice import NUDGED
 
@@ -23,24 +24,11 @@ WAITING = (CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT)
 
 def nudge(call_id: str, *, actor: Actor, via: str) -> int:
     """Notify ``call_id``'s deciders again; how many notifications were recorded."""
-    if not is_operator(actor):
-        raise NotAllowed("Only an operator may nudge the people a call waits on.")
-    with decision(call_id) as held:
-        if held is None:
-            raise NotFound("no such tool call")
-        run, call = held.run, held.call
-        if call.status not in WAITING:
+    with attempt(call_id, Action.NUDGE, actor, via) as current:
+        if not is_operator(actor):
+            raise NotAllowed("Only an operator may nudge the people a call waits on.")
+        if current.decision.call.status not in WAITING:
             raise NotAllowed("This call no longer waits on anyone.")
-        told = delivery.record([call], event=NUDGED)
-        DecisionAttempt.objects.create(
-            tool_call_id=call.pk,
-            run_id=run.pk,
-            thread_id=call.thread_id,
-            tool_name=call.tool_name,
-            action=Action.NUDGE,
-            actor_ref=actor.ref,
-            via=via,
-            outcome="applied",
-            detail=f"notified again ({told} notifications)",
-        )
+        told = delivery.record([current.decision.call], event=NUDGED)
+        current.outcome, current.note = Outcome.APPLIED, f"notified again ({told} notifications)"
     return told

@@ -55,10 +55,18 @@ def test_an_operator_nudges_the_deciders_and_it_is_audited(
     nudged = mail.outbox[1]
     assert nudged.to == ["fran@example.com"] and "Reminder: approval needed" in nudged.subject
     [audit] = DecisionAttempt.objects.filter(action="nudge")
-    assert audit.actor_ref == actor_for_user(people["otto"]).ref and audit.via == "console"
+    assert (
+        audit.outcome == "applied"
+        and audit.actor_ref == actor_for_user(people["otto"]).ref
+        and audit.via == "console"
+    )
 
     post(people, "fran", url, django_capture_on_commit_callbacks)  # an approver, no operator
-    assert len(mail.outbox) == 2 and DecisionAttempt.objects.filter(action="nudge").count() == 1
+    assert len(mail.outbox) == 2
+    refused = DecisionAttempt.objects.filter(action="nudge").exclude(pk=audit.pk).get()
+    assert (
+        refused.outcome == "forbidden" and refused.actor_ref == actor_for_user(people["fran"]).ref
+    )
 
 
 def test_an_operator_escalates_now_to_the_role_the_policy_names(
