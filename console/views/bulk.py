@@ -14,9 +14,10 @@ from agent_core.actors import Actor
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 from approvals import services as port
+from approvals.guards import may_see
 
 from .. import listing
-from ..access import console_view
+from ..access import member_view
 from ..cards import explain, refusal
 from ..forms import BulkForm
 from .common import actor_of, is_fragment, page
@@ -34,11 +35,11 @@ class Result:
 
 
 @require_POST
-@console_view
+@member_view
 def bulk(request: HttpRequest) -> HttpResponse:
     """First POST: the confirmation listing the calls; with ``confirm``: decide each one."""
     form = BulkForm(request.POST)
-    calls = _calls(form) if form.is_valid() else []
+    calls = _calls(form, actor_of(request)) if form.is_valid() else []
     tools = {c.tool_name for c in calls}
     if form.is_valid() and len(tools) > 1:
         form.add_error("ids", "Select calls of one tool: " + ", ".join(sorted(tools)) + ".")
@@ -57,10 +58,11 @@ def bulk(request: HttpRequest) -> HttpResponse:
     return _render(request, "console/partials/bulk_results.html", context)
 
 
-def _calls(form: BulkForm) -> list[ToolCall]:
+def _calls(form: BulkForm, actor: Actor) -> list[ToolCall]:
+    # Only calls the actor may see (SPEC §7): another's id is as unknown here as anywhere.
     ids = form.cleaned_data["ids"]
     found = ToolCall.objects.select_related("run", "thread").in_bulk(ids)
-    return [found[i] for i in ids if i in found]
+    return [found[i] for i in ids if i in found and may_see(actor, found[i])]
 
 
 def _decide(actor: Actor, call: ToolCall, form: BulkForm) -> Result:
