@@ -124,7 +124,9 @@ def record_model_step(
         else:
             statement = sql.RECORD_MODEL_STEP_AND_PARK if parking else sql.RECORD_MODEL_STEP
             stored = streams.emit(run.pk, announce, Riding(statement, recorded, tokens))
-        asked = [row for row in call_rows if row.status == CallStatus.PENDING_APPROVAL]
+        # A question waits on a person too: it is asked (notified) as an approval is.
+        waiting = (CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT)
+        asked = [row for row in call_rows if row.status in waiting]
         if asked:
             get_gate().requested(asked)
         _announce_calls(call_rows)

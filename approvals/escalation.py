@@ -17,9 +17,11 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from agent_core import clock, streams
-from agent_core.actors import SYSTEM
+from agent_core.access import is_operator
+from agent_core.actors import SYSTEM, Actor
 from agent_core.choices import CallStatus
 from agent_core.decisions import decision
+from agent_core.exceptions import NotAllowed
 from agent_core.frames import Frame
 from agent_core.models import ToolCall
 
@@ -55,13 +57,25 @@ def escalate_due(limit: int = 200) -> int:
         .order_by("due_at")
         .values_list("tool_call_id", flat=True)[:limit]
     )
-    escalated = sum(_escalate(call_id) for call_id in due)
+    escalated = sum(_escalate(call_id, SYSTEM, via="escalation") for call_id in due)
     if escalated:
         logger.info("sweep escalated %d approval requests", escalated)
     return escalated
 
 
-def _escalate(call_id: str) -> bool:
+def escalate_now(call_id: str, *, actor: Actor, via: str) -> None:
+    """An operator escalates a waiting call before its time, to the role its policy names (the
+    requirement's ``escalate``): audited as theirs. ``NotAllowed`` for others, and for a call
+    with no such role or already escalated; ``NotFound`` for an unknown call."""
+    if not is_operator(actor):
+        raise NotAllowed("Only an operator may escalate a call.")
+    if not Escalation.objects.filter(pk=call_id, escalated_at__isnull=True).exists():
+        raise NotAllowed("The policy names no role to escalate this call to, or it was already.")
+    if not _escalate(call_id, actor, via=via):
+        raise NotAllowed("This call no longer waits for an approval.")
+
+
+def _escalate(call_id: str, actor: Actor, *, via: str) -> bool:
     with decision(call_id) as held:
         if held is None or held.call.status != CallStatus.PENDING_APPROVAL:
             return False
@@ -74,7 +88,7 @@ def _escalate(call_id: str) -> bool:
             return False
         escalation = Escalation.objects.get(pk=call_id)
         streams.emit(run.pk, [frame(escalation)])
-        escalated = Entry.of(call, Action.ESCALATE, SYSTEM, "escalation", Result.APPLIED)
+        escalated = Entry.of(call, Action.ESCALATE, actor, via, Result.APPLIED)
         may_decide = " (may decide)" if escalation.may_decide else ""
         audit(escalated.noted(f"escalated to {escalation.role}{may_decide}"))
         delivery.record([call], event=ESCALATED, refs=role_members(frozenset({escalation.role})))

@@ -11,6 +11,11 @@ A link is refused, and not spent, when its person may no longer use it (``refusa
 deactivated (403 ``link_inactive``), they may no longer decide the call (403 ``not_approver``),
 or the browser is signed in as someone else (403 ``link_other_person``: a link is no bearer
 credential for whoever holds it while signed in).
+
+A question (a human tool's call, ``pending_input``) gets one ``answer`` link instead: it opens a
+form of the question's answer, and its POST answers through the port as the link's person. It is
+spent when the answer is recorded, not before, so an answer the schema refuses can be retyped;
+a second answer is refused by the call's own state.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from django.urls import reverse
 
 from agent_core import clock
 from agent_core.actors import Actor, actor_for_user
+from agent_core.choices import CallStatus
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 
@@ -43,6 +49,7 @@ ACTIONS = (Action.APPROVE, Action.REJECT)
 # A link that moves the deadline back (``reminders.snooze_until``), with a nonce of its own: a
 # snooze does not spend the approve and reject links.
 SNOOZE = "snooze"
+AUDITED = (*ACTIONS, Action.ANSWER)
 
 
 class LinkRefused(AgentCoreError):
@@ -104,6 +111,19 @@ def decision_links(call: ToolCall, actor_ref: str, *, via: str) -> dict[str, str
         token = _token(call.pk, actor_ref, SNOOZE, via, secrets.token_urlsafe(16))
         links[SNOOZE] = absolute(reverse("approvals_api:link", args=[SNOOZE, token]))
     return links
+
+
+def answer_link(call: ToolCall, actor_ref: str, *, via: str) -> dict[str, str]:
+    """The link that answers the question ``call`` as ``actor_ref``, as an absolute URL."""
+    token = _token(call.pk, actor_ref, Action.ANSWER.value, via, secrets.token_urlsafe(16))
+    return {Action.ANSWER.value: absolute(reverse("approvals_api:link", args=["answer", token]))}
+
+
+def links_for(call: ToolCall, actor_ref: str, *, via: str) -> dict[str, str]:
+    """What a notification of ``call`` offers ``actor_ref``: answer a question, else decide."""
+    if call.status == CallStatus.PENDING_INPUT:
+        return answer_link(call, actor_ref, via=via)
+    return decision_links(call, actor_ref, via=via)
 
 
 def _token(call_id: str, actor_ref: str, action: str, via: str, nonce: str) -> str:
@@ -188,6 +208,23 @@ def refusal(
     return None
 
 
+def use_answer(token: str, answer: object) -> services.Outcome:
+    """Answer with the link's question, then spend the link (see the module's docstring)."""
+    link = check(Action.ANSWER, token)
+    outcome = services.answer(
+        link.tool_call_id, actor=actor_of(link.actor_ref), answer=answer, via=link.via
+    )
+    LinkUse.objects.get_or_create(
+        nonce=link.nonce,
+        defaults={
+            "tool_call_id": link.tool_call_id,
+            "actor_ref": link.actor_ref,
+            "action": link.action,
+        },
+    )
+    return outcome
+
+
 def check(action: str, token: str) -> Link:
     """``read``, auditing a refused link as a refused decision attempt."""
     try:
@@ -228,6 +265,6 @@ def _unsigned(token: str) -> dict[str, object]:
 
 
 def _audit(action: str, refusal: LinkRefused, *, call_id: str, actor_ref: str, via: str) -> None:
-    action = Action.EXTEND if action == SNOOZE else action if action in ACTIONS else Action.APPROVE
+    action = Action.EXTEND if action == SNOOZE else action if action in AUDITED else Action.APPROVE
     refused = Entry(call_id, action, actor_ref or "anonymous", via[:64], refusal.code)
     audit(refused.noted(refusal.message))

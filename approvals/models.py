@@ -85,6 +85,7 @@ class Action(models.TextChoices):
     EXPIRE = "expire"
     EXTEND = "extend"
     ESCALATE = "escalate"
+    NUDGE = "nudge"
     MARK_DONE = "mark_done"
     MARK_NOT_DONE = "mark_not_done"
     REVOKE = "revoke"

@@ -1,7 +1,13 @@
-"""Who may open the console: staff users and members of ``AIRLOCK_CONSOLE["ROLES"]``.
+"""Who may open which console pages.
 
-What a user may *decide* is not decided here: that is the approval policy's ``can_decide``,
-asked by the approval port on every decision.
+* Any logged-in, active user (a *requester*) opens the pages of a call they may decide or
+  answer: the inbox, a call's card, its decisions, and *My requests* (``member_view``).
+* Staff users and members of ``AIRLOCK_CONSOLE["ROLES"]`` (*operators*) open every page,
+  including runs, audit, metrics, notifications, in doubt and remembered (``console_view``).
+
+What a user may *see* and *decide* is not decided here: what they see is the API's rule
+(``approvals.guards.may_see``: an unseen call is a 404), and what they decide is the approval
+policy's ``can_decide``, asked by the approval port on every decision.
 """
 
 from __future__ import annotations
@@ -31,6 +37,11 @@ def has_console_access(user: Any) -> bool:
     return bool(user.is_staff) or _holds_console_role(user)
 
 
+def is_member(user: Any) -> bool:
+    """Any logged-in, active user: what they may see and decide is the policy's to say."""
+    return bool(user.is_authenticated and user.is_active)
+
+
 def may_browse_admin(user: Any) -> bool:
     """Staff who hold a console role (or superusers) browse the read-only admin of our models;
     staff without one see their own runs in the console only."""
@@ -55,20 +66,30 @@ def _remember_roles(user: Any) -> None:
     setattr(user, ROLES_ATTRIBUTE, roles)
 
 
-def console_view(view: View) -> View:
-    """Require a logged-in user with console access: anonymous users go to the login page,
-    others get a 403 page that says why. Pages and fragments are compressed for clients that
+def _gated(may_enter: Callable[[Any], bool]) -> Callable[[View], View]:
+    """A decorator that sends anonymous users to the login page and gives those ``may_enter``
+    refuses a 403 page that says why. Pages and fragments are compressed for clients that
     accept it (Django's ``GZipMiddleware``, which pads against BREACH), whatever the project's
     middleware."""
 
-    @gzip_page
-    @functools.wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path(), reverse("console:login"))
-        _remember_roles(request.user)
-        if not has_console_access(request.user):
-            return render(request, "console/no_access.html", status=403)
-        return view(request, *args, **kwargs)
+    def decorate(view: View) -> View:
+        @gzip_page
+        @functools.wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path(), reverse("console:login"))
+            _remember_roles(request.user)
+            if not may_enter(request.user):
+                return render(request, "console/no_access.html", status=403)
+            return view(request, *args, **kwargs)
 
-    return wrapped
+        return wrapped
+
+    return decorate
+
+
+console_view = _gated(has_console_access)
+"""The operators' pages: staff and console roles."""
+
+member_view = _gated(is_member)
+"""The pages of a call its requester or approver may act on: any logged-in, active user."""

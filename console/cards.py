@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.timesince import timesince
 
 from agent_core import delegation
+from agent_core.access import is_operator
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
 from agent_core.choices import CallStatus, Role
@@ -56,6 +57,7 @@ class Card:
     approvals_needed: int = 1  # distinct approvers the call needs (its quorum)
     approvals: list[Approval] = field(default_factory=list)  # given so far
     escalated_to: str = ""  # the role the call was escalated to, once it was
+    may_nudge: bool = False  # an operator: Nudge and Escalate now (approvals.nudge, escalation)
     edit_preview: EditPreview | None = None  # edited args shown for confirmation, not decided
     error: str = ""  # why the viewer's last action on this card was refused
     errors: list[str] = field(default_factory=list)  # field-level details of that refusal
@@ -144,6 +146,7 @@ def card_for(actor: Actor, call: ToolCall, *, data: Any = None, form: str = "") 
     card = Card(call=call, may_decide=may_decide(actor, call), tool=tool)
     card.approvals_needed, card.approvals = quorum.standing(call)
     card.escalated_to = escalation.escalated_to(call) if call.expires_at else ""
+    card.may_nudge = is_operator(actor)
     if not card.may_decide:
         return card
     if card.is_question:

@@ -15,7 +15,8 @@ from django.dispatch import receiver
 class ConsoleSettings:
     """Every key of ``settings.AIRLOCK_CONSOLE`` with its default; an unknown key is a TypeError."""
 
-    # Group names whose members may open the console (staff users always may).
+    # Group names whose members open the operators' pages (staff users always may); any logged-in
+    # user opens the inbox, a call's card and My requests (console/access.py).
     ROLES: tuple[str, ...] = ("operator",)
     # Rows per page of the runs, audit and notifications lists (`?page_size=` up to 200).
     PAGE_SIZE: int = 50

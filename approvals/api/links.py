@@ -1,10 +1,11 @@
-"""``/agent/links/<approve|reject>/<token>``: the pages a signed decision link opens.
+"""``/agent/links/<approve|reject|answer>/<token>``: the pages a signed decision link opens.
 
 A person opens these from an email or a chat message in a browser, so they answer HTML (with the
 status a JSON client would get). GET shows a confirmation page and never decides, nor audits: a
 refused link's page is only rate limited (``APPROVALS["LINK_REFUSAL_RATE"]`` per client address,
 then 429 ``throttled``), so anonymous GETs cannot fill the audit. POST spends the link and decides
-through the approval port (``approvals.links``).
+through the approval port (``approvals.links``). An ``answer`` link's GET shows a form with one
+text field per property of the question's answer schema; its POST answers.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from agent_core.models import ToolCall
 
 from .. import grants, links
 from ..conf import approvals_settings
+from ..models import Action
 from ..notify.notice import contact_of
 from ..policy import get_policy
 
@@ -45,6 +47,8 @@ class LinkRefusalThrottle(SimpleRateThrottle):
 @require_http_methods(["GET", "POST"])
 def link_page(request: HttpRequest, action: str, token: str) -> HttpResponse:
     """Confirm (GET) or decide (POST) with one signed link."""
+    if action == Action.ANSWER:
+        return _answer_page(request, token)
     signed_in = actor_for_user(request.user) if request.user.is_authenticated else None
     try:
         if request.method == "GET":
@@ -103,3 +107,40 @@ def _rememberable(call: ToolCall) -> bool:
     except AgentCoreError:
         return False
     return get_policy().may_remember(tool, call)
+
+
+def _answer_page(request: HttpRequest, token: str) -> HttpResponse:
+    """The form of a question (GET), or its answer (POST)."""
+    try:
+        link = links.check(Action.ANSWER, token)
+        call = ToolCall.objects.select_related("run").get(pk=link.tool_call_id)
+        fields = _answer_fields(call)
+        if request.method == "POST":
+            answer = {name: _typed(request.POST.get(name, ""), kind) for name, kind in fields}
+            outcome = links.use_answer(token, answer)
+            return render(
+                request, "approvals/links/done.html", {"action": "answer", "outcome": outcome}
+            )
+    except AgentCoreError as refusal:
+        refused = {"code": refusal.code, "message": refusal.message, "action": Action.ANSWER}
+        return render(request, "approvals/links/refused.html", refused, status=refusal.status_code)
+    person = links.actor_of(link.actor_ref)
+    form: dict[str, Any] = {"call": call, "fields": fields, "person": person}
+    return render(request, "approvals/links/answer.html", form)
+
+
+def _answer_fields(call: ToolCall) -> list[tuple[str, str]]:
+    """``(name, JSON type)`` of each property of the question's answer schema."""
+    schema = get_agent(call.run.agent).get_tool(call.tool_name).answer_schema or {}
+    return [(name, str(p.get("type", ""))) for name, p in schema.get("properties", {}).items()]
+
+
+def _typed(text: str, kind: str) -> Any:
+    # A string is what was typed; any other type is read as JSON (the port validates it against
+    # the schema and says what is wrong).
+    if kind == "string":
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

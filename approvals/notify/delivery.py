@@ -37,7 +37,7 @@ from agent_core.runner.inline import InlineRunner
 
 from .. import sql as statements
 from ..conf import ApprovalsSettings, approvals_settings
-from ..links import decision_links
+from ..links import links_for
 from ..models import Delivery, DeliveryStatus
 from ..policy import get_policy
 from .backends import NotificationBackend, backend_named, configured_backends
@@ -266,7 +266,7 @@ def _send(row: Delivery) -> tuple[str | None, bool]:
     recipient: Contact | None = contact_of(row.recipient_ref) if row.recipient_ref else None
     links: dict[str, str] = {}
     if recipient is not None and backend.via:
-        links = decision_links(row.tool_call, recipient.ref, via=backend.via)
+        links = links_for(row.tool_call, recipient.ref, via=backend.via)
     notice = notice_for(row.tool_call, row.event, recipient, links)
     if not backend.accepts(notice):  # the address was removed since the row was recorded
         return _unreachable(backend, row.recipient_ref), True

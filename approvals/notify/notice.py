@@ -17,6 +17,7 @@ from ..conf import absolute
 REQUESTED = "approval-requested"
 ESCALATED = "approval-escalated"
 REMINDED = "approval-reminder"
+NUDGED = "approval-nudged"  # an operator asked again (approvals.nudge)
 
 
 @dataclass(frozen=True)
@@ -44,16 +45,20 @@ class Notice:
     expires_at: datetime | None
     inbox_url: str = ""
     recipient: Contact | None = None  # None: a channel that reaches people as a whole
-    # "approve" / "reject" (and "snooze" for a call with a deadline) -> a signed, single-use link
-    # for ``recipient`` (approvals.links).
+    # "approve" / "reject" (and "snooze" for a call with a deadline; a question: "answer") -> a
+    # signed, single-use link for ``recipient`` (approvals.links).
     links: dict[str, str] = field(default_factory=dict)
 
     @property
     def headline(self) -> str:
         """One line: what waits, on whom."""
-        lead = {ESCALATED: "Escalated: approval", REMINDED: "Reminder: approval"}.get(
-            self.event, "Approval"
-        )
+        if not self.approver:  # a human tool's question: it has no approver, it is asked
+            return f"Question for you: {self.tool_name} ({self.tool_call_id})"
+        lead = {
+            ESCALATED: "Escalated: approval",
+            REMINDED: "Reminder: approval",
+            NUDGED: "Reminder: approval",
+        }.get(self.event, "Approval")
         return f"{lead} needed: {self.tool_name} ({self.tool_call_id}), waiting on {self.approver}"
 
     def as_json(self) -> dict[str, Any]:

@@ -33,6 +33,7 @@ def blocks(notice: Notice) -> dict[str, Any]:
     buttons = [
         _button("Approve", notice.links.get("approve"), "primary"),
         _button("Reject", notice.links.get("reject"), "danger"),
+        _button("Answer", notice.links.get("answer"), "primary"),
         _button("Open the inbox", notice.inbox_url, None),
     ]
     elements = [b for b in buttons if b is not None]

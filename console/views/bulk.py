@@ -19,7 +19,7 @@ from approvals.guards import may_see
 from approvals.models import Action
 
 from .. import listing
-from ..access import console_view
+from ..access import member_view
 from ..cards import explain, refusal
 from ..forms import BulkForm
 from .common import VIA, actor_of, is_fragment, page, refuse_unseen
@@ -35,7 +35,7 @@ class Result:
 
 
 @require_POST
-@console_view
+@member_view
 def bulk(request: HttpRequest) -> HttpResponse:
     """First POST: the confirmation listing the calls; with ``confirm``: decide each one."""
     form = BulkForm(request.POST)

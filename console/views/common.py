@@ -17,7 +17,7 @@ from approvals.guards import may_see
 from approvals.models import Action
 from approvals.selectors import pending_count
 
-from ..access import may_browse_admin
+from ..access import has_console_access, may_browse_admin
 
 FRAGMENT_HEADER = "X-Console-Fragment"
 VIA = "console"  # the surface every console decision names
@@ -50,6 +50,7 @@ def page(
         **context,
         "nav": context.get("nav") or nav_counts(actor_of(request)),
         "admin_link": may_browse_admin(request.user),
+        "operator": has_console_access(request.user),  # the operators' pages in the navigation
     }
     return render(request, template, context, status=status)
 

@@ -26,14 +26,14 @@ from approvals import services as port
 from approvals.exceptions import InvalidDecision
 from approvals.models import Action
 
-from ..access import console_view
+from ..access import console_view, member_view
 from ..cards import Card, answer_form_for, card_for, explain, refusal
 from ..forms import ApproveForm, EditArgsForm, ExtendForm, RejectForm, RememberForm
 from ..in_doubt import explain_resolved, was_resolved
 from .common import VIA, actor_of, call_to_decide, is_fragment, page, retry_after, tool_call_or_404
 
 
-@console_view
+@member_view
 def call_state(request: HttpRequest, call_id: str) -> HttpResponse:
     """What became of a call, in a sentence: for a card the page kept while it was worked on."""
     call = tool_call_or_404(request, call_id)
@@ -42,7 +42,7 @@ def call_state(request: HttpRequest, call_id: str) -> HttpResponse:
 
 
 @require_POST
-@console_view
+@member_view
 def approve(request: HttpRequest, call_id: str) -> HttpResponse:
     """Approve (``remember=on``: and remember it for this tool in this thread)."""
     form = ApproveForm(request.POST)
@@ -58,7 +58,7 @@ def approve(request: HttpRequest, call_id: str) -> HttpResponse:
 
 
 @require_POST
-@console_view
+@member_view
 def remember(request: HttpRequest, call_id: str) -> HttpResponse:
     """Approve and remember for the later calls a scope covers ("Remember for…")."""
     form = RememberForm(request.POST, auto_id=f"id_%s_remember_{call_id}")
@@ -73,7 +73,7 @@ def remember(request: HttpRequest, call_id: str) -> HttpResponse:
 
 
 @require_POST
-@console_view
+@member_view
 def reject(request: HttpRequest, call_id: str) -> HttpResponse:
     """Reject with a reason."""
     form = RejectForm(request.POST, auto_id=f"id_%s_reject_{call_id}")
@@ -90,7 +90,7 @@ def reject(request: HttpRequest, call_id: str) -> HttpResponse:
 
 
 @require_POST
-@console_view
+@member_view
 def edit(request: HttpRequest, call_id: str) -> HttpResponse:
     """Approve with edited arguments, in two steps: the first shows the changes field by field
     with the policy's answer for the edited call, and decides nothing; the second (``confirm``)
@@ -111,7 +111,7 @@ def edit(request: HttpRequest, call_id: str) -> HttpResponse:
 
 
 @require_POST
-@console_view
+@member_view
 def answer(request: HttpRequest, call_id: str) -> HttpResponse:
     """Answer a human question with the form generated from its answer schema."""
     call = call_to_decide(request, call_id, Action.ANSWER)

@@ -18,7 +18,7 @@ from agent_core.models import ToolCall
 from approvals.guards import may_see
 
 from .. import listing, rows
-from ..access import console_view
+from ..access import member_view
 from ..cards import card_for
 from .common import actor_of, count_header, fragment, is_fragment, nav_counts, page
 
@@ -48,7 +48,7 @@ def _with(request: HttpRequest, **changes: str | None) -> str:
     return query.urlencode()
 
 
-@console_view
+@member_view
 def inbox(request: HttpRequest) -> HttpResponse:
     """The inbox page: the first (or the asked-for) page of rows."""
     actor = actor_of(request)
@@ -56,7 +56,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
     return page(request, "console/inbox.html", {**_context(request, actor, nav), "nav": nav})
 
 
-@console_view
+@member_view
 @conditional
 def inbox_fragment(request: HttpRequest) -> HttpResponse:
     """The page's rows alone: after a reconnect, or the page's occasional re-check."""
@@ -66,7 +66,7 @@ def inbox_fragment(request: HttpRequest) -> HttpResponse:
     return fragment(request, "console/partials/inbox_rows.html", context, nav=nav)
 
 
-@console_view
+@member_view
 def call_row(request: HttpRequest, call_id: str) -> HttpResponse:
     """One call's row for the page whose query string this request carries; 204 when the call
     is no longer pending there (decided, expired, or outside the page's scope and filters)."""
@@ -80,7 +80,7 @@ def call_row(request: HttpRequest, call_id: str) -> HttpResponse:
     return response
 
 
-@console_view
+@member_view
 def call_card(request: HttpRequest, call_id: str) -> HttpResponse:
     """A row opened: the call's full card (a page of its own without JavaScript)."""
     actor = actor_of(request)

@@ -14,14 +14,15 @@ from agent_core.choices import CallStatus
 from approvals.models import DecisionAttempt
 from tests.console.conftest import card_html
 
-PAGES = [
-    "console:inbox",
+MEMBER_PAGES = ["console:inbox", "console:mine"]
+OPERATOR_PAGES = [
     "console:in_doubt",
     "console:remembered",
     "console:runs",
     "console:audit",
     "console:metrics",
 ]
+PAGES = MEMBER_PAGES + OPERATOR_PAGES
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -31,11 +32,19 @@ def test_anonymous_users_are_sent_to_the_login_page(client, db, name):
     assert response["Location"].startswith(reverse("console:login") + "?next=")
 
 
-@pytest.mark.parametrize("name", PAGES)
-def test_a_user_without_staff_or_a_console_role_is_refused(login, name):
+@pytest.mark.parametrize("name", OPERATOR_PAGES)
+def test_a_user_without_staff_or_a_console_role_is_refused_the_operators_pages(login, name):
     response = login("alice").get(reverse(name))
     assert response.status_code == 403
-    assert b"No access to the console" in response.content
+    assert b"No access to this page" in response.content
+
+
+@pytest.mark.parametrize("name", MEMBER_PAGES)
+def test_any_logged_in_user_opens_the_requesters_pages_without_the_operators_links(login, name):
+    response = login("alice").get(reverse(name))
+    assert response.status_code == 200
+    assert b"My requests" in response.content
+    assert reverse("console:audit").encode() not in response.content
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -46,7 +55,7 @@ def test_staff_and_console_roles_may_open_every_page(login, name):
 
 def test_the_console_roles_come_from_the_setting(login):
     with override_settings(AIRLOCK_CONSOLE={"ROLES": ["auditors"]}):
-        assert login("otto").get(reverse("console:inbox")).status_code == 403
+        assert login("otto").get(reverse("console:audit")).status_code == 403
 
 
 def test_an_unknown_console_setting_is_an_error(login):
@@ -114,6 +123,6 @@ def test_a_page_reads_the_users_groups_once(login, refund, name):
 
 def test_a_role_granted_between_requests_counts_on_the_next(login, people):
     client = login("alice")
-    assert client.get(reverse("console:inbox")).status_code == 403
+    assert client.get(reverse("console:audit")).status_code == 403
     people["alice"].groups.add(Group.objects.get_or_create(name="operator")[0])
-    assert client.get(reverse("console:inbox")).status_code == 200
+    assert client.get(reverse("console:audit")).status_code == 200

@@ -151,8 +151,12 @@ def test_someone_without_the_role_cannot_decide(server, browser, people, sync_ru
     expect(readonly.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
     expect(row(otto, refund).locator("[data-select]")).to_have_count(0)
 
-    alice = open_as_requester(browser, server)
-    expect(alice.get_by_text("No access to the console")).to_be_visible()
+    alice = open_as_requester(browser, server)  # her own refund: she sees it, finance decides
+    expect(alice.get_by_text("Nothing waits on you")).to_be_visible()
+    alice.goto("/console/inbox/?show=others")
+    hers = open_card(alice, refund)
+    expect(hers).to_contain_text("only finance decides this")
+    expect(hers.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
     assert (
         in_thread(lambda: ToolCall.objects.get(pk=refund.pk).status) == CallStatus.PENDING_APPROVAL
     )

@@ -206,6 +206,7 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_page(
         found[f"/console/inbox/ (a card open) {viewport['width']}px"] = _serious(axe, fran)
         for path in (
             "/console/inbox/",
+            "/console/mine/",
             "/console/in-doubt/",
             "/console/remembered/",
             "/console/runs/",
