@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_EVEN, Decimal
 from functools import cached_property
 from typing import Any, Literal, TypeAlias
 
@@ -92,6 +93,10 @@ RecoverFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], Recovered]
 SummaryFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], str]
 # Raises ValueError saying why a decider may not approve the edited args in place of the original.
 EditValidatorFn: TypeAlias = Callable[[ToolContext, dict[str, Any], dict[str, Any]], None]
+# A call's amount (a refund's sum), for the decider: a column, a sort, totals. None: no amount.
+AmountFn: TypeAlias = Callable[[dict[str, Any]], Decimal | float | None]
+# Amounts are stored to the cent (``ToolCall.amount``).
+CENT = Decimal("0.01")
 # A summary is one line on an inbox row: longer text is cut there.
 SUMMARY_MAX_CHARS = 300
 
@@ -119,6 +124,8 @@ class ToolSpec:
     detached: bool = False  # delegation tools: return the child's run id at once
     editable: tuple[str, ...] | None = None  # the args a decider may edit (None: any of them)
     validate_edit: EditValidatorFn | None = None  # bounds an edit (a refund within its order)
+    amount: AmountFn | None = None  # a call's numeric amount (a refund's sum)
+    related_by: tuple[str, ...] = ()  # calls of this tool with these args equal are related
 
     @cached_property
     def parameters_schema(self) -> dict[str, Any]:
@@ -155,6 +162,26 @@ class ToolSpec:
                 raise ValueError(f"{', '.join(fixed)} may not be edited (editable: {allowed})")
         if self.validate_edit is not None:
             self.validate_edit(ctx, original, edited)
+
+    def amount_of(self, args: dict[str, Any]) -> Decimal | None:
+        """The call's amount to the cent (``None`` without ``amount``, or when it raised or gave
+        no number: like a summary, a broken amount never stops a run)."""
+        if self.amount is None:
+            return None
+        try:
+            value = self.amount(args)
+            if value is None:
+                return None
+            return Decimal(str(value)).quantize(CENT, rounding=ROUND_HALF_EVEN)
+        except Exception:
+            logger.exception("the amount of tool %s failed", self.name)
+            return None
+
+    def related_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The args ``related_by`` names, as a call's related calls must share them (``{}``: the
+        tool declares no relation, or the call lacks one of them)."""
+        shared = {k: args[k] for k in self.related_by if k in args}
+        return shared if len(shared) == len(self.related_by) else {}
 
     def summarize(self, ctx: ToolContext, args: dict[str, Any]) -> str:
         """The call's one-line summary ("" without ``summary``, or when it raised: the decider
@@ -223,6 +250,8 @@ def tool(
     queue: str | None = None,
     editable: tuple[str, ...] | None = None,
     validate_edit: EditValidatorFn | None = None,
+    amount: AmountFn | None = None,
+    related_by: tuple[str, ...] = (),
 ) -> Any:
     """Declare a tool: ``@tool`` or ``@tool(kind="action", atomic=True, ...)``.
 
@@ -233,6 +262,10 @@ def tool(
     when the call asks for approval and stored with it. ``editable`` names the args a decider
     may change before approving (default: any), and ``validate_edit(ctx, original, edited)``
     raises ``ValueError`` for an edit the tool refuses (a refund above its order's total).
+    ``amount(args)`` gives a call's number (a refund's sum: the inbox's amount column, its sort
+    and the bulk dialog's total), stored with the call when it asks for approval.
+    ``related_by`` names args ("order_id",): the card of a call lists the other calls of the
+    tool with the same values (pending or decided), with their amounts and their sum.
     """
 
     def wrap(f: Callable[..., Any]) -> ToolSpec:
@@ -253,6 +286,8 @@ def tool(
             queue=queue,
             editable=editable,
             validate_edit=validate_edit,
+            amount=amount,
+            related_by=related_by,
         )
 
     return wrap(func) if func is not None else wrap

@@ -28,6 +28,7 @@ from approvals.policy import get_policy
 
 from .forms import EditArgsForm, ExtendForm, RejectForm
 from .people import name_of
+from .related import Duplicates, Related, duplicates_of, related_to
 from .schema_forms import form_class_for
 
 
@@ -57,6 +58,8 @@ class Card:
     edit_preview: EditPreview | None = None  # edited args shown for confirmation, not decided
     error: str = ""  # why the viewer's last action on this card was refused
     errors: list[str] = field(default_factory=list)  # field-level details of that refusal
+    related: Related = field(default_factory=Related)  # calls about the same thing
+    duplicates: Duplicates = field(default_factory=Duplicates)  # identical pending calls
 
     @property
     def is_question(self) -> bool:
@@ -137,6 +140,8 @@ def card_for(actor: Actor, call: ToolCall, *, data: Any = None, form: str = "") 
     card = Card(call=call, may_decide=may_decide(actor, call), tool=tool)
     card.approvals_needed, card.approvals = quorum.standing(call)
     card.escalated_to = escalation.escalated_to(call) if call.expires_at else ""
+    card.related = related_to(actor, call, tool)
+    card.duplicates = duplicates_of(actor, call)
     if not card.may_decide:
         return card
     if card.is_question:

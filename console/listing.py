@@ -32,7 +32,12 @@ from .rows import Row
 
 Scope = Literal["yours", "others"]
 SCOPES: tuple[Scope, ...] = ("yours", "others")
-SORTS = {"oldest": "Oldest first", "newest": "Newest first", "deadline": "Deadline soonest"}
+SORTS = {
+    "oldest": "Oldest first",
+    "newest": "Newest first",
+    "deadline": "Deadline soonest",
+    "amount": "Largest amount first",
+}
 
 
 class InboxFilter(PendingFilter):

@@ -60,6 +60,8 @@ def _refund_within_total(
     summary=_refund_summary,
     editable=("amount", "reason"),
     validate_edit=_refund_within_total,
+    amount=lambda args: Decimal(args["amount"]),
+    related_by=("order_id",),
 )
 def issue_refund(
     ctx: ToolContext,

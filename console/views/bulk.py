@@ -5,6 +5,7 @@ its own result (one may have been decided by someone else meanwhile)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -38,16 +39,25 @@ class Result:
 def bulk(request: HttpRequest) -> HttpResponse:
     """First POST: the confirmation listing the calls; with ``confirm``: decide each one."""
     form = BulkForm(request.POST)
-    calls = _calls(form) if form.is_valid() else []
+    # Cleaned first so the calls are listed even when the reason is missing: the dialog asks
+    # for it over them.
+    form.full_clean()
+    calls = _calls(form.cleaned_data.get("ids", []))
     tools = {c.tool_name for c in calls}
-    if form.is_valid() and len(tools) > 1:
+    if len(tools) > 1:
         form.add_error("ids", "Select calls of one tool: " + ", ".join(sorted(tools)) + ".")
-    if form.is_valid() and not calls:
+        calls = []
+    elif "ids" in form.cleaned_data and not calls:
         form.add_error("ids", "None of these calls exists any more.")
+    amounts = [c.amount for c in calls if c.amount is not None]
+    context = {
+        "form": form,
+        "rows": listing.rows_by_id([c.pk for c in calls]) if calls else [],
+        "action": form.cleaned_data.get("action", ""),
+        "total": sum(amounts, Decimal(0)) if amounts else None,
+    }
     if not form.is_valid():
-        return _render(request, "console/partials/bulk_confirm.html", {"form": form}, status=400)
-    rows = listing.rows_by_id([c.pk for c in calls])
-    context = {"form": form, "rows": rows, "action": form.cleaned_data["action"]}
+        return _render(request, "console/partials/bulk_confirm.html", context, status=400)
     if not form.cleaned_data["confirm"]:
         return _render(request, "console/partials/bulk_confirm.html", context)
     actor = actor_of(request)
@@ -57,8 +67,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
     return _render(request, "console/partials/bulk_results.html", context)
 
 
-def _calls(form: BulkForm) -> list[ToolCall]:
-    ids = form.cleaned_data["ids"]
+def _calls(ids: list[str]) -> list[ToolCall]:
     found = ToolCall.objects.select_related("run", "thread").in_bulk(ids)
     return [found[i] for i in ids if i in found]
 
