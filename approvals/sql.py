@@ -167,6 +167,14 @@ _INPUT = CallStatus.PENDING_INPUT.value
 _IN_ROLES = "= ANY(%(roles)s)"  # the named statements': one plan for any number of roles
 
 
+# The actor already gave the call ``{c}`` its approval since it last started waiting (one of a
+# quorum's): the call waits on others now, not on the actor (issue 42). Parameter: ``%(ref)s``.
+APPROVED_BY_ACTOR = (
+    f"EXISTS (SELECT 1 FROM {Approval._meta.db_table} a WHERE a.tool_call_id = {{c}}.id"
+    " AND a.by_ref = %(ref)s AND a.at >= {c}.requested_at)"
+)
+
+
 class Case(NamedTuple):
     """One reason a call waits on the actor: ``status`` and ``condition`` (SQL, ``{c}.column``);
     ``of_roles``: only an actor with roles can meet it."""
@@ -176,8 +184,10 @@ class Case(NamedTuple):
     of_roles: bool = False
 
     def on(self, call: str, in_roles: str = _IN_ROLES) -> str:
-        """The case on the call ``call`` (an alias of the calls' table)."""
-        return f"{call}.status = '{self.status}' AND {self.where(call, in_roles)}"
+        """The case on the call ``call`` (an alias of the calls' table): an approval the actor
+        already gave is not waiting on it."""
+        mine = f" AND NOT {APPROVED_BY_ACTOR.format(c=call)}" if self.status == _APPROVAL else ""
+        return f"{call}.status = '{self.status}' AND {self.where(call, in_roles)}{mine}"
 
     def where(self, call: str, in_roles: str = _IN_ROLES) -> str:
         """The case's condition alone (any status) on the call ``call``."""

@@ -139,6 +139,8 @@ def card_for(actor: Actor, call: ToolCall, *, data: Any = None, form: str = "") 
     tool = _tool_of(call)
     card = Card(call=call, may_decide=may_decide(actor, call), tool=tool)
     card.approvals_needed, card.approvals = quorum.standing(call)
+    # A quorum's approval the viewer already gave: the call waits on the others, not on it.
+    card.may_decide = card.may_decide and actor.ref not in {a.by_ref for a in card.approvals}
     card.escalated_to = escalation.escalated_to(call) if call.expires_at else ""
     card.related = related_to(actor, call, tool)
     card.duplicates = duplicates_of(actor, call)
