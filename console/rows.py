@@ -45,13 +45,20 @@ class Row(TypedDict):
     url: str  # the row's full card
     amount: str  # the tool's number for the call (``@tool(amount=)``), "" without one
     duplicates: str  # the id of the oldest other pending call this one duplicates, else ""
+    chain: str  # a delegated call's agents ("support → campaign_review → legal"), else ""
 
 
 def build(
-    calls: list[PendingRow], names: dict[str, str], *, selectable: bool, field: str
+    calls: list[PendingRow],
+    names: dict[str, str],
+    chains: dict[str, str],
+    *,
+    selectable: bool,
+    field: str,
 ) -> list[Row]:
-    """The rows of ``calls``; ``names`` maps requester refs to names, ``field`` is the sort
-    key; only approvals are ``selectable`` (and only where the viewer decides them)."""
+    """The rows of ``calls``; ``names`` maps requester refs to names, ``chains`` the delegated
+    runs' ids to their chains, ``field`` is the sort key; only approvals are ``selectable``
+    (and only where the viewer decides them)."""
     card = reverse("console:call", args=[_ID])
     return [
         Row(
@@ -70,6 +77,7 @@ def build(
             url=card.replace(_ID, c.id),
             amount="" if c.amount is None else f"{c.amount:,.2f}",
             duplicates=c.duplicates or "",
+            chain=chains.get(c.run_id, ""),
         )
         for c in calls
     ]
@@ -97,7 +105,7 @@ _ROW = """<li class="row{read_only}" data-row="{id}" data-key="{key}" data-tool=
   <div class="row-main">
     {select}
     <a class="row-open" href="{url}" data-open aria-expanded="false" aria-controls="slot-{id}">\
-<code>{tool_name}</code> <span class="summary">{summary}</span></a>{amount}{duplicate}
+<code>{tool_name}</code> <span class="summary">{summary}</span></a>{amount}{duplicate}{chain}
     <span class="row-who"><span class="sr-only">requested by </span>{requester} \
 <span aria-hidden="true">→</span><span class="sr-only">, decided by</span> {decider}{quorum}\
 {escalated}</span>
@@ -140,6 +148,9 @@ def html(row: Row) -> SafeString:
             else "",
             escalated=f" · <span data-escalated>escalated to {_e(row['escalated_to'])}</span>"
             if row["escalated_to"]
+            else "",
+            chain=f' <span class="row-chain" data-chain>{_e(row["chain"])}</span>'
+            if row["chain"]
             else "",
             due=f'<span class="badge expiry" data-countdown="{_e(row["expires_at"])}">expires '
             f"{due}</span>"

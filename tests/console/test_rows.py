@@ -71,6 +71,9 @@ def old_html(row: Row) -> SafeString:
         )
         if row["duplicates"]
         else "",
+        chain=format_html(' <span class="row-chain" data-chain>{}</span>', row["chain"])
+        if row["chain"]
+        else "",
         due=format_html(
             '<span class="badge expiry" data-countdown="{}">expires {}</span>',
             row["expires_at"],
@@ -103,6 +106,7 @@ def a_row(*, selectable: bool, quorum: bool, escalated: bool, deadline: bool, od
         # An amount with the quorum's variants, a duplicate with the escalation's.
         amount="1,234.50" if quorum else "",
         duplicates="tc_first" + text if escalated else "",
+        chain="support → billing" + text if deadline else "",
     )
 
 
