@@ -171,6 +171,8 @@ class ToolCall(models.Model):
     reason = models.TextField(blank=True)
     confirmation = models.TextField(blank=True)
     summary = models.TextField(blank=True)  # the tool's one line about it (``@tool(summary=)``)
+    # The tool's number for it (``@tool(amount=)``), stamped with the summary (the inbox sorts).
+    amount = models.DecimalField(max_digits=18, decimal_places=2, null=True, blank=True)
     original_args = models.JSONField(null=True, blank=True)
     # An independent proposal's key: a newer pending one with the same thread, tool and key
     # supersedes it (SPEC §17).
@@ -257,6 +259,13 @@ class ToolCall(models.Model):
                 fields=["requested_at"],
                 name="call_in_doubt",
                 condition=models.Q(status="in_doubt"),
+            ),
+            # The inbox marks a pending call that another one duplicates (the same tool and
+            # args): one probe per row of a page.
+            models.Index(
+                fields=["args_digest", "requested_at"],
+                name="call_pending_by_digest",
+                condition=models.Q(status="pending_approval"),
             ),
         ]
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection
@@ -31,7 +32,11 @@ def json_rows(rows: Sequence[Model]) -> str:
         values = {}
         for field in row._meta.concrete_fields:
             value = field.pre_save(row, add=True)
-            values[field.column] = value.isoformat() if isinstance(value, datetime) else value
+            if isinstance(value, datetime):
+                value = value.isoformat()
+            elif isinstance(value, Decimal):  # exact: PostgreSQL reads the text as numeric
+                value = str(value)
+            values[field.column] = value
         found.append(values)
         row._state.adding, row._state.db = False, DEFAULT_DB_ALIAS
     return json.dumps(found)

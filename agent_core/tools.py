@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_EVEN, Decimal
 from functools import cached_property
 from typing import Any, Literal, TypeAlias
 
@@ -100,6 +101,10 @@ SummaryFn: TypeAlias = Callable[[ToolContext, dict[str, Any]], str]
 # Raises ValueError saying why a decider may not approve the edited args in place of the original.
 EditValidatorFn: TypeAlias = Callable[[ToolContext, dict[str, Any], dict[str, Any]], None]
 ReplacementKey: TypeAlias = str | Callable[[dict[str, Any]], str]
+# A call's amount (a refund's sum), for the decider: a column, a sort, totals. None: no amount.
+AmountFn: TypeAlias = Callable[[dict[str, Any]], Decimal | float | None]
+# Amounts are stored to the cent (``ToolCall.amount``).
+CENT = Decimal("0.01")
 # A summary is one line on an inbox row: longer text is cut there.
 SUMMARY_MAX_CHARS = 300
 
@@ -140,6 +145,8 @@ class ToolSpec:
     input_schema: dict[str, Any] | None = field(default=None, compare=False)
     annotations: dict[str, Any] = field(default_factory=dict, compare=False)
     source: str = ""  # "mcp:<server>"; "" for a tool declared in Python
+    amount: AmountFn | None = None  # a call's numeric amount (a refund's sum)
+    related_by: tuple[str, ...] = ()  # calls of this tool with these args equal are related
 
     @cached_property
     def parameters_schema(self) -> dict[str, Any]:
@@ -194,6 +201,26 @@ class ToolSpec:
         if key is None:
             return ""
         return key if isinstance(key, str) else str(key(args))
+
+    def amount_of(self, args: dict[str, Any]) -> Decimal | None:
+        """The call's amount to the cent (``None`` without ``amount``, or when it raised or gave
+        no number: like a summary, a broken amount never stops a run)."""
+        if self.amount is None:
+            return None
+        try:
+            value = self.amount(args)
+            if value is None:
+                return None
+            return Decimal(str(value)).quantize(CENT, rounding=ROUND_HALF_EVEN)
+        except Exception:
+            logger.exception("the amount of tool %s failed", self.name)
+            return None
+
+    def related_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The args ``related_by`` names, as a call's related calls must share them (``{}``: the
+        tool declares no relation, or the call lacks one of them)."""
+        shared = {k: args[k] for k in self.related_by if k in args}
+        return shared if len(shared) == len(self.related_by) else {}
 
     def summarize(self, ctx: ToolContext, args: dict[str, Any]) -> str:
         """The call's one-line summary ("" without ``summary``, or when it raised: the decider
@@ -267,6 +294,8 @@ def tool(
     approval_mode: ApprovalMode | None = None,
     replacement_key: ReplacementKey | None = None,
     confirm: Literal["token"] | None = None,
+    amount: AmountFn | None = None,
+    related_by: tuple[str, ...] = (),
 ) -> Any:
     """Declare a tool: ``@tool`` or ``@tool(kind="action", atomic=True, ...)``.
 
@@ -284,6 +313,10 @@ def tool(
     function of the args) makes a newer pending proposal supersede older ones of the same key.
     ``confirm="token"``: callable through ``agent_core.confirmed.call`` by clients with no
     approval channel: preview first, then commit with the signed token.
+    ``amount(args)`` gives a call's number (a refund's sum: the inbox's amount column, its sort
+    and the bulk dialog's total), stored with the call when it asks for approval.
+    ``related_by`` names args ("order_id",): the card of a call lists the other calls of the
+    tool with the same values (pending or decided), with their amounts and their sum.
     """
 
     def wrap(f: Callable[..., Any]) -> ToolSpec:
@@ -308,6 +341,8 @@ def tool(
             approval_mode=approval_mode,
             replacement_key=replacement_key,
             confirm=confirm,
+            amount=amount,
+            related_by=related_by,
         )
 
     return wrap(func) if func is not None else wrap

@@ -60,6 +60,12 @@ class Condition(Expression):
         return f"({_NAMED.sub(positional, sql)})", tuple(params)
 
 
+def approved_by(actor: Actor) -> Q:
+    """The calls ``actor`` already approved since they last started waiting
+    (``sql.APPROVED_BY_ACTOR``): a quorum's first approval."""
+    return Q(Condition(sql.APPROVED_BY_ACTOR, parameters(actor)))
+
+
 def parameters(actor: Actor) -> dict[str, Any]:
     """The actor as the cases take it: its ref, roles and roles pattern."""
     roles = sorted(actor.roles - {REQUESTER})

@@ -34,6 +34,7 @@ class ApprovalGate:
         if not requirement.required:
             return Verdict(required=False)
         call.summary = tool.summarize(guards.tool_context(call, actor, thread), call.args)
+        call.amount = tool.amount_of(call.args)
         approver = requirement.stored_approver
         expires_at = clock.now() + requirement.ttl if requirement.ttl else None
         if requirement.escalate is not None and expires_at is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from decimal import Decimal
 from functools import reduce
 from operator import or_
 from typing import Any, NamedTuple
@@ -51,6 +52,8 @@ class PendingRow(NamedTuple):
     approved_by: list[str] | None  # only for a call that needs several approvals
     approved_at: list[datetime] | None
     escalated_to: str | None
+    amount: Decimal | None  # the tool's number for it (``@tool(amount=)``)
+    duplicates: str | None  # the oldest pending call of the same tool and args, if older
 
     @property
     def pk(self) -> str:

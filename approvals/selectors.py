@@ -126,8 +126,10 @@ def pending_branches(actor: Actor) -> Q:
 
 
 def decidable_by(actor: Actor) -> Q:
-    """The configured policy's ``decidable(actor)``: who may decide what, as a filter."""
-    return get_policy().decidable(actor)
+    """The configured policy's ``decidable(actor)``, each case less the calls the actor already
+    approved (a quorum's first approval: they wait on others now): what waits on the actor."""
+    mine = cases.approved_by(actor)
+    return reduce(or_, (case & ~mine for case in cases_of(get_policy().decidable(actor))))
 
 
 def remembered_for(actor: Actor, *, include_inactive: bool = False) -> QuerySet[RememberedApproval]:

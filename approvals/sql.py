@@ -32,7 +32,8 @@ _CALL = ToolCall._meta.db_table
 # ``(id, sort key)`` pairs (the ORM compiles it from the filters, the cursor and the policy's
 # ``decidable``), ``{order}`` the page's order. Only those rows are joined to their run and read,
 # with their quorum, the approvals given since they last started waiting (only for calls that
-# need several) and the role they were escalated to. Parameters: those of ``{keys}``.
+# need several), the role they were escalated to, their amount and the call each duplicates.
+# Parameters: those of ``{keys}``.
 PENDING_ROWS = (
     "SELECT c.id, c.status, c.tool_name, c.kind, c.args, c.confirmation, c.summary, c.approver,"
     " c.requester_ref, c.thread_id, c.run_id, r.agent, r.parent_run_id, c.requested_at,"
@@ -44,7 +45,14 @@ PENDING_ROWS = (
     f"  SELECT a.at FROM {Approval._meta.db_table} a"
     "   WHERE a.tool_call_id = c.id AND a.at >= c.requested_at ORDER BY a.at, a.id) END,"
     f" (SELECT e.role FROM {Escalation._meta.db_table} e"
-    "   WHERE e.tool_call_id = c.id AND e.escalated_at IS NOT NULL)"
+    "   WHERE e.tool_call_id = c.id AND e.escalated_at IS NOT NULL),"
+    " c.amount,"
+    # The oldest pending call of the same tool and args, if older than this one: this one
+    # duplicates it.
+    f" (SELECT d.id FROM {_CALL} d WHERE d.args_digest = c.args_digest"
+    f"   AND d.status = '{CallStatus.PENDING_APPROVAL.value}' AND d.tool_name = c.tool_name"
+    "   AND (d.requested_at, d.id) < (c.requested_at, c.id) ORDER BY d.requested_at, d.id"
+    "   LIMIT 1)"
     f" FROM ({{keys}}) AS page JOIN {_CALL} c ON c.id = page.id"
     f" JOIN {Run._meta.db_table} r ON r.id = c.run_id"
     f" LEFT JOIN {Quorum._meta.db_table} q ON q.tool_call_id = c.id"
@@ -151,6 +159,14 @@ _INPUT = CallStatus.PENDING_INPUT.value
 _IN_ROLES = "= ANY(%(roles)s)"  # the named statements': one plan for any number of roles
 
 
+# The actor already gave the call ``{c}`` its approval since it last started waiting (one of a
+# quorum's): the call waits on others now, not on the actor (issue 42). Parameter: ``%(ref)s``.
+APPROVED_BY_ACTOR = (
+    f"EXISTS (SELECT 1 FROM {Approval._meta.db_table} a WHERE a.tool_call_id = {{c}}.id"
+    " AND a.by_ref = %(ref)s AND a.at >= {c}.requested_at)"
+)
+
+
 class Case(NamedTuple):
     """One reason a call waits on the actor: ``status`` and ``condition`` (SQL, ``{c}.column``);
     ``of_roles``: only an actor with roles can meet it."""
@@ -160,8 +176,10 @@ class Case(NamedTuple):
     of_roles: bool = False
 
     def on(self, call: str, in_roles: str = _IN_ROLES) -> str:
-        """The case on the call ``call`` (an alias of the calls' table)."""
-        return f"{call}.status = '{self.status}' AND {self.where(call, in_roles)}"
+        """The case on the call ``call`` (an alias of the calls' table): an approval the actor
+        already gave is not waiting on it."""
+        mine = f" AND NOT {APPROVED_BY_ACTOR.format(c=call)}" if self.status == _APPROVAL else ""
+        return f"{call}.status = '{self.status}' AND {self.where(call, in_roles)}{mine}"
 
     def where(self, call: str, in_roles: str = _IN_ROLES) -> str:
         """The case's condition alone (any status) on the call ``call``."""

@@ -30,6 +30,7 @@ from approvals.policy import get_policy
 
 from .forms import EditArgsForm, ExtendForm, RejectForm, RememberForm
 from .people import name_of
+from .related import Duplicates, Related, duplicates_of, related_to
 from .schema_forms import form_class_for
 
 
@@ -61,6 +62,8 @@ class Card:
     edit_preview: EditPreview | None = None  # edited args shown for confirmation, not decided
     error: str = ""  # why the viewer's last action on this card was refused
     errors: list[str] = field(default_factory=list)  # field-level details of that refusal
+    related: Related = field(default_factory=Related)  # calls about the same thing
+    duplicates: Duplicates = field(default_factory=Duplicates)  # identical pending calls
 
     @property
     def is_question(self) -> bool:
@@ -145,8 +148,12 @@ def card_for(actor: Actor, call: ToolCall, *, data: Any = None, form: str = "") 
     tool = _tool_of(call)
     card = Card(call=call, may_decide=may_decide(actor, call), tool=tool)
     card.approvals_needed, card.approvals = quorum.standing(call)
+    # A quorum's approval the viewer already gave: the call waits on the others, not on it.
+    card.may_decide = card.may_decide and actor.ref not in {a.by_ref for a in card.approvals}
     card.escalated_to = escalation.escalated_to(call) if call.expires_at else ""
     card.may_nudge = is_operator(actor)
+    card.related = related_to(actor, call, tool)
+    card.duplicates = duplicates_of(actor, call)
     if not card.may_decide:
         return card
     if card.is_question:

@@ -18,9 +18,13 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from django.utils.safestring import SafeString
 
+from agent_core import delegation
 from agent_core.access import in_visible_runs
 from agent_core.actors import Actor
+from agent_core.agents import get_agent
 from agent_core.api.pagination import Page
+from agent_core.compositions import Parallel
+from agent_core.exceptions import AgentNotFound
 from agent_core.models import ToolCall
 from approvals import pending, selectors
 from approvals.api.filters import PendingFilter, PendingPagination
@@ -32,7 +36,12 @@ from .rows import Row
 
 Scope = Literal["yours", "others"]
 SCOPES: tuple[Scope, ...] = ("yours", "others")
-SORTS = {"oldest": "Oldest first", "newest": "Newest first", "deadline": "Deadline soonest"}
+SORTS = {
+    "oldest": "Oldest first",
+    "newest": "Newest first",
+    "deadline": "Deadline soonest",
+    "amount": "Largest amount first",
+}
 
 
 class InboxFilter(PendingFilter):
@@ -153,7 +162,26 @@ def rows_by_id(calls: list[ToolCall]) -> list[Row]:
 
 def rows_of(calls: list[PendingRow], scope: Scope, *, field: str) -> list[Row]:
     names = names_of({c.requester_ref for c in calls})
-    return rows.build(calls, names, selectable=scope == "yours", field=field)
+    chains = {c.run_id: chain_of(c.run_id) for c in calls if c.parent_run_id is not None}
+    return rows.build(calls, names, chains, selectable=scope == "yours", field=field)
+
+
+def chain_of(run_id: str) -> str:
+    """A delegated run's chain of agents ("support → campaign_review → legal"), and for a
+    parallel branch which branch it is: one query per delegated row (most rows have none)."""
+    agents = delegation.chain(run_id)
+    text = " → ".join(agents)
+    if len(agents) > 1 and _is_branch(agents[-2], agents[-1]):
+        text += f" (branch {agents[-1]} of {agents[-2]})"
+    return text
+
+
+def _is_branch(parent: str, agent: str) -> bool:
+    try:
+        composed = get_agent(parent)
+    except AgentNotFound:
+        return False
+    return isinstance(composed, Parallel) and agent in composed.branches
 
 
 def names_of(refs: set[str]) -> dict[str, str]:

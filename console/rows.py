@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from decimal import Decimal
 from html import escape
 from typing import TypedDict
 
@@ -43,13 +44,22 @@ class Row(TypedDict):
     key: str  # the sort key in microseconds since the epoch ("" for none: last), for the
     # page's script to place a row that arrives live
     url: str  # the row's full card
+    amount: str  # the tool's number for the call (``@tool(amount=)``), "" without one
+    duplicates: str  # the id of the oldest other pending call this one duplicates, else ""
+    chain: str  # a delegated call's agents ("support → campaign_review → legal"), else ""
 
 
 def build(
-    calls: list[PendingRow], names: dict[str, str], *, selectable: bool, field: str
+    calls: list[PendingRow],
+    names: dict[str, str],
+    chains: dict[str, str],
+    *,
+    selectable: bool,
+    field: str,
 ) -> list[Row]:
-    """The rows of ``calls``; ``names`` maps requester refs to names, ``field`` is the sort
-    key; only approvals are ``selectable`` (and only where the viewer decides them)."""
+    """The rows of ``calls``; ``names`` maps requester refs to names, ``chains`` the delegated
+    runs' ids to their chains, ``field`` is the sort key; only approvals are ``selectable``
+    (and only where the viewer decides them)."""
     card = reverse("console:call", args=[_ID])
     return [
         Row(
@@ -66,6 +76,9 @@ def build(
             selectable=selectable and c.status == CallStatus.PENDING_APPROVAL,
             key=_key(getattr(c, field)),
             url=card.replace(_ID, c.id),
+            amount="" if c.amount is None else f"{c.amount:,.2f}",
+            duplicates=c.duplicates or "",
+            chain=chains.get(c.run_id, ""),
         )
         for c in calls
     ]
@@ -83,15 +96,19 @@ def summary_of(call: PendingRow) -> str:
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 
-def _key(value: datetime | None) -> str:
-    return "" if value is None else str(int(value.timestamp() * 1_000_000))
+def _key(value: datetime | Decimal | None) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, Decimal):
+        return str(value)
+    return str(int(value.timestamp() * 1_000_000))
 
 
 _ROW = """<li class="row{read_only}" data-row="{id}" data-key="{key}" data-tool="{tool_name}">
   <div class="row-main">
     {select}
     <a class="row-open" href="{url}" data-open aria-expanded="false" aria-controls="slot-{id}">\
-<code>{tool_name}</code> <span class="summary">{summary}</span></a>
+<code>{tool_name}</code> <span class="summary">{summary}</span></a>{amount}{duplicate}{chain}
     <span class="row-who"><span class="sr-only">requested by </span>{requester} \
 <span aria-hidden="true">→</span><span class="sr-only">, decided by</span> {decider}{quorum}\
 {escalated}</span>
@@ -124,8 +141,19 @@ def html(row: Row) -> SafeString:
             read_only="" if row["selectable"] else " ro",
             select=_SELECT.format(**text) if row["selectable"] else _NO_SELECT,
             quorum=f" · {given} of {needed}" if needed > 1 else "",
+            amount=f' <span class="row-amount" data-amount="{_e(row["amount"])}">'
+            f'<span class="sr-only">amount </span>{_e(row["amount"])}</span>'
+            if row["amount"]
+            else "",
+            duplicate=f' <span class="badge duplicate" data-duplicate-of="{_e(row["duplicates"])}">'
+            f"duplicate of {_e(row['duplicates'])}</span>"
+            if row["duplicates"]
+            else "",
             escalated=f" · <span data-escalated>escalated to {_e(row['escalated_to'])}</span>"
             if row["escalated_to"]
+            else "",
+            chain=f' <span class="row-chain" data-chain>{_e(row["chain"])}</span>'
+            if row["chain"]
             else "",
             due=f'<span class="badge expiry" data-countdown="{_e(row["expires_at"])}">expires '
             f"{due}</span>"

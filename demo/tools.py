@@ -62,6 +62,8 @@ def _refund_within_total(
     editable=("amount", "reason"),
     validate_edit=_refund_within_total,
     confirm="token",
+    amount=lambda args: Decimal(args["amount"]),
+    related_by=("order_id",),
 )
 def issue_refund(
     ctx: ToolContext,

@@ -31,11 +31,13 @@ R = TypeVar("R")  # a page's row: a model instance, or a row tuple with ``pk`` a
 
 @dataclass(frozen=True)
 class Ordering:
-    """A list's order: a datetime field (nulls last where it may be null), then the primary key
-    as the tie-break."""
+    """A list's order: a field (nulls last where it may be null), then the primary key as the
+    tie-break. ``parse`` reads the field's value back from a cursor (a datetime by default; an
+    amount's is ``Decimal``)."""
 
     field: str
     descending: bool = False
+    parse: Callable[[str], Any] = datetime.fromisoformat
 
     def nulls_last(self, model: type[Model]) -> bool:
         """Whether the order says where nulls go (last): only for a field of ``model`` that may
@@ -51,7 +53,7 @@ class Ordering:
             return F(self.field).desc(nulls_last=nulls), F("pk").desc()
         return F(self.field).asc(nulls_last=nulls), F("pk").asc()
 
-    def after(self, value: datetime | None, pk: str) -> Q:
+    def after(self, value: Any, pk: str) -> Q:
         """The rows after the position ``(value, pk)`` in this order."""
         later = "lt" if self.descending else "gt"
         if value is None:  # among the nulls, at the end
@@ -172,7 +174,9 @@ class KeysetPagination(BasePagination):
     def cursor_after(self, sort: str, row: Any) -> str:
         """The cursor of the page that starts after ``row`` in the order ``sort``."""
         value = getattr(row, self.orderings[sort].field)
-        raw = json.dumps([sort, value.isoformat() if value else None, str(row.pk)]).encode()
+        if value is not None:
+            value = value.isoformat() if isinstance(value, datetime) else str(value)
+        raw = json.dumps([sort, value, str(row.pk)]).encode()
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
     def sort_of(self, params: Any) -> str:
@@ -270,14 +274,15 @@ class KeysetPagination(BasePagination):
 
     # --- the cursor ---------------------------------------------------------------------------
 
-    def _decode(self, cursor: str, sort: str) -> tuple[datetime | None, str]:
+    def _decode(self, cursor: str, sort: str) -> tuple[Any, str]:
         try:
             padded = cursor + "=" * (-len(cursor) % 4)
             given, at, pk = json.loads(base64.urlsafe_b64decode(padded.encode()))
             if given != sort:
                 raise ValueError("a cursor of another order")
-            return (datetime.fromisoformat(at) if at is not None else None), str(pk)
-        except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
+            parse = self.orderings[sort].parse
+            return (parse(at) if at is not None else None), str(pk)
+        except (ValueError, TypeError, ArithmeticError, binascii.Error, UnicodeDecodeError) as exc:
             raise ValidationError(
                 {self.cursor_query_param: ["Not a cursor this API gave out."]}
             ) from exc

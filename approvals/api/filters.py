@@ -3,6 +3,8 @@ console's inbox, which reuses both)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import django_filters
 from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
@@ -44,13 +46,15 @@ class PendingFilter(django_filters.FilterSet):
 
 
 class PendingPagination(KeysetPagination):
-    """Oldest first by default; ``?sort=newest`` or ``?sort=deadline`` (soonest first, calls
-    without a deadline last); ``?limit=`` 1 to 200, default 50."""
+    """Oldest first by default; ``?sort=newest``, ``?sort=deadline`` (soonest first, calls
+    without a deadline last) or ``?sort=amount`` (largest first, calls without one last);
+    ``?limit=`` 1 to 200, default 50."""
 
     orderings = {
         "oldest": Ordering("requested_at"),
         "newest": Ordering("requested_at", descending=True),
         "deadline": Ordering("expires_at"),
+        "amount": Ordering("amount", descending=True, parse=Decimal),
     }
     default_sort = "oldest"
     sort_query_param = "sort"

@@ -5,6 +5,7 @@ its own result (one may have been decided by someone else meanwhile)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -40,16 +41,26 @@ def bulk(request: HttpRequest) -> HttpResponse:
     """First POST: the confirmation listing the calls; with ``confirm``: decide each one."""
     form = BulkForm(request.POST)
     actor = actor_of(request)
-    calls = _calls(actor, form) if form.is_valid() else []
+    # Cleaned first so the calls are listed even when the reason is missing: the dialog asks
+    # for it over them.
+    form.full_clean()
+    named = {"ids", "action"} <= form.cleaned_data.keys()
+    calls = _calls(actor, form) if named else []
     tools = {c.tool_name for c in calls}
-    if form.is_valid() and len(tools) > 1:
+    if len(tools) > 1:
         form.add_error("ids", "Select calls of one tool: " + ", ".join(sorted(tools)) + ".")
-    if form.is_valid() and not calls:
+        calls = []
+    elif "ids" in form.cleaned_data and not calls:
         form.add_error("ids", "None of these calls exists any more.")
+    amounts = [c.amount for c in calls if c.amount is not None]
+    context = {
+        "form": form,
+        "rows": listing.rows_by_id(calls) if calls else [],
+        "action": form.cleaned_data.get("action", ""),
+        "total": sum(amounts, Decimal(0)) if amounts else None,
+    }
     if not form.is_valid():
-        return _render(request, "console/partials/bulk_confirm.html", {"form": form}, status=400)
-    rows = listing.rows_by_id(calls)
-    context = {"form": form, "rows": rows, "action": form.cleaned_data["action"]}
+        return _render(request, "console/partials/bulk_confirm.html", context, status=400)
     if not form.cleaned_data["confirm"]:
         return _render(request, "console/partials/bulk_confirm.html", context)
     results = [_decide(actor, call, form) for call in calls]

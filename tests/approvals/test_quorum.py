@@ -160,6 +160,9 @@ def test_the_api_shows_who_approved_and_how_many_are_needed(
         ).json()
     assert body["status"] == "pending_approval" and body["approvals_needed"] == 2
     assert [a["by"] for a in body["approvals"]] == [actor_for_user(fran).ref]
+    # It waits on another of finance now, not on fran (issue 42).
+    assert client.get("/agent/approvals/pending").json()["results"] == []
+    client.force_authenticate(make_user("felix", "finance"))
     [pending] = client.get("/agent/approvals/pending").json()["results"]
     assert pending["approvals_needed"] == 2 and len(pending["approvals"]) == 1
 

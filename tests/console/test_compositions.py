@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from agent_core.models import Run, ToolCall
 from tests.console.conftest import REFUND, actor
+from tests.factories import make_user
 
 
 @pytest.fixture
@@ -25,7 +26,9 @@ def delegated(turn, people, finance_policy):
 def test_the_inbox_card_names_the_chain(login, delegated):
     _, _, refund = delegated
     client = login("fran")
-    assert f'data-row="{refund.pk}"' in client.get(reverse("console:inbox")).content.decode()
+    inbox = client.get(reverse("console:inbox")).content.decode()
+    assert f'data-row="{refund.pk}"' in inbox
+    assert '<span class="row-chain" data-chain>support → billing</span>' in inbox  # on its row
     card = client.get(reverse("console:call", args=[refund.pk])).content.decode()
     assert f'id="card-{refund.pk}"' in card and "support → billing" in card
 
@@ -58,3 +61,14 @@ def test_a_delegated_calls_card_credits_its_message_to_the_delegating_agent(logi
     _, _, refund = delegated
     card = login("fran").get(reverse("console:call", args=[refund.pk])).content.decode()
     assert "support (agent) asked" in card and "alice asked" not in card
+
+
+def test_each_row_shows_its_chain_and_which_parallel_branch_it_is(
+    client, turn, people, demo_policy
+):
+    turn('/call ask_campaign_review {"message": "spring-sale"}', actor=actor(people["alice"]))
+    client.force_login(make_user("mia", "marketing", staff=True))
+    inbox = client.get(reverse("console:inbox")).content.decode()
+    for branch in ("legal", "brand"):
+        chain = f"support → campaign_review → {branch} (branch {branch} of campaign_review)"
+        assert f'<span class="row-chain" data-chain>{chain}</span>' in inbox

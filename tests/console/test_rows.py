@@ -56,6 +56,24 @@ def old_html(row: Row) -> SafeString:
         escalated=format_html(" · <span data-escalated>escalated to {}</span>", row["escalated_to"])
         if row["escalated_to"]
         else "",
+        amount=format_html(
+            ' <span class="row-amount" data-amount="{}"><span class="sr-only">amount </span>{}'
+            "</span>",
+            row["amount"],
+            row["amount"],
+        )
+        if row["amount"]
+        else "",
+        duplicate=format_html(
+            ' <span class="badge duplicate" data-duplicate-of="{}">duplicate of {}</span>',
+            row["duplicates"],
+            row["duplicates"],
+        )
+        if row["duplicates"]
+        else "",
+        chain=format_html(' <span class="row-chain" data-chain>{}</span>', row["chain"])
+        if row["chain"]
+        else "",
         due=format_html(
             '<span class="badge expiry" data-countdown="{}">expires {}</span>',
             row["expires_at"],
@@ -85,6 +103,10 @@ def a_row(*, selectable: bool, quorum: bool, escalated: bool, deadline: bool, od
         selectable=selectable,
         key="1764590000000000",
         url="/console/calls/tc_" + text,
+        # An amount with the quorum's variants, a duplicate with the escalation's.
+        amount="1,234.50" if quorum else "",
+        duplicates="tc_first" + text if escalated else "",
+        chain="support → billing" + text if deadline else "",
     )
 
 

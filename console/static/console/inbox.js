@@ -191,7 +191,9 @@
       updateRow(li.getAttribute("data-result-id"));
     });
     updateBulkBar();
-    var first = dialog.querySelector("button[type=submit]:not([data-bulk-close])") || dialog.querySelector("button");
+    // A rejection without a reason comes back asking for it: the reason first.
+    var first = dialog.querySelector("[data-bulk-reason]") ||
+      dialog.querySelector("button[type=submit]:not([data-bulk-close])") || dialog.querySelector("button");
     if (first) first.focus();
   }
 

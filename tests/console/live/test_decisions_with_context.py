@@ -146,3 +146,55 @@ def test_on_a_phone_the_first_row_and_approve_are_above_the_fold(
         link = nav.get_by_role("link", name=re.compile(f"^{section}"))
         expect(link).to_be_visible()
         assert _touchable(link.bounding_box()), section
+
+
+def _refund(people: Any, order: str, amount: int) -> ToolCall:
+    return call_of(
+        start(people, f'/call issue_refund {{"order_id": "{order}", "amount": {amount}}}')
+    )
+
+
+def test_amounts_duplicates_and_related_calls_give_a_decision_its_context(
+    server, browser, people, sync_runner
+):
+    # The demo's policy: refunds of 20 or more wait on finance.
+    small = _refund(people, "A-1001", 25)
+    first, again = _refund(people, "A-1001", 30), _refund(people, "A-1001", 30)
+    other = _refund(people, "A-1002", 22)
+    fran = open_as(browser, server, "fran")
+    wait_live(fran)
+    expect(row(fran, again).locator("[data-amount]")).to_contain_text("30.00")
+    expect(row(fran, again)).to_contain_text(f"duplicate of {first.pk}")
+    expect(row(fran, first).locator("[data-duplicate-of]")).to_have_count(0)
+    fran.get_by_label("Sort", exact=True).select_option("amount")
+    fran.get_by_role("button", name="Apply").click()
+    rows = fran.locator("[data-row]")
+    expect(rows).to_have_count(4)
+    expect(rows.first).to_have_attribute("data-key", "30.00")  # largest first, ties newest first
+    expect(rows.last).to_have_attribute("data-row", other.pk)
+    opened = open_card(fran, again)
+    related = opened.locator("[data-related]")
+    expect(related.locator("[data-related-call]")).to_have_count(2)  # A-1001's, not A-1002's
+    expect(related.locator("[data-related-total]")).to_have_text("Sum with this call: 85.00")
+    opened.get_by_role("button", name="Reject 1 as duplicates…").click()
+    dialog = fran.get_by_role("dialog", name="Reject this call?")
+    expect(dialog).to_contain_text(f"duplicate of {first.pk}")
+    dialog.get_by_role("button", name="Reject 1").click()
+    expect(fran.get_by_role("dialog", name="1 of 1 rejected")).to_be_visible()
+    assert in_thread(lambda: ToolCall.objects.get(pk=again.pk).reason) == f"duplicate of {first.pk}"
+    fran.keyboard.press("Escape")
+    # A bulk rejection sent without a reason asks for one, over its calls and their total.
+    row(fran, small).locator("[data-select]").check()
+    row(fran, other).locator("[data-select]").check()
+    fran.locator(".bulk-reject summary").click()
+    fran.locator(".bulk-reject [data-bulk-button]").click()
+    asking = fran.get_by_role("dialog", name="Reject these 2 calls: give a reason")
+    expect(asking.locator("[data-bulk-total]")).to_have_text("Total: 47.00")
+    reason = asking.get_by_label("Reason the agent is told")
+    expect(reason).to_be_focused()
+    reason.fill("not eligible")
+    asking.get_by_role("button", name="Reject 2…").click()
+    confirm = fran.get_by_role("dialog", name="Reject these 2 calls?")
+    expect(confirm.locator("[data-bulk-total]")).to_have_text("Total: 47.00")
+    confirm.get_by_role("button", name="Reject 2").click()
+    expect(fran.get_by_role("dialog", name="2 of 2 rejected")).to_be_visible()
