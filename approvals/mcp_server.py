@@ -7,6 +7,11 @@ policy decides who may do what exactly as on every other surface, and every atte
 What the approver may not see is not listed, and asking for it answers ``not_found``, the same
 answer as for an id that does not exist. Served over stdio by ``manage.py airlock_mcp --as
 <user>`` and over streamable HTTP at ``/agent/mcp`` (``approvals.mcp_http``, token auth).
+
+The same server offers each confirmed tool (``confirm="token"``, SPEC §17) of the configured
+agents as ``<agent>__<tool>``, acting as the same person: called without ``confirm_token`` it
+answers a preview and a single-use token; called again with the same ``args`` and that token it
+commits, once (``agent_core.confirmed``).
 """
 
 from __future__ import annotations
@@ -19,11 +24,15 @@ from typing import Any, ParamSpec, TypeVar
 from django.db import close_old_connections
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 
+from agent_core import confirmed
 from agent_core.actors import Actor
+from agent_core.agents import Agent, registered_agents
 from agent_core.exceptions import AgentCoreError, NotFound
 from agent_core.models import ToolCall
+from agent_core.tools import ToolSpec
 
 from . import amendments, guards, selectors
 from . import services as port
@@ -39,6 +48,10 @@ _READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # A decision changes what a run does next; repeating it changes nothing (``unchanged``).
 _DECIDES = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True
+)
+# A confirmed tool acts on the world (a refund); its commit can be made once only.
+_CONFIRMED = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
 )
 
 
@@ -89,6 +102,12 @@ def build(actor_of: ActorOf) -> MCPServer:
         instructions="Tool calls of AI agents that wait on your decision. List them, read one, "
         "then approve or reject it (say why), or extend its deadline.",
         log_level="WARNING",
+        tools=[
+            _confirmed_tool(agent, spec, actor_of)
+            for agent in registered_agents().values()
+            for spec in agent.local_tools
+            if spec.confirm == "token"
+        ],
     )
 
     @server.tool(annotations=_READS)
@@ -141,3 +160,44 @@ def build(actor_of: ActorOf) -> MCPServer:
         return {"tool_call_id": tool_call_id, "expires_at": deadline.isoformat()}
 
     return server
+
+
+def _confirmed_tool(agent: Agent, spec: ToolSpec, actor_of: ActorOf) -> Tool:
+    """``spec`` of ``agent`` as an MCP tool: a preview without ``confirm_token``, the commit
+    with it. Its ``args`` are described by the tool's own input schema."""
+
+    @_port
+    def call(
+        args: dict[str, Any], ctx: Context, confirm_token: str | None = None
+    ) -> dict[str, Any]:
+        answer = confirmed.call(
+            agent.name, spec.name, args, actor=actor_of(ctx), confirm_token=confirm_token
+        )
+        if isinstance(answer, confirmed.Preview):
+            return {
+                "status": "preview",
+                "args": answer.args,
+                "preview": answer.preview,
+                "confirm_token": answer.confirm_token,
+                "expires_at": answer.expires_at.isoformat(),
+            }
+        return {
+            "status": "committed",
+            "args": answer.args,
+            "result": answer.result,
+            "confirmation_id": answer.confirmation_id,
+        }
+
+    made = Tool.from_function(
+        call,
+        name=f"{agent.name}__{spec.name}",
+        description=f"{spec.description}\n\nConfirmed: call it without confirm_token for a "
+        "preview and a token; show the preview to the user; only once they agree, call it "
+        "again with the same args and that confirm_token to run it, once.",
+        annotations=_CONFIRMED,
+    )
+    schema = dict(spec.parameters_schema)
+    if "$defs" in schema:  # the tool's models are referred to from the root: move them there
+        made.parameters["$defs"] = {**made.parameters.get("$defs", {}), **schema.pop("$defs")}
+    made.parameters["properties"]["args"] = schema
+    return made

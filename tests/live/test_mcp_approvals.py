@@ -9,6 +9,7 @@ import asyncio
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from decimal import Decimal
 from typing import Any
 
 import httpx2
@@ -23,6 +24,7 @@ from agent_core.actors import actor_for_user
 from agent_core.choices import CallStatus, RunStatus
 from agent_core.models import Run, ToolCall
 from approvals.models import DecisionAttempt
+from demo.models import Refund
 from tests.conftest import settled, wait_for
 from tests.factories import make_user
 from tests.processes import MANAGE, django_env
@@ -77,7 +79,7 @@ def decide_as(server_of: Callable[[User], Any], sync_runner: Any) -> None:
 
     async def as_alice(client: Client) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == {"list_pending", "get_call", "approve", "reject", "extend"}
+        assert {"list_pending", "get_call", "approve", "reject", "extend"} <= set(tools)
         assert tools["list_pending"].annotations.read_only_hint is True  # type: ignore[union-attr]
         _, listed = await tool(client, "list_pending")
         assert [c["tool_call_id"] for c in listed["result"]] == [call.pk]
@@ -139,11 +141,47 @@ def test_no_valid_token_is_refused(a, authorization):
     assert response.json()["code"] == "not_authenticated"
 
 
+def over_stdio(person: User) -> StdioServerParameters:
+    args = [*MANAGE[1:], "airlock_mcp", "--as", person.username]
+    return StdioServerParameters(command=sys.executable, args=args, env=django_env())
+
+
 def test_an_approver_decides_over_stdio(servers, sync_runner):
-    env = django_env()
+    decide_as(over_stdio, sync_runner)
 
-    def server_of(person: User) -> Any:
-        args = [*MANAGE[1:], "airlock_mcp", "--as", person.username]
-        return StdioServerParameters(command=sys.executable, args=args, env=env)
 
-    decide_as(server_of, sync_runner)
+REFUND = "support__issue_refund"
+ARGS = {"order_id": "A-1001", "amount": "10.00"}
+
+
+def test_a_confirmed_tool_previews_then_commits_once_over_stdio(shop):
+    alice, bob = make_user("alice"), make_user("bob")
+
+    async def preview(client: Client) -> tuple[Any, tuple[bool, Any]]:
+        [found] = [t for t in (await client.list_tools()).tools if t.name == REFUND]
+        return found.annotations, await tool(client, REFUND, args=ARGS)
+
+    hints, (failed, shown) = session(over_stdio(alice), preview)
+    assert (hints.destructive_hint, hints.read_only_hint) == (True, False)
+    assert not failed and shown["status"] == "preview"
+    assert shown["preview"].startswith("Refund 10.00 on order A-1001")
+    assert not Refund.objects.exists()  # a preview runs nothing
+    token = shown["confirm_token"]
+
+    def commit(args: dict[str, Any]) -> Callable[[Client], Awaitable[tuple[bool, Any]]]:
+        return lambda client: tool(client, REFUND, args=args, confirm_token=token)
+
+    failed, said = session(over_stdio(bob), commit(ARGS))
+    assert failed and "confirm_token_mismatch" in said and "another actor" in said
+    failed, said = session(over_stdio(alice), commit({**ARGS, "amount": "50.00"}))
+    assert failed and "confirm_token_mismatch" in said and "other arguments" in said
+    assert not Refund.objects.exists()
+
+    async def commit_twice(client: Client) -> list[tuple[bool, Any]]:
+        return [await commit(ARGS)(client), await commit(ARGS)(client)]
+
+    (failed, done), replay = session(over_stdio(alice), commit_twice)
+    [made] = Refund.objects.all()  # exactly once
+    assert not failed and done["status"] == "committed"
+    assert done["result"]["refund_id"] == made.pk and made.amount == Decimal("10.00")
+    assert replay[0] and "confirm_token_used" in replay[1]
