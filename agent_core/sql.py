@@ -40,7 +40,7 @@ SETTLES = (
     _moves(
         ToolCall,
         {_C.PENDING_APPROVAL},
-        {_C.APPROVED, _C.REJECTED, _C.EXPIRED, _C.CANCELLED},
+        {_C.APPROVED, _C.REJECTED, _C.EXPIRED, _C.CANCELLED, _C.SUPERSEDED},
     ),
     _moves(Run, {_R.WAITING}, {_R.QUEUED}),
 )

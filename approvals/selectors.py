@@ -71,7 +71,8 @@ def _default_rule(actor: Actor) -> bool:
     overrides), which the named statements say: then they read it, else the ORM compiles the
     rule. Both answer the same (``tests/approvals/test_named_counts.py`` runs its tests over a
     policy of each kind). The gate adds the escalations, which the named statements say too."""
-    return decidable_by(actor) == cases.decidable(actor) and type(get_gate()) is ApprovalGate
+    default = get_policy().decidable(actor) == cases.decidable(actor)
+    return default and type(get_gate()) is ApprovalGate
 
 
 def first_page(actor: Actor, params: Any, pagination: KeysetPagination) -> Page[PendingRow] | None:

@@ -158,7 +158,7 @@ def test_a_later_turns_cancel_never_cancels_an_earlier_proposal(turn, decide):
     proposal = proposal_of(run)
     parked = turn(REFUND, thread_id=run.thread_id)
     assert parked.status == RunStatus.WAITING
-    decide(cancel.request_cancel, parked.pk, actor_ref=ALICE.ref)
+    decide(cancel.request_cancel, parked.pk, actor=ALICE)
     assert Run.objects.get(pk=parked.pk).status == RunStatus.CANCELLED
     assert ToolCall.objects.get(pk=proposal.pk).status == CallStatus.PENDING_APPROVAL
     decide(port.approve, proposal.pk, actor=ALICE)
