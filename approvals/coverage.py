@@ -48,7 +48,8 @@ def reachable() -> list[ToolReach]:
 def _reach(agent: Agent, tool: ToolSpec) -> ToolReach:
     source = tool.source or (f"delegate:{tool.delegate}" if tool.delegate else "python")
     # Every call of a tool waits for its decision within its run (the only mode today).
-    return ToolReach(agent.name, tool.name, source, tool.kind, "blocking", requirement(agent, tool))
+    mode = agent.approval_mode_of(tool) or "-"  # "-": no action
+    return ToolReach(agent.name, tool.name, source, tool.kind, mode, requirement(agent, tool))
 
 
 def requirement(agent: Agent, tool: ToolSpec) -> str:

@@ -27,6 +27,7 @@ from approvals.exceptions import InvalidDecision
 from approvals.models import Action
 
 from ..access import console_view, member_view
+from ..bidi import visible
 from ..cards import Card, answer_form_for, card_for, explain, refusal
 from ..forms import ApproveForm, EditArgsForm, ExtendForm, RejectForm, RememberForm
 from ..in_doubt import explain_resolved, was_resolved
@@ -214,7 +215,8 @@ def _decide(
 
 def named(call: ToolCall) -> str:
     """A call as a flash message names it: its tool and summary (its id without a summary)."""
-    return f"{call.tool_name} — {call.summary}" if call.summary else f"{call.tool_name} ({call.pk})"
+    said = f"{call.tool_name} — {call.summary}" if call.summary else f"{call.tool_name} ({call.pk})"
+    return visible(said)
 
 
 # The decision each form asks for, and what the viewer's own attempt was, by the form.

@@ -60,6 +60,8 @@ def example(schema: dict[str, Any]) -> Any:
             return False
         case "array":
             return []
+        case _ if schema.get("format") == "date":
+            return "2026-12-24"
         case _:
             return "1"  # a string, or a decimal as a string
 
@@ -76,6 +78,10 @@ def test_every_action_tool_of_every_agent_reaches_the_gate(gate, turn, scripted)
             f"/call {tool.name} {json.dumps(example(tool.parameters_schema))}", agent=agent.name
         )
         [call] = calls_of(run)
+        if reach.approval_mode == "independent":
+            # The turn's call only says a proposal waits: the proposal is the call gated.
+            assert call.result["executed"] is False, reach
+            call = ToolCall.objects.get(pk=call.result["proposal_id"])
         assert call.kind == "action", reach
         assert call.status not in RAN, reach
         # It reached the gate, or nothing could run it: its own preflight refused it.
