@@ -80,8 +80,9 @@ def test_every_action_tool_of_every_agent_reaches_the_gate(gate, turn, scripted)
         [call] = calls_of(run)
         if reach.approval_mode == "independent":
             # The turn's call only says a proposal waits: the proposal is the call gated.
-            assert call.result["executed"] is False, reach
-            call = ToolCall.objects.get(pk=call.result["proposal_id"])
+            told = call.result or {}
+            assert told["executed"] is False, reach
+            call = ToolCall.objects.get(pk=told["proposal_id"])
         assert call.kind == "action", reach
         assert call.status not in RAN, reach
         # It reached the gate, or nothing could run it: its own preflight refused it.
