@@ -194,7 +194,8 @@ def test_the_percentile_is_nearest_rank():
 
 def test_pages_and_fragments_are_compressed_for_clients_that_accept_it(login, history):
     client = login("otto")
-    for url in (reverse("console:inbox"), reverse("console:inbox_fragment")):
+    # The fragment of a list with rows: Django leaves bodies under 200 bytes as they are.
+    for url in (reverse("console:inbox"), reverse("console:inbox_fragment") + "?show=others"):
         response = client.get(url, HTTP_ACCEPT_ENCODING="gzip, deflate, br")
         assert response.status_code == 200 and response["Content-Encoding"] == "gzip", url
     assert "Content-Encoding" not in client.get(reverse("console:inbox"))
