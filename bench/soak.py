@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -75,6 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         redis.stop()
         postgres.stop()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def soak(args: argparse.Namespace, injected: dict[str, Callable[[], None]]) -> None:
