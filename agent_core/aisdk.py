@@ -162,7 +162,7 @@ def _json(chunk: Chunk) -> str:
 
 def _block(translator: Translator, event: live.Event) -> bytes:
     if event.kind == "keepalive":
-        return b": keep-alive\n\n"
+        return sse.KEEPALIVE
     if event.kind == "done":
         return b"data: [DONE]\n\n"
     chunks = translator.chunks(event)

@@ -153,6 +153,12 @@ async def _blocks(run: Run, after: int) -> AsyncGenerator[bytes, None]:
             yield block(batch)
 
 
+# A comment line and no blank line after it: a blank line ends an event, and clients that keep
+# the last id across events (httpx-sse, unlike browsers) hand a comment ended by one to the
+# application as an empty event carrying the id of the frame before it: that frame twice.
+KEEPALIVE = b": keep-alive\n"
+
+
 def block(batch: list[live.Event]) -> bytes:
     """The SSE bytes of events ready at once: most often one live frame, whose bytes every
     local follower shares."""
@@ -169,7 +175,7 @@ def format_event(event: live.Event) -> bytes:
 
 def _format(event: live.Event) -> bytes:
     if event.kind == "keepalive":
-        return b": keep-alive\n\n"
+        return KEEPALIVE
     data = _json(event.data)
     if event.kind == "frame":
         return f"id: {event.seq}\ndata: {data}\n\n".encode()

@@ -9,6 +9,7 @@ a restart is a restart empty.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import time
@@ -43,6 +44,10 @@ class Postgres:
         pg_ctl(["-w", "-m", mode, "restart"], pgdata=self.data, user=self.server.system_user)
 
     def stop(self) -> None:
+        # pgserver stops the postmaster it started, which a restart replaced: stop the one
+        # running now, then let pgserver forget the server.
+        with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.data, user=self.server.system_user)
         self.server.cleanup()
 
 

@@ -219,25 +219,21 @@ def _check(layout: Layout, answers: Answers) -> None:
 
 def _check_streams(layout: Layout, followers: list[Follower]) -> None:
     """Open streams delivered every frame, in order, across the fault, and each frame once."""
-    found = []
+    unended = []
     for follower in followers:
         follower.join(SETTLED_WITHIN)
+        if not follower.ended:
+            unended.append(f"{follower.run_id}: not ended after {follower.got}")
+            continue
         run = f"'{follower.run_id}'"
         stored = layout.rows(
             f"SELECT seq FROM agent_core_streamframe WHERE run_id = {run} ORDER BY seq"
         )
-        if not follower.ended:
-            found.append(f"{follower.run_id}: not ended after {follower.got}")
-            continue
-        assert sorted(set(follower.got)) == [seq for (seq,) in stored], follower.run_id
-        assert follower.got == sorted(follower.got), follower.run_id
-        if len(follower.got) != len(set(follower.got)):
-            found.append(f"{follower.run_id}: a frame twice in {follower.got}")
-    if found:
-        # Found by this test and not yet explained (issue 36, left open): a frame delivered
-        # twice to a client that reconnects across a Redis restart, and, after a PostgreSQL
+        assert follower.got == [seq for (seq,) in stored], follower.run_id
+    if unended:
+        # Found by this test and not yet explained (issue 36, left open): after a PostgreSQL
         # restart, now and then a stream that has not ended in time.
-        pytest.xfail("; ".join(found))
+        pytest.xfail("; ".join(unended))
 
 
 @pytest.mark.parametrize("mode", ["fast", "immediate"])
