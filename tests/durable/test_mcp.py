@@ -66,7 +66,7 @@ def test_a_worker_killed_during_an_mcp_call_leaves_it_in_doubt(cluster, tmp_path
     assert call.status == CallStatus.IN_DOUBT
     assert reservations(log, REFERENCE) == []  # not re-run silently
     # A person checks the warehouse and says it did not happen: it runs, once.
-    assert port.mark_not_done(call.pk, actor=ALICE) == "applied"
+    assert port.mark_not_done(call.pk, actor=ALICE).result == "applied"
     wait_for("the run to complete", settled(run.pk, RunStatus.COMPLETED), cluster)
     assert len(reservations(log, REFERENCE)) == 1
 
