@@ -55,6 +55,7 @@ def as_dict(s: ReadableSpan) -> dict[str, Any]:
     assert s.context is not None
     return {
         "name": s.name,
+        "scope": s.instrumentation_scope.name if s.instrumentation_scope else "",
         "trace_id": s.context.trace_id,
         "attributes": dict(s.attributes or {}),
     }

@@ -37,8 +37,14 @@ def test_spans_of_a_durable_cycle_share_the_runs_trace_id(
         cluster,
     )
 
-    remote = read_file(worker_spans)
-    local = [s for s in web.get_finished_spans() if s.context]
+    # Airlock's spans: the MCP SDK traces its own JSON-RPC requests (to the demo's warehouse,
+    # which the support agent offers), on the pool's event loop, outside any run.
+    remote = [s for s in read_file(worker_spans) if s["scope"] == "airlock"]
+    local = [
+        s
+        for s in web.get_finished_spans()
+        if s.context and s.instrumentation_scope and s.instrumentation_scope.name == "airlock"
+    ]
     trace_id = run_trace_id(run.pk)
     assert {s["trace_id"] for s in remote} == {trace_id}
     assert {s.context.trace_id for s in local if s.context} == {trace_id}
