@@ -35,6 +35,18 @@ STATUS_BY_CODE = {
     "link_other_person": 403,
     "too_many_streams": 429,
     "service_unavailable": 503,  # SPEC §20
+    "mcp_unavailable": 503,  # SPEC §18
+    # SPEC §16: a run past its limits
+    "run_limit_exceeded": 422,
+    "tool_loop_detected": 422,
+    # SPEC §17: proposals and confirmed tools
+    "proposal_drift": 409,
+    "tool_not_confirmable": 400,
+    "confirm_token_invalid": 400,
+    "confirm_token_mismatch": 409,
+    "confirm_token_expired": 410,
+    "confirm_token_used": 409,
+    "tool_failed": 422,
     "grant_wider_than_call": 400,
 }
 

@@ -27,4 +27,7 @@ AGENT = {
     # the live tests never need it (no driver dies in them), so it sweeps only at start-up.
     "SWEEP_SECONDS": int(os.environ.get("AIRLOCK_SWEEP_SECONDS", "3600")),
     "STREAM_FRAME_FLUSH_BYTES": int(os.environ.get("AIRLOCK_FLUSH_BYTES", "1024")),
+    # The stream budget's test holds hundreds of streams as one actor; the cap has tests of its
+    # own (tests/agent_core/test_stream_slots.py).
+    "MAX_STREAMS_PER_ACTOR": 1000,
 }
