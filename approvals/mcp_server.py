@@ -131,23 +131,13 @@ def build(actor_of: ActorOf) -> MCPServer:
     def approve(tool_call_id: str, ctx: Context, remember: bool = False) -> dict[str, Any]:
         """Approve a waiting call: it runs, once. ``remember``: also later calls of the same
         tool in the same thread."""
-        outcome = port.approve(tool_call_id, actor=actor_of(ctx), remember=remember, via=VIA)
-        return {
-            "tool_call_id": tool_call_id,
-            "status": outcome.call.status,
-            "outcome": outcome.result.value,
-        }
+        return _decided(port.approve(tool_call_id, actor=actor_of(ctx), remember=remember, via=VIA))
 
     @server.tool(annotations=_DECIDES)
     @_port
     def reject(tool_call_id: str, reason: str, ctx: Context) -> dict[str, Any]:
         """Reject a waiting call: it never runs, and the agent is told ``reason``."""
-        outcome = port.reject(tool_call_id, actor=actor_of(ctx), reason=reason, via=VIA)
-        return {
-            "tool_call_id": tool_call_id,
-            "status": outcome.call.status,
-            "outcome": outcome.result.value,
-        }
+        return _decided(port.reject(tool_call_id, actor=actor_of(ctx), reason=reason, via=VIA))
 
     @server.tool(annotations=_DECIDES)
     @_port
@@ -201,3 +191,13 @@ def _confirmed_tool(agent: Agent, spec: ToolSpec, actor_of: ActorOf) -> Tool:
         made.parameters["$defs"] = {**made.parameters.get("$defs", {}), **schema.pop("$defs")}
     made.parameters["properties"]["args"] = schema
     return made
+
+
+def _decided(outcome: port.Outcome) -> dict[str, Any]:
+    """What a decision tool answers: the call's status as the decision left it, and whether it
+    changed anything."""
+    return {
+        "tool_call_id": outcome.call.pk,
+        "status": outcome.call.status,
+        "outcome": outcome.result.value,
+    }
