@@ -32,6 +32,8 @@ def check_approvals_settings(app_configs: Any = None, **kwargs: Any) -> list[Che
             settings.remember_ttl_for(tool_name)
         _check_notification_numbers(settings)
         settings.remind_before  # noqa: B018  (validates it)
+        settings.analytics_window  # noqa: B018  (validates it)
+        settings.analytics_refresh  # noqa: B018  (validates it)
         _check_rubber_stamp(settings.RUBBER_STAMP_SECONDS)
         text_decisions.words()
     except (TypeError, ValueError) as exc:

@@ -65,6 +65,12 @@ class ApprovalsSettings:
     # An approval given faster than this (seconds from the request) counts as a rubber stamp in
     # the approval analytics.
     RUBBER_STAMP_SECONDS: float = 5.0
+    # The approval analytics cover the requests of this last stretch (seconds or timedelta).
+    ANALYTICS_WINDOW: float | timedelta = timedelta(days=14)
+    # How often the sweep recomputes the approval analytics' snapshot (seconds or timedelta): the
+    # metrics page and the OpenTelemetry gauges read the snapshot, so this is how stale they may
+    # be. One refresh scans the window's calls (seconds at a million: bench/README.md).
+    ANALYTICS_REFRESH: float | timedelta = timedelta(minutes=5)
     # How long before a pending call's deadline its approvers are reminded, once (seconds or
     # timedelta); None: no reminders. Sent by the sweep (``approvals.reminders``).
     REMIND_BEFORE: float | timedelta | None = None
@@ -72,6 +78,14 @@ class ApprovalsSettings:
     @property
     def remind_before(self) -> timedelta | None:
         return to_timedelta(self.REMIND_BEFORE, key="REMIND_BEFORE")
+
+    @property
+    def analytics_window(self) -> timedelta:
+        return _required(self.ANALYTICS_WINDOW, key="ANALYTICS_WINDOW")
+
+    @property
+    def analytics_refresh(self) -> timedelta:
+        return _required(self.ANALYTICS_REFRESH, key="ANALYTICS_REFRESH")
 
     # Text decisions (SPEC §17, agents with ``text_decisions=True``): per language, the whole
     # messages that approve, approve and remember, or reject the thread's pending call.
@@ -112,6 +126,14 @@ def to_timedelta(value: Any, *, key: str) -> timedelta | None:
         raise ValueError(f"{key} must be seconds or a timedelta, not {value!r}")
     if ttl is not None and ttl <= timedelta(0):
         raise ValueError(f"{key} must be positive, not {value!r}")
+    return ttl
+
+
+def _required(value: Any, *, key: str) -> timedelta:
+    """A duration that may not be ``None`` (seconds or a ``timedelta``)."""
+    ttl = to_timedelta(value, key=key)
+    if ttl is None:
+        raise ValueError(f"{key} must be seconds or a timedelta, not None")
     return ttl
 
 

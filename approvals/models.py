@@ -284,3 +284,18 @@ class Reminder(models.Model):
 
     def __str__(self) -> str:
         return f"reminder of {self.tool_call_id}" + (" (sent)" if self.sent_at else "")
+
+
+class AnalyticsSnapshot(models.Model):
+    """The approval analytics as the sweep last computed them (``approvals.analytics``): one
+    row, replaced every ``ANALYTICS_REFRESH``, which the metrics page and the OpenTelemetry
+    gauges read instead of scanning the calls."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    computed_at = models.DateTimeField()
+    since = models.DateTimeField()  # the start of the window the numbers cover
+    took = models.FloatField()  # seconds the computation took
+    numbers = models.JSONField()  # analytics.Analytics without the pending ages (those are live)
+
+    def __str__(self) -> str:
+        return f"approval analytics as of {self.computed_at}"

@@ -2,27 +2,24 @@
 
 Observable gauges, read when the project's metric reader collects: time to decision (p50, p95)
 by tool and by approver, pending calls by age, reject / expiry / edit rates and rubber stamps per
-approver, over the last ``WINDOW``. One collection computes ``analytics.compute`` once (its
-statements, in the collecting thread) and every gauge reads that result.
+approver. They are the metrics page's numbers: the sweep's snapshot (``analytics.current``, over
+the last ``ANALYTICS_WINDOW``) with the pending ages counted live, read once per collection for
+every gauge; nothing before the sweep's first snapshot.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from datetime import timedelta
 from typing import Any
-
-from django.utils import timezone
 
 from agent_core.conf import agent_settings
 
 from . import analytics
 
-WINDOW = timedelta(days=1)
 # A collection reads every gauge within this many seconds: they share one computation.
 _FRESH_SECONDS = 5.0
-_last: tuple[float, analytics.Analytics] | None = None
+_last: tuple[float, analytics.Analytics | None] | None = None
 
 
 def install() -> None:
@@ -39,7 +36,10 @@ def register(meter: Any) -> None:
 
     def gauge(name: str, unit: str, read: Callable[[analytics.Analytics], Iterable[Any]]) -> None:
         def observe(options: Any) -> Iterable[Observation]:
-            return [Observation(value, attributes) for value, attributes in read(_current())]
+            a = _current()
+            if a is None:
+                return []
+            return [Observation(value, attributes) for value, attributes in read(a)]
 
         meter.create_observable_gauge(name, callbacks=[observe], unit=unit)
 
@@ -49,11 +49,11 @@ def register(meter: Any) -> None:
     gauge("airlock.approval.rubber_stamps", "{approval}", _stamps)
 
 
-def _current() -> analytics.Analytics:
+def _current() -> analytics.Analytics | None:
     global _last
     now = time.monotonic()
     if _last is None or now - _last[0] > _FRESH_SECONDS:
-        _last = (now, analytics.compute(timezone.now() - WINDOW))
+        _last = (now, analytics.current())
     return _last[1]
 
 

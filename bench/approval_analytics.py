@@ -2,7 +2,14 @@
 
     DATABASE_URL=postgres://…/airlock_gov_bench PYTHONPATH=. python bench/approval_analytics.py
 
-against the scratch database ``bench/simulate_calls.sql`` fills.
+against the scratch database ``bench/simulate_calls.sql`` fills. Measured:
+
+- ``analytics.refresh_due``: the sweep's refresh of the snapshot (the live scans, then one row
+  written), with the snapshot deleted first so that it is due;
+- ``analytics.current``: what the page and the OpenTelemetry gauges read (the snapshot's row and
+  the pending ages, counted live);
+- the metrics page's template rendered with that (``console/metrics.html``), the page's other
+  numbers (``console.metrics.compute``) computed once beforehand and timed apart.
 """
 
 from __future__ import annotations
@@ -11,7 +18,6 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 import django
@@ -23,23 +29,35 @@ def timed(work: Callable[[], Any], n: int) -> str:
         start = time.perf_counter()
         work()
         took.append((time.perf_counter() - start) * 1000)
-    return f"median {statistics.median(took):.0f} ms, min {min(took):.0f} ms over {n}"
+    return f"median {statistics.median(took):.1f} ms, min {min(took):.1f} ms over {n}"
 
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
     django.setup()
-    from django.utils import timezone
+    from django.template.loader import render_to_string
+    from django.test import RequestFactory
 
     from approvals import analytics
+    from approvals.models import AnalyticsSnapshot
     from console import metrics
 
-    since = timezone.now() - timedelta(days=14)
-    print("analytics.compute (14 days):", timed(lambda: analytics.compute(since), 5))
-    print(
-        "metrics.compute (14 days, the page's other numbers):",
-        timed(lambda: metrics.compute(14), 3),
-    )
+    def refresh() -> None:
+        AnalyticsSnapshot.objects.all().delete()
+        assert analytics.refresh_due()
+
+    print("analytics.refresh_due (the sweep, 14 days):", timed(refresh, 3))
+    print("analytics.current (snapshot + live pending ages):", timed(analytics.current, 50))
+    start = time.perf_counter()
+    m = metrics.compute(14)
+    print(f"metrics.compute (the page's other numbers, once): {time.perf_counter() - start:.1f} s")
+    request = RequestFactory().get("/console/metrics/")
+
+    def page() -> None:
+        context = {"m": m, "days": 14, "analytics": True, "a": analytics.current()}
+        render_to_string("console/metrics.html", context, request=request)
+
+    print("the page's template with analytics.current:", timed(page, 30))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
-"""Approval analytics on the metrics page (SPEC §19): computed in SQL, shown to the
-``ANALYTICS_ROLES`` only."""
+"""Approval analytics on the metrics page (SPEC §19): computed in SQL by the sweep's refresh,
+read from its snapshot, shown to the ``ANALYTICS_ROLES`` only, the same numbers exported to
+OpenTelemetry."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
@@ -54,19 +56,36 @@ def test_the_numbers(decided, people):
     assert (stamp.approver, stamp.fast, stamp.approvals) == (actor(people["fran"]).ref, 1, 2)
 
 
+def test_the_snapshot_has_the_live_numbers(decided):
+    assert analytics.refresh_due()
+    snapshot = analytics.current()
+    assert snapshot is not None
+    live = analytics.compute(snapshot.since)
+    assert snapshot == dataclasses.replace(live, as_of=snapshot.as_of)
+    assert snapshot.by_tool and snapshot.rubber_stamps and snapshot.pending_ages["1 h to 1 day"]
+
+
 def test_operators_see_the_analytics_others_do_not(decided, login):
     html = login("otto").get(reverse("console:metrics")).content.decode()
-    assert "data-analytics" in html and 'data-tool="issue_refund"' in html
+    assert "data-analytics" in html and "data-no-snapshot" in html  # the sweep has not run
+    analytics.refresh_due()
+    html = login("otto").get(reverse("console:metrics")).content.decode()
+    assert "data-as-of=" in html and 'data-tool="issue_refund"' in html
     assert "data-stamper=" in html
     assert "data-analytics" not in login("felix").get(reverse("console:metrics")).content.decode()
 
 
-def test_the_analytics_are_opentelemetry_metrics(decided):
+def test_the_analytics_are_opentelemetry_metrics(decided, monkeypatch):
+    """The gauges export the page's numbers: the snapshot's, with the live pending ages."""
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
     from approvals import telemetry
 
+    monkeypatch.setattr(telemetry, "_last", None)  # another test's collection, still fresh
+    analytics.refresh_due()
+    a = analytics.current()
+    assert a is not None
     reader = InMemoryMetricReader()
     telemetry.register(MeterProvider(metric_readers=[reader]).get_meter("test"))
     data: Any = reader.get_metrics_data()
@@ -76,8 +95,29 @@ def test_the_analytics_are_opentelemetry_metrics(decided):
         for sm in rm.scope_metrics
         for metric in sm.metrics
     }
-    assert (10.0, {"airlock.tool": "issue_refund", "airlock.quantile": "p50"}) in points[
-        "airlock.approval.time_to_decision"
-    ]
+    [tool] = a.by_tool
+    [approver] = a.by_approver
+    assert sorted(points["airlock.approval.time_to_decision"], key=str) == sorted(
+        [
+            (tool.p50, {"airlock.tool": tool.key, "airlock.quantile": "p50"}),
+            (tool.p95, {"airlock.tool": tool.key, "airlock.quantile": "p95"}),
+            (approver.p50, {"airlock.approver": approver.key, "airlock.quantile": "p50"}),
+            (approver.p95, {"airlock.approver": approver.key, "airlock.quantile": "p95"}),
+        ],
+        key=str,
+    )
+    assert tool.p50 == 10.0
+    assert sorted(points["airlock.approval.pending"], key=str) == sorted(
+        [(n, {"airlock.age": bucket}) for bucket, n in a.pending_ages.items()], key=str
+    )
     assert (1, {"airlock.age": "1 h to 1 day"}) in points["airlock.approval.pending"]
-    assert points["airlock.approval.rubber_stamps"][0][0] == 1
+    assert sorted(points["airlock.approval.rate"], key=str) == sorted(
+        [
+            (a.reject_rate, {"airlock.outcome": "rejected"}),
+            (a.expiry_rate, {"airlock.outcome": "expired"}),
+            (a.edit_rate, {"airlock.outcome": "edited"}),
+        ],
+        key=str,
+    )
+    [stamp] = a.rubber_stamps
+    assert points["airlock.approval.rubber_stamps"] == [(1, {"enduser.id": stamp.approver})]
