@@ -51,27 +51,21 @@ class RubberStamp:
 
 
 @dataclass(frozen=True)
-class Analytics:
-    """Everything the approval analytics show: the requests made since ``since``, counted at
-    ``as_of`` (the pending ages: at the moment they were read)."""
+class Outcomes:
+    """How the requests asked of a person ended, of one tool or of all (``tool`` ``"*"``)."""
 
-    since: datetime
-    as_of: datetime
-    by_tool: list[Latency]
-    by_approver: list[Latency]
+    tool: str
+    asked: int
     settled: int
     rejected: int
     expired: int
     edited: int
-    pending_ages: dict[str, int]
-    rubber_stamps: list[RubberStamp]
-    rubber_stamp_seconds: float
 
     def rate(self, count: int) -> float | None:
         return count / self.settled if self.settled else None
 
     @property
-    def reject_rate(self) -> float | None:
+    def rejection_rate(self) -> float | None:
         return self.rate(self.rejected)
 
     @property
@@ -83,31 +77,57 @@ class Analytics:
         return self.rate(self.edited)
 
 
+@dataclass(frozen=True)
+class Analytics:
+    """Everything the approval analytics show: the requests made since ``since``, counted at
+    ``as_of`` (the pending ages: at the moment they were read)."""
+
+    since: datetime
+    as_of: datetime
+    overall: Latency | None  # of every decision by a person (key "*"); None: there was none
+    by_tool: list[Latency]
+    by_approver: list[Latency]
+    outcomes: Outcomes  # of all the requests
+    tools: list[Outcomes]  # by tool, most asked first
+    pending_ages: dict[str, int]
+    rubber_stamps: list[RubberStamp]
+    rubber_stamp_seconds: float
+
+
+ALL = "*"
+
+
 def compute(since: datetime) -> Analytics:
     """The approval analytics of the requests made since ``since``, computed now (ages: of what
     waits now): the scans the snapshot saves the page."""
     as_of = timezone.now()
     seconds = approvals_settings().RUBBER_STAMP_SECONDS
+    overall: Latency | None = None
     by_tool: list[Latency] = []
     by_approver: list[Latency] = []
+    tools: list[Outcomes] = []
     with connection.cursor() as cursor:
         cursor.execute(sql.TIME_TO_DECISION, {"since": since})
         for tool, approver, n, p50, p95 in cursor.fetchall():
-            latency = Latency(tool if tool is not None else approver, n, float(p50), float(p95))
-            (by_tool if tool is not None else by_approver).append(latency)
+            if tool is None and approver is None:
+                overall = Latency(ALL, n, float(p50), float(p95)) if n else None
+            else:
+                latency = Latency(tool if tool is not None else approver, n, float(p50), float(p95))
+                (by_tool if tool is not None else by_approver).append(latency)
         cursor.execute(sql.DECISION_RATES, {"since": since})
-        settled, rejected, expired, edited = cursor.fetchone()
+        for tool, *counts in cursor.fetchall():
+            tools.append(Outcomes(ALL if tool is None else tool, *counts))
         cursor.execute(sql.RUBBER_STAMPS, {"since": since, "seconds": seconds})
         stamps = [RubberStamp(*row) for row in cursor.fetchall()]
+    [outcomes] = [o for o in tools if o.tool == ALL]
     return Analytics(
         since=since,
         as_of=as_of,
+        overall=overall,
         by_tool=by_tool,
         by_approver=by_approver,
-        settled=settled,
-        rejected=rejected,
-        expired=expired,
-        edited=edited,
+        outcomes=outcomes,
+        tools=[o for o in tools if o.tool != ALL],
         pending_ages=pending_ages(),
         rubber_stamps=stamps,
         rubber_stamp_seconds=seconds,
@@ -130,12 +150,11 @@ def current() -> Analytics | None:
     return Analytics(
         since=snapshot.since,
         as_of=snapshot.computed_at,
+        overall=Latency(*n["overall"]) if n["overall"] else None,
         by_tool=[Latency(*row) for row in n["by_tool"]],
         by_approver=[Latency(*row) for row in n["by_approver"]],
-        settled=n["settled"],
-        rejected=n["rejected"],
-        expired=n["expired"],
-        edited=n["edited"],
+        outcomes=Outcomes(*n["outcomes"]),
+        tools=[Outcomes(*row) for row in n["tools"]],
         pending_ages=pending_ages(),
         rubber_stamps=[RubberStamp(*row) for row in n["rubber_stamps"]],
         rubber_stamp_seconds=n["rubber_stamp_seconds"],
@@ -186,12 +205,11 @@ def refresh_due() -> bool:
 def _numbers(a: Analytics) -> dict[str, Any]:
     # What the snapshot keeps: everything but the window, the time and the live pending ages.
     return {
+        "overall": dataclasses.astuple(a.overall) if a.overall else None,
         "by_tool": [dataclasses.astuple(row) for row in a.by_tool],
         "by_approver": [dataclasses.astuple(row) for row in a.by_approver],
-        "settled": a.settled,
-        "rejected": a.rejected,
-        "expired": a.expired,
-        "edited": a.edited,
+        "outcomes": dataclasses.astuple(a.outcomes),
+        "tools": [dataclasses.astuple(row) for row in a.tools],
         "rubber_stamps": [dataclasses.astuple(row) for row in a.rubber_stamps],
         "rubber_stamp_seconds": a.rubber_stamp_seconds,
     }

@@ -296,25 +296,30 @@ _DECIDED = (
 )
 _SECONDS = "EXTRACT(EPOCH FROM c.decided_at - c.requested_at)"
 
-# Time to decision, p50 and p95 (s), by tool and by approver (the stored approver: "requester",
-# a role, or roles joined by "|"), in one scan: tool (NULL on an approver's row), approver (NULL
-# on a tool's row), decisions, p50, p95. Parameters: ``%(since)s``.
+# Time to decision, p50 and p95 (s), of all, by tool and by approver (the stored approver:
+# "requester", a role, or roles joined by "|"), in one scan: tool (NULL but on a tool's row),
+# approver (NULL but on an approver's row), decisions, p50, p95 (NULL without decisions); the
+# row of all (both NULL) is there even without decisions. Parameters: ``%(since)s``.
 TIME_TO_DECISION = (
     "SELECT c.tool_name, c.approver, count(*),"
     f" percentile_cont(0.5) WITHIN GROUP (ORDER BY {_SECONDS}),"
     f" percentile_cont(0.95) WITHIN GROUP (ORDER BY {_SECONDS})"
-    f"{_DECIDED} GROUP BY GROUPING SETS ((c.tool_name), (c.approver)) ORDER BY 3 DESC, 1, 2"
+    f"{_DECIDED} GROUP BY GROUPING SETS ((), (c.tool_name), (c.approver))"
+    " ORDER BY 3 DESC, 1, 2"
 )
 
-# How the requests asked of a person since a time ended: settled (decided, or failed with its
-# run), rejected, expired, approved with edited args. Parameters: ``%(since)s``.
+# How the requests asked of a person since a time ended, of all and by tool (most asked first):
+# tool (NULL on the row of all, there even without requests), asked, settled (decided, or failed
+# with its run), rejected, expired, approved with edited args. Parameters: ``%(since)s``.
 DECISION_RATES = (
-    "SELECT count(*) FILTER (WHERE c.decided_at IS NOT NULL OR c.status = 'failed'),"
+    "SELECT c.tool_name, count(*),"
+    " count(*) FILTER (WHERE c.decided_at IS NOT NULL OR c.status = 'failed'),"
     " count(*) FILTER (WHERE c.status = 'rejected'),"
     " count(*) FILTER (WHERE c.status = 'expired'),"
     " count(*) FILTER (WHERE c.original_args IS NOT NULL)"
     f" FROM {_CALL} c WHERE c.requested_at >= %(since)s AND c.requires_approval"
     " AND c.decided_via NOT IN ('policy', 'remembered')"
+    " GROUP BY GROUPING SETS ((), (c.tool_name)) ORDER BY 2 DESC, 1"
 )
 
 # The calls waiting on an approval now, by how long they have waited: under 5 minutes, under an

@@ -70,11 +70,14 @@ def _ages(a: analytics.Analytics) -> Iterable[tuple[int, dict[str, str]]]:
 
 
 def _rates(a: analytics.Analytics) -> Iterable[tuple[float, dict[str, str]]]:
-    for outcome, rate in (("rejected", a.reject_rate), ("expired", a.expiry_rate)):
+    o = a.outcomes
+    for outcome, rate in (
+        ("rejected", o.rejection_rate),
+        ("expired", o.expiry_rate),
+        ("edited", o.edit_rate),
+    ):
         if rate is not None:
             yield rate, {"airlock.outcome": outcome}
-    if a.edit_rate is not None:
-        yield a.edit_rate, {"airlock.outcome": "edited"}
 
 
 def _stamps(a: analytics.Analytics) -> Iterable[tuple[int, dict[str, str]]]:

@@ -20,7 +20,7 @@ class ConsoleSettings:
     ROLES: tuple[str, ...] = ("operator",)
     # Rows per page of the runs, audit and notifications lists (`?page_size=` up to 200).
     PAGE_SIZE: int = 50
-    # Days shown by the metrics page.
+    # Days of runs the metrics page counts (its approvals' numbers: APPROVALS["ANALYTICS_WINDOW"]).
     METRICS_DAYS: int = 14
     # Seconds a decision made in the console waits, with an Undo, before it is sent (0: at once).
     UNDO_SECONDS: int = 5

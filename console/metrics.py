@@ -1,22 +1,23 @@
-"""The numbers of the metrics page, computed from the runs and calls of the last days."""
+"""The numbers of the metrics page: the runs of the last days, counted when the page is asked for,
+and the approvals' numbers from the sweep's snapshot (``approvals.analytics.current``), which
+would take seconds to count at a million calls."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, F, Q
+from django.db.models import Count
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from agent_core import usage
 from agent_core.choices import CallStatus, RunStatus
 from agent_core.models import Run, ToolCall
+from approvals import analytics
+from approvals.analytics import Analytics, Outcomes
 
-# Decisions made by no person: they have no latency worth measuring.
-_NOT_A_PERSON = ("", "policy", "remembered", "expiry")
 STATUS_ORDER = (
     RunStatus.COMPLETED,
     RunStatus.FAILED,
@@ -29,25 +30,6 @@ STATUS_ORDER = (
 
 
 @dataclass(frozen=True)
-class ToolRates:
-    """How approval requests of one tool ended."""
-
-    tool: str
-    asked: int
-    settled: int
-    rejected: int
-    expired: int
-
-    @property
-    def rejection_rate(self) -> float | None:
-        return self.rejected / self.settled if self.settled else None
-
-    @property
-    def expiry_rate(self) -> float | None:
-        return self.expired / self.settled if self.settled else None
-
-
-@dataclass(frozen=True)
 class Metrics:
     """Everything the metrics page shows."""
 
@@ -56,22 +38,31 @@ class Metrics:
     runs_by_day: dict[date, dict[str, int]]
     totals: dict[str, int]
     failure_rate: float | None
-    latency_median: timedelta | None
-    latency_p95: timedelta | None
-    decisions: int
-    tools: list[ToolRates]
+    # The approval analytics' last snapshot (None before the sweep's first): its window and time
+    # are its own, ``ANALYTICS_WINDOW`` as of ``approvals.as_of``.
+    approvals: Analytics | None
     in_doubt: int
     chart: dict[str, Any] = field(default_factory=dict)
     usage: list[dict[str, Any]] = field(default_factory=list)  # model tokens per actor, agent
 
+    @property
+    def decisions(self) -> int:
+        overall = self.approvals.overall if self.approvals else None
+        return overall.decisions if overall else 0
 
-def percentile(values: list[float], p: float) -> float | None:
-    """The nearest-rank percentile ``p`` (0-100) of ``values``."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, math.ceil(p / 100 * len(ordered)))
-    return ordered[rank - 1]
+    @property
+    def latency_median(self) -> timedelta | None:
+        overall = self.approvals.overall if self.approvals else None
+        return timedelta(seconds=overall.p50) if overall else None
+
+    @property
+    def latency_p95(self) -> timedelta | None:
+        overall = self.approvals.overall if self.approvals else None
+        return timedelta(seconds=overall.p95) if overall else None
+
+    @property
+    def tools(self) -> list[Outcomes]:
+        return self.approvals.tools if self.approvals else []
 
 
 def compute(days: int) -> Metrics:
@@ -91,55 +82,17 @@ def compute(days: int) -> Metrics:
         runs_by_day.setdefault(row["day"], {})[row["status"]] = row["n"]
         totals[row["status"]] = totals.get(row["status"], 0) + row["n"]
     ended = totals.get(RunStatus.COMPLETED, 0) + totals.get(RunStatus.FAILED, 0)
-    latencies = [
-        (decided - requested).total_seconds()
-        for requested, decided in ToolCall.objects.filter(
-            requested_at__gte=since, requires_approval=True, decided_at__isnull=False
-        )
-        .exclude(decided_via__in=_NOT_A_PERSON)
-        .values_list("requested_at", "decided_at")
-        if decided is not None
-    ]
-    median, p95 = percentile(latencies, 50), percentile(latencies, 95)
     return Metrics(
         since=since,
         days=day_list,
         runs_by_day=runs_by_day,
         totals=totals,
         failure_rate=totals.get(RunStatus.FAILED, 0) / ended if ended else None,
-        latency_median=timedelta(seconds=median) if median is not None else None,
-        latency_p95=timedelta(seconds=p95) if p95 is not None else None,
-        decisions=len(latencies),
-        tools=_tool_rates(since),
+        approvals=analytics.current(),
         in_doubt=ToolCall.objects.filter(status=CallStatus.IN_DOUBT).count(),
         chart=_stacked_bars(day_list, runs_by_day),
         usage=usage.by_actor_and_agent(since=since),
     )
-
-
-def _tool_rates(since: datetime) -> list[ToolRates]:
-    rows = (
-        ToolCall.objects.filter(requested_at__gte=since, requires_approval=True)
-        .exclude(decided_via__in=("policy", "remembered"))
-        .values("tool_name")
-        .annotate(
-            asked=Count("id"),
-            settled=Count("id", filter=Q(decided_at__isnull=False) | Q(status=CallStatus.FAILED)),
-            rejected=Count("id", filter=Q(status=CallStatus.REJECTED)),
-            expired=Count("id", filter=Q(status=CallStatus.EXPIRED)),
-        )
-        .order_by(F("asked").desc(), "tool_name")
-    )
-    return [
-        ToolRates(
-            tool=r["tool_name"],
-            asked=r["asked"],
-            settled=r["settled"],
-            rejected=r["rejected"],
-            expired=r["expired"],
-        )
-        for r in rows
-    ]
 
 
 # The chart: one stacked bar a day, drawn as inline SVG (no script, no library).

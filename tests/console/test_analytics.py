@@ -45,7 +45,11 @@ def test_the_numbers(decided, people):
     assert tool.p95 == pytest.approx(91.0)  # percentile_cont: interpolated
     [approver] = a.by_approver
     assert approver.key == "finance"
-    assert (a.settled, a.rejected, a.expired, a.edited) == (3, 1, 0, 1)
+    assert a.outcomes == analytics.Outcomes("*", 4, 3, 1, 0, 1)
+    assert a.tools == [analytics.Outcomes("issue_refund", 4, 3, 1, 0, 1)]
+    assert a.overall is not None
+    assert (a.overall.key, a.overall.decisions, a.overall.p50) == ("*", 3, 10.0)
+    assert a.overall.p95 == pytest.approx(91.0)
     assert a.pending_ages == {
         "under 5 min": 0,
         "5 min to 1 h": 0,
@@ -113,9 +117,9 @@ def test_the_analytics_are_opentelemetry_metrics(decided, monkeypatch):
     assert (1, {"airlock.age": "1 h to 1 day"}) in points["airlock.approval.pending"]
     assert sorted(points["airlock.approval.rate"], key=str) == sorted(
         [
-            (a.reject_rate, {"airlock.outcome": "rejected"}),
-            (a.expiry_rate, {"airlock.outcome": "expired"}),
-            (a.edit_rate, {"airlock.outcome": "edited"}),
+            (a.outcomes.rejection_rate, {"airlock.outcome": "rejected"}),
+            (a.outcomes.expiry_rate, {"airlock.outcome": "expired"}),
+            (a.outcomes.edit_rate, {"airlock.outcome": "edited"}),
         ],
         key=str,
     )
