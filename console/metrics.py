@@ -16,7 +16,6 @@ from agent_core import usage
 from agent_core.choices import CallStatus, RunStatus
 from agent_core.models import Run, ToolCall
 from approvals import analytics
-from approvals.analytics import Analytics, Outcomes
 
 STATUS_ORDER = (
     RunStatus.COMPLETED,
@@ -40,7 +39,7 @@ class Metrics:
     failure_rate: float | None
     # The approval analytics' last snapshot (None before the sweep's first): its window and time
     # are its own, ``ANALYTICS_WINDOW`` as of ``approvals.as_of``.
-    approvals: Analytics | None
+    approvals: analytics.Analytics | None
     in_doubt: int
     chart: dict[str, Any] = field(default_factory=dict)
     usage: list[dict[str, Any]] = field(default_factory=list)  # model tokens per actor, agent
@@ -61,7 +60,7 @@ class Metrics:
         return timedelta(seconds=overall.p95) if overall else None
 
     @property
-    def tools(self) -> list[Outcomes]:
+    def tools(self) -> list[analytics.Outcomes]:
         return self.approvals.tools if self.approvals else []
 
 
