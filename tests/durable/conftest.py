@@ -159,4 +159,3 @@ def idle_in_transaction() -> int:
         )
         row = cursor.fetchone()
     return int(row[0]) if row else 0
-

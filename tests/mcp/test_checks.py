@@ -18,8 +18,8 @@ MCP_AGENTS = ["demo.agents.support_agent", "tests.mcp.agents.prober"]
 
 def ids(settings, servers, *, deploy=True):
     settings.AGENT = {**settings.AGENT, "AGENTS": MCP_AGENTS, "MCP_SERVERS": servers}
-    messages = run_checks(include_deployment_checks=deploy)
-    return sorted(m.id for m in messages if m.id and m.id.startswith("agent_core.") and "04" in m.id)
+    found = [m.id for m in run_checks(include_deployment_checks=deploy) if m.id]
+    return sorted(i for i in found if i.startswith("agent_core.") and "04" in i)
 
 
 @pytest.fixture
@@ -61,7 +61,8 @@ def test_the_checks_every_process_runs_contact_no_server(settings, warehouse, tm
     started = tmp_path / "started"
     marks = {"command": [sys.executable, "-c", f"open({str(started)!r}, 'w')"], "cwd": str(ROOT)}
     down = {"url": f"http://127.0.0.1:{free_port()}/mcp"}
-    assert ids(settings, {"warehouse": warehouse, "probe": down, "marks": marks}, deploy=False) == []
+    servers = {"warehouse": warehouse, "probe": down, "marks": marks}
+    assert ids(settings, servers, deploy=False) == []
     assert not started.exists()
     unconfigured = ids(settings, {"warehouse": warehouse}, deploy=False)
     assert unconfigured == ["agent_core.E040"]  # the configuration is still checked
