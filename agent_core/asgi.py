@@ -1,12 +1,12 @@
 """``application = with_airlock(get_asgi_application())``: the line a project's ``asgi.py`` adds.
 
-It routes HTTP to Django (and, with ``DEBUG`` on, static files, as ``runserver`` does), the SSE
-stream views marked ``sse.lean`` to ``agent_core.streaming`` (the same Django code, run leanly), and
-WebSockets to the consumers the installed apps declare in their ``urls.py`` with
-:func:`websocket_view`, found by Django's own URL resolver, so a WebSocket lives under the same
-prefix as the app's ``include()`` and ``reverse()`` gives its URL. With the inline runner it
-starts the sweeper that runs the installed apps' sweep jobs (approvals expires overdue requests)
-and re-drives runs whose driver died.
+It routes HTTP to Django (and, with ``DEBUG`` on, static files, as ``runserver`` does; the SSE
+streams are Django views its ASGI handler streams), the views marked by :func:`asgi_view` to
+their ASGI application, and WebSockets to the consumers the installed apps declare in their
+``urls.py`` with :func:`websocket_view`, found by Django's own URL resolver, so a WebSocket
+lives under the same prefix as the app's ``include()`` and ``reverse()`` gives its URL. With the
+inline runner it starts the sweeper that runs the installed apps' sweep jobs (approvals expires
+overdue requests) and re-drives runs whose driver died.
 """
 
 from __future__ import annotations
@@ -140,37 +140,25 @@ def with_airlock(
     from django.conf import settings
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
-    from .streaming import StreamHandler
-
     if serve_static is None:
         serve_static = settings.DEBUG
-    http = _StreamRouter(
-        ASGIStaticFilesHandler(django_app) if serve_static else django_app, StreamHandler()
-    )
+    http = _HttpRouter(ASGIStaticFilesHandler(django_app) if serve_static else django_app)
     websocket = AllowedHostsOriginValidator(AuthMiddlewareStack(websocket_application()))
     return AirlockApplication(ProtocolTypeRouter({"http": http, "websocket": websocket}))
 
 
-class _StreamRouter:
-    """HTTP: the views marked ``sse.lean`` to ``streams`` (a ``StreamHandler``, handed the path's
-    ``ResolverMatch`` so the path is resolved once per stream), the rest to Django's
-    application."""
+class _HttpRouter:
+    """HTTP: the views marked by ``asgi_view`` to their application, the rest to Django's."""
 
-    def __init__(self, django_app: ASGIApp, streams: ASGIApp) -> None:
+    def __init__(self, django_app: ASGIApp) -> None:
         self.django_app = django_app
-        self.streams = streams
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         await self._route(scope, receive, send)
 
     def _route(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
-        # Apart from __call__: its frame lives as long as the stream, the ResolverMatch need not
-        # (the handler drops it once the view has answered).
-        from .sse import is_lean
-
+        # Apart from __call__: its frame lives as long as a stream, the ResolverMatch need not.
         match = _resolve(scope)
-        if match is not None and is_lean(match.func):
-            return self.streams(scope, receive, send, match)
         app = getattr(match.func, "asgi_app", None) if match is not None else None
         if app is not None:
             return app(scope, receive, send)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,43 +47,32 @@ _RETRY_SECONDS = 0.2
 # How often a feed that could not join its group (Redis away) tries again; its followers read
 # the table as often.
 _REJOIN_SECONDS = 1.0
-# Handles a live message for an idle follower; False: queue it for the follower instead.
-Direct = Callable[[dict[str, Any]], bool]
 
 
 class Inbox:
     """A follower's messages: ``put`` by the feed, ``take``n all at once by the follower (what
     queued up while it wrote goes out in one write). Lighter than an ``asyncio.Queue``, which
-    costs more per message than the rest of a delivery to a thousand followers.
-
-    A follower waiting in ``take`` with nothing queued may be handed a message directly
-    (``take``'s ``direct``: written to its client from the feed's own step), so a frame to a
-    thousand idle followers wakes no task of theirs; what ``direct`` declines is queued."""
+    costs more per message than the rest of a delivery to a thousand followers."""
 
     def __init__(self) -> None:
         self._messages: list[dict[str, Any]] = []
         self._waiter: asyncio.Future[None] | None = None
-        self._direct: Direct | None = None
 
     def put(self, message: dict[str, Any]) -> None:
-        if self._direct is not None and not self._messages and self._direct(message):
-            return
         if len(self._messages) >= QUEUE_SIZE:
             return  # that follower sees a gap (or its keep-alive) and reads the table
         self._messages.append(message)
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
-    async def take(self, direct: Direct | None = None) -> list[dict[str, Any]]:
-        """Every message put since the last ``take``, waiting for one if there is none; while it
-        waits, ``direct(message)`` handles each message it can (True) in place of queuing it."""
+    async def take(self) -> list[dict[str, Any]]:
+        """Every message put since the last ``take``, waiting for one if there is none."""
         while not self._messages:
             self._waiter = asyncio.get_running_loop().create_future()
-            self._direct = direct
             try:
                 await self._waiter
             finally:
-                self._waiter = self._direct = None
+                self._waiter = None
         messages, self._messages = self._messages, []
         return messages
 

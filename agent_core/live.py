@@ -44,8 +44,6 @@ _in_flight = 0
 
 P = ParamSpec("P")
 T = TypeVar("T")
-# Writes events to the client now, without waiting; False when it cannot (the write must wait).
-WriteNow = Callable[[list["Event"]], bool]
 
 
 @dataclass(frozen=True)
@@ -186,20 +184,12 @@ async def follow(run: Run, after: int) -> AsyncIterator[Event]:
                 yield event
 
 
-async def batches(
-    run: Run, after: int, write_now: WriteNow | None = None
-) -> AsyncGenerator[list[Event], None]:
+async def batches(run: Run, after: int) -> AsyncGenerator[list[Event], None]:
     """``follow``'s events, in lists of what was ready at once: a follower that lagged sends the
-    frames that queued up for it in one write.
-
-    ``write_now(events)``: writes events to the client at once if it can (True); given one, a
-    follower that is waiting for live frames, caught up, has the next ones written by the feed
-    (``_Live``), and they are not yielded.
-    """
+    frames that queued up for it in one write."""
     async with fanout.subscribe(run.pk, agent_settings().STREAM_KEEPALIVE_SECONDS) as feed:
         yield [Event("meta", {"run_id": run.pk, "thread_id": run.thread_id})]
         last, read_table, batch = after, True, []
-        direct = _Live(write_now) if write_now is not None else None
         while True:
             if read_table:
                 read_table = False
@@ -217,12 +207,7 @@ async def batches(
             if batch:
                 yield batch
                 batch = []
-            if direct is None:
-                messages = await feed.take()
-            else:
-                direct.last = last
-                messages = await feed.take(direct.direct)
-                last = direct.last
+            messages = await feed.take()
             for message in messages:
                 if message is fanout.QUIET:
                     batch.append(Event("keepalive"))
@@ -237,30 +222,6 @@ async def batches(
                     if ends:
                         yield [*batch, await _final(run.pk, last)]
                         return
-
-
-class _Live:
-    """The direct delivery of ``batches``'s follower while it waits (``fanout.Inbox.take``): the
-    frames that follow ``last`` without a gap and do not end the stream, written by
-    ``write_now``; anything else (a gap, the end, a keep-alive, a lost feed) is left to the
-    follower."""
-
-    def __init__(self, write_now: WriteNow) -> None:
-        self.write_now = write_now
-        self.last = 0
-
-    def direct(self, message: dict[str, Any]) -> bool:
-        if message is fanout.QUIET or message is fanout.LOST:
-            return False
-        fresh, gap = _following(message, self.last)
-        if not fresh:
-            return not gap
-        if gap or any(ends for _, ends in fresh):
-            return False
-        if not self.write_now([event for event, _ in fresh]):
-            return False
-        self.last = cast(int, fresh[-1][0].seq)
-        return True
 
 
 def _following(message: dict[str, Any], last: int) -> tuple[list[tuple[Event, bool]], bool]:

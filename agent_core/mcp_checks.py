@@ -1,6 +1,8 @@
-"""System checks of the MCP tool sources (SPEC §18): ``agent_core.E040``, ``E041``, ``W040``,
-``W041``. They list each configured server's tools, so ``check`` starts each stdio server once
-(and stops it when the process ends)."""
+"""System checks of the MCP tool sources (SPEC §18): ``agent_core.E040`` in every process's
+checks; ``E041``, ``W040`` and ``W041``, which list each configured server's tools (starting
+each stdio server once, stopped when the process ends), only under ``manage.py check --deploy``:
+run at every start-up they started the servers in each worker, each server process and each test
+that starts one, for messages that do not change between them."""
 
 from __future__ import annotations
 
@@ -14,8 +16,7 @@ from .mcp.servers import ServerConfig, parse_source, server_configs
 
 @register()
 def check_mcp_servers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """The servers parse, the agents name configured ones, and no tool's configured kind lets
-    an effect run without the gate; a server whose tools carry no annotations is warned of."""
+    """The servers parse and the agents name configured ones (no server contacted)."""
     from .agents import registered_agents
 
     try:
@@ -31,8 +32,6 @@ def check_mcp_servers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessa
             server, _ = parse_source(source)
             if server not in configs:
                 messages.append(_invalid(f"agent {agent.name!r} names {source!r}", server))
-    for config in configs.values():
-        messages += _check_server(config)
     return messages
 
 
@@ -43,6 +42,20 @@ def _invalid(said: str, server: str = "") -> Error:
         hint='AGENT["MCP_SERVERS"] = {"<name>": {"command": [...]} or {"url": "..."}}; '
         'agents name "mcp:<name>" or "mcp:<name>/<tool>".',
     )
+
+
+@register(deploy=True)
+def check_mcp_tools(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """No tool's configured kind lets an effect run without the gate; a server whose tools carry
+    no annotations, or that cannot be reached, is warned of."""
+    try:
+        configs = server_configs()
+    except (TypeError, ValueError, ImportError):
+        return []  # reported by check_mcp_servers
+    messages: list[CheckMessage] = []
+    for config in configs.values():
+        messages += _check_server(config)
+    return messages
 
 
 def _check_server(config: ServerConfig) -> list[CheckMessage]:

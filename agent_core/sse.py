@@ -1,17 +1,16 @@
 """``GET /agent/chat/<run_id>/stream``: the run's frames as server-sent events (SPEC §9).
 
-A waiting run's open stream costs a coroutine, not a thread, and no database connection (its
-reads go through ``live.read``). The view itself is synchronous: it checks the request (405, 401,
-404, 400) and answers an ``EventStream``, which Django's ASGI handler streams like any other
-response; ``with_airlock`` serves the view more leanly (``lean``, ``agent_core.streaming``).
+An async view: it checks the request (405, 401, 404, 400) in one read on a stream-reader thread
+(``live.read``) and answers an ``EventStream``, whose async iterator Django's ASGI handler streams
+and closes when the client leaves. A waiting run's open stream holds no database connection.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Any, TypeVar
+from typing import Any
 
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -25,8 +24,6 @@ from .api.base import authenticators
 from .api.errors import authenticate_header
 from .exceptions import TooManyStreams
 from .models import Run
-
-View = TypeVar("View", bound=Callable[..., HttpResponseBase])
 
 
 def resolve_actor(request: HttpRequest) -> Actor:
@@ -119,29 +116,16 @@ class EventStream(StreamingHttpResponse):
     which ``block`` encodes as one write."""
 
     def __init__(self, run: Run, after: int) -> None:
-        self.run, self.after = run, after
         super().__init__(_blocks(run, after))
         self["Content-Type"] = "text/event-stream"
         self["Cache-Control"] = "no-cache"
         self["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
 
 
-def lean(view: View) -> View:
-    """Mark a synchronous view whose ``EventStream`` ``with_airlock`` writes itself
-    (``agent_core.streaming``)."""
-    view.lean_stream = True  # type: ignore[attr-defined]
-    return view
-
-
-def is_lean(view: Callable[..., Any]) -> bool:
-    return bool(getattr(view, "lean_stream", False))
-
-
-@lean
 @csrf_exempt  # it only reads (GET); any other method is a JSON 405 (attach)
-def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
+async def stream_view(request: HttpRequest, run_id: str) -> HttpResponseBase:
     """Replay the frames after the client's last id, then follow the run live."""
-    attached = attach_now(request, run_id)
+    attached = await attach(request, run_id)
     if not isinstance(attached, tuple):
         return attached
     return EventStream(*attached)

@@ -1,6 +1,6 @@
 """How many streams one actor follows at once (``AGENT["MAX_STREAMS_PER_ACTOR"]``, per process).
 
-Each stream of a run (SSE, its lean form, the UI message stream, the run's WebSocket) takes a
+Each stream of a run (SSE, the UI message stream, the run's WebSocket) takes a
 slot of its actor when it attaches; past the cap it is refused with 429 ``too_many_streams``
 (a WebSocket's handshake closes with 4429). A slot is held by the ``Run`` object the stream
 follows, which lives exactly as long as the stream, and freed when that object goes: a stream

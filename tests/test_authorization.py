@@ -31,9 +31,9 @@ from approvals import links
 from approvals.models import DecisionAttempt, LinkUse
 from config.asgi import application
 from console.consumers import CONSOLE_GROUP
+from tests.asgi_stream import asgi_stream, session_cookie
 from tests.conftest import calls_of
 from tests.factories import make_user
-from tests.lean import lean_stream, session_cookie
 
 pytestmark = pytest.mark.django_db
 
@@ -123,8 +123,8 @@ def test_every_api_endpoint_answers_each_actor_as_spec_7_and_8_say(
 LIVE = [
     ("sse", "/agent/chat/{R}/stream", (200, 404, 200, 404, 200, 401)),
     ("sse", "/agent/chat/{QR}/stream", (200, 404, 404, 404, 200, 401)),
-    ("lean", "/agent/chat/{R}/stream", (200, 404, 200, 404, 200, 401)),
-    ("lean", "/agent/chat/{QR}/stream", (200, 404, 404, 404, 200, 401)),
+    ("asgi", "/agent/chat/{R}/stream", (200, 404, 200, 404, 200, 401)),
+    ("asgi", "/agent/chat/{QR}/stream", (200, 404, 404, 404, 200, 401)),
     ("ws", "/agent/chat/{R}/ws", (True, False, True, False, True, False)),
     ("ws", "/agent/chat/{QR}/ws", (True, False, False, False, True, False)),
     ("ws", "/console/ws/runs/{R}/", (False, False, True, False, True, False)),
@@ -166,7 +166,7 @@ def test_the_stream_and_the_websockets_answer_each_actor(scene, who, kind, path,
     if kind == "ws":
         assert async_to_sync(_handshake)(_client(scene, who), url) is want
         return
-    stream = lean_stream if kind == "lean" else _stream
+    stream = asgi_stream if kind == "asgi" else _stream
     status, headers, body = async_to_sync(stream)(_client(scene, who), url)
     assert status == want, body[:300]
     assert headers["X-Frame-Options"] == "DENY"  # the project's middleware ran

@@ -199,14 +199,29 @@ def checks() -> dict[str, Check]:
     found: dict[str, Check] = {}
     for name in modules:
         tree = ast.parse(inspect.getsource(importlib.import_module(name)))
+        deploying = _deploy_functions(tree) if name in deploy_modules else set()
         for function in ast.walk(tree):
             if not isinstance(function, ast.FunctionDef):
                 continue
-            deploy = name in deploy_modules and _is_deploy(function)
+            deploy = function.name in deploying
             for node in ast.walk(function):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                     _add_check(found, node, node.func.id, deploy, f"{name}.{function.name}")
     return dict(sorted(found.items()))
+
+
+def _deploy_functions(tree: ast.Module) -> set[str]:
+    """The functions registered with ``deploy=True`` and the module's helpers they call (the
+    MCP listing's messages are built by ``_check_server``)."""
+    functions = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)]
+    registered = [f for f in functions if _is_deploy(f)]
+    called = {
+        node.func.id
+        for f in registered
+        for node in ast.walk(f)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    return {f.name for f in registered} | ({f.name for f in functions} & called)
 
 
 def _is_deploy(function: ast.FunctionDef) -> bool:

@@ -107,29 +107,3 @@ async def _a_feed_follows_again_after_redis_drops_it() -> None:
 
 def test_a_feed_follows_again_after_redis_drops_its_connection() -> None:
     asyncio.run(_a_feed_follows_again_after_redis_drops_it())
-
-
-async def _an_idle_follower_is_handed_messages() -> None:
-    inbox, handled = fanout.Inbox(), []
-
-    def direct(message: dict[str, object]) -> bool:
-        handled.append(message["n"])
-        return message["n"] != 3  # the third is left to the follower
-
-    taking = asyncio.ensure_future(inbox.take(direct))
-    await asyncio.sleep(0)  # the follower waits
-    inbox.put({"n": 1})
-    inbox.put({"n": 2})
-    await asyncio.sleep(0.05)
-    assert not taking.done()  # handled for it: the follower was not woken
-    inbox.put({"n": 3})
-    inbox.put({"n": 4})  # queued behind the third, in order: not handed over
-    assert [m["n"] for m in await asyncio.wait_for(taking, 10)] == [3, 4]
-    assert handled == [1, 2, 3]
-    inbox.put({"n": 5})  # not waiting: queued
-    assert [m["n"] for m in await inbox.take(direct)] == [5]
-    assert handled == [1, 2, 3]
-
-
-def test_a_waiting_follower_is_handed_what_it_can_write_without_being_woken() -> None:
-    asyncio.run(_an_idle_follower_is_handed_messages())

@@ -16,9 +16,9 @@ from django.test import AsyncClient, Client
 from agent_core import stream_slots
 from agent_core.actors import actor_for_user
 from config.asgi import application
+from tests.asgi_stream import session_cookie
 from tests.conftest import REFUND
 from tests.factories import make_user
-from tests.lean import session_cookie
 
 # The streams read on live's reader threads, with their own connections: the run is committed.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -101,6 +101,9 @@ def test_every_check_id_in_the_code_is_in_the_reference():
     assert found and found <= set(documented), found - set(documented)
     assert all(check.messages for check in documented.values())
     assert "agent_core.W014" in documented and documented["agent_core.W014"].deploy
+    # The MCP listing's messages, built by a helper of the deploy check, are deploy's too.
+    listing = ["agent_core.E041", "agent_core.W040", "agent_core.W041"]
+    assert [documented[i].deploy for i in [*listing, "agent_core.E040"]] == [True] * 3 + [False]
 
 
 def test_every_error_code_in_the_code_is_in_the_reference():

@@ -101,8 +101,6 @@ class Cluster:
         # Per thread of the worker: its pool's supervisor thread forks the replacements.
         threads = Path(f"/proc/{proc.pid}/task").iterdir()
         children = [pid for t in threads for pid in (t / "children").read_text().split()]
-        # Not the demo's stdio MCP server, which the worker's start-up checks list (SPEC §18).
-        children = [c for c in children if b"mcp_server" not in _cmdline(c)]
         assert len(children) == 1, f"children of worker {proc.pid}: {children}"
         return int(children[0])
 
@@ -161,10 +159,3 @@ def idle_in_transaction() -> int:
         )
         row = cursor.fetchone()
     return int(row[0]) if row else 0
-
-
-def _cmdline(pid: str) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except FileNotFoundError:  # it ended meanwhile
-        return b""

@@ -1,4 +1,5 @@
-"""A lean stream as ``with_airlock`` serves it (``agent_core.streaming``), driven in process."""
+"""A stream as the project's ASGI application serves it (``with_airlock`` around Django's ASGI
+handler), driven in process."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ def session_cookie(client: Client) -> str:
     return client.cookies.output(attrs=[], header="", sep=";").strip()
 
 
-async def lean_stream(client: Client, url: str) -> tuple[int, dict[str, str], bytes]:
-    """The stream's status, headers and first body part: the project's middleware and the view
-    in one call, the events written with ``send``; the stream ends when the client leaves, and
-    its live feed with it."""
+async def asgi_stream(client: Client, url: str) -> tuple[int, dict[str, str], bytes]:
+    """The stream's status, headers and first body part, through the ASGI stack a server runs
+    (without its start-up hook, which would start the inline runner's sweeper); the stream ends
+    when the client leaves (``http.disconnect``), and its live feed with it."""
     scope = {
         **{"type": "http", "http_version": "1.1", "method": "GET", "scheme": "http"},
         **{"path": url, "root_path": "", "query_string": b"", "server": ("testserver", 80)},
