@@ -28,7 +28,7 @@ from .tools import ToolSpec
 
 def chain(run_id: str) -> list[str]:
     """The agents from the root run down to ``run_id``'s (``["support", "billing"]``)."""
-    return [agent for _, agent, _ in reversed(rows.fetch_all(sql.ANCESTRY, [run_id]))]
+    return [row["agent"] for row in reversed(rows.fetch_rows(sql.ANCESTRY, {"run_id": run_id}))]
 
 
 def chain_of(run: Run) -> list[str]:
