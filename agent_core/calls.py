@@ -16,7 +16,7 @@ from django.utils import timezone
 from . import frames, rows, signals, sql, state, streams
 from .agents import get_agent
 from .choices import CallStatus, StepStatus
-from .dispatch import Next
+from .dispatch import NextStep
 from .exceptions import InvalidTransition, ToolNotFound
 from .frames import Frames
 from .gate import get_gate
@@ -101,7 +101,7 @@ def finish_call(
         return Recorded(after, run, f"tool:{call_id}", [stored_call(row["call"])])
 
 
-def refuse_call(lease: Lease, call_id: str, *, reason: str) -> Next:
+def refuse_call(lease: Lease, call_id: str, *, reason: str) -> NextStep:
     """``approved → refused``: the preflight right before execution said no; nothing ran.
     Returns what the run does next."""
     with transaction.atomic(savepoint=False):  # as record_model_step

@@ -18,7 +18,7 @@ from django.utils import timezone
 from . import frames, rows, sql, streams, transcript
 from .agents import Agent
 from .choices import CallStatus, Role, StepStatus
-from .dispatch import Next
+from .dispatch import NextStep
 from .leases import Lease, fenced, lock
 from .models import Run, Step, StreamFrame, Thread, ToolCall
 from .providers.base import ModelRequest
@@ -65,7 +65,7 @@ class Recorded:
     ``RETURNING``): what ``after_record`` needs to plan the next step without reading the run
     again."""
 
-    next: Next
+    next: NextStep
     run: Run
     step: str
     calls: list[ToolCall]

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from . import frames, independent, rows, signals, sql, state, streams, transcript
 from .choices import CallStatus, Role, RunStatus, StepStatus
-from .dispatch import Next
+from .dispatch import NextStep
 from .frames import Frames
 from .gate import Verdict, get_gate
 from .journal import Recorded, stored_call
@@ -64,7 +64,7 @@ def record_model_step(
     finish_reason: str,
     review: Callable[[ToolCall, Run], Verdict],
     alone: bool,
-) -> Next | Recorded:
+) -> NextStep | Recorded:
     """The suspend transaction: the assistant message, its calls with the gate's answers, the
     frames announcing them and, when the step leaves only calls waiting on people, ``waiting``.
 
@@ -139,9 +139,9 @@ def record_model_step(
         _announce_calls(call_rows)
         if not calls:
             complete_run(run)
-            return Next.STOP
+            return NextStep.STOP
         if parking:
-            return Next.STOP
+            return NextStep.STOP
         stored = [stored_call(call) for call in written["calls"]]
         return Recorded(continue_or_park(run, statuses), run, name, stored)
 

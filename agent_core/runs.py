@@ -18,7 +18,7 @@ from .actors import Actor
 from .agents import get_agent
 from .choices import CALL_PENDING, CallStatus, QueuedStatus, Role, RunStatus
 from .conf import agent_settings
-from .dispatch import Next
+from .dispatch import NextStep
 from .exceptions import AgentNotFound, NotFound, RunActive
 from .frames import Frames
 from .leases import Lease, deadline, lock, lock_run
@@ -70,7 +70,7 @@ def start_run(
             _start_on(run, thread_id, said)
     # After the commit (at once after an autocommitted statement): announced, then driven.
     transaction.on_commit(lambda: signals.run_started.send(Run, run=run))
-    dispatch.on_commit(run.id, Next.MODEL)
+    dispatch.on_commit(run.id, NextStep.MODEL)
     return run
 
 
@@ -243,7 +243,7 @@ def open_calls(run: Run) -> set[str]:
     )
 
 
-def continue_or_park(run: Run, statuses: set[str] | None = None) -> Next:
+def continue_or_park(run: Run, statuses: set[str] | None = None) -> NextStep:
     """Once a step's calls are recorded or settled (``statuses``: those of the run's calls that
     may still be open, read when not given): run an approved one (``TOOL``), park the run on one
     that waits on a person (``STOP``: the run is ``waiting`` now), or call the model again
@@ -252,8 +252,8 @@ def continue_or_park(run: Run, statuses: set[str] | None = None) -> Next:
         statuses = open_calls(run)
     if parks(statuses):
         _park(run)
-        return Next.STOP
-    return Next.TOOL if CallStatus.APPROVED in statuses else Next.MODEL
+        return NextStep.STOP
+    return NextStep.TOOL if CallStatus.APPROVED in statuses else NextStep.MODEL
 
 
 def parks(statuses: set[str]) -> bool:
