@@ -1,5 +1,5 @@
 """Running the core's named statements (``sql``) and making model instances of their rows:
-``rows.fetch_all(sql.TRANSCRIPT, …)`` runs a statement that ``sql`` names.
+``rows.fetch_rows(sql.TRANSCRIPT, {"thread_id": …})`` runs a statement that ``sql`` names.
 
 Each runs on Django's own cursor (``connection.cursor()``), bound as the project binds every
 query: set ``DATABASES["default"]["OPTIONS"] = {"server_side_binding": True,

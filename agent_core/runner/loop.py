@@ -106,17 +106,19 @@ def claim_step(
         return lease, _settle_error(lease, exc)
 
 
-def _open(
-    lease: Lease,
-    only: str | None,
-    known: tuple[Run, dict[str, str], list[ToolCall]] | None = None,
-) -> Opened | NextStep | Elsewhere:
-    """``known``: the run, its journal and calls as a read under its lock would return them
-    (``_open_after``); else they are read."""
-    found = known or read_run(lease.run_id, lease=lease)
+def _open(lease: Lease, only: str | None) -> Opened | NextStep | Elsewhere:
+    """Read the run, its journal and calls under its lock, and open its next step."""
+    found = read_run(lease.run_id, lease=lease)
     if found is None:  # another driver holds the run now
         return NextStep.STOP
-    run, journal, every_call = found
+    return _open_from(lease, only, *found)
+
+
+def _open_from(
+    lease: Lease, only: str | None, run: Run, journal: dict[str, str], every_call: list[ToolCall]
+) -> Opened | NextStep | Elsewhere:
+    """Open the run's next step, planned from ``run``, its ``journal`` and ``every_call`` as a
+    read under its lock returns them (``_open``, or ``_open_after`` without reading)."""
     if run.status == RunStatus.CANCELLING:  # the safe point between steps
         finish_cancel(lease)
         return NextStep.STOP
@@ -183,11 +185,10 @@ def _open_after(
 ) -> Opened | NextStep | Elsewhere:
     """Open the step after ``opened``, in the transaction of its record: planned from what
     ``recorded`` wrote when that says all a read would (``journal.after_record``), else read."""
-    known = None
-    if recorded is not None:
-        merged = after_record(opened.journal, opened.calls, recorded)
-        known = None if merged is None else (recorded.run, *merged)
-    return _open(lease, only, known)
+    merged = None if recorded is None else after_record(opened.journal, opened.calls, recorded)
+    if recorded is None or merged is None:
+        return _open(lease, only)
+    return _open_from(lease, only, recorded.run, *merged)
 
 
 # Opens the step after a recorded one, in the record's transaction (``take_and_open``), given
