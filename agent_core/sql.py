@@ -136,11 +136,13 @@ ANCESTRY = (
 
 # The thread's next message number and the message that takes it (transcript.append): the
 # message's ``message_id``, ``thread_id``, ``run_id``, ``role``, ``content`` (JSON),
-# ``message_at`` (``transcript.appended``).
+# ``message_at`` (``transcript.appended``). The ids the select list reads are cast: bound on the
+# server, a parameter named twice takes one type, which its first use would otherwise make text.
 APPEND_MESSAGE = (
     "INSERT INTO agent_core_message (id, thread_id, run_id, seq, role, content, created_at)"
-    " SELECT %(message_id)s, %(thread_id)s, %(run_id)s, COALESCE(MAX(seq), 0) + 1, %(role)s,"
-    " %(content)s::jsonb, %(message_at)s FROM agent_core_message WHERE thread_id = %(thread_id)s"
+    " SELECT %(message_id)s, %(thread_id)s::varchar, %(run_id)s::varchar,"
+    " COALESCE(MAX(seq), 0) + 1, %(role)s, %(content)s::jsonb, %(message_at)s"
+    " FROM agent_core_message WHERE thread_id = %(thread_id)s"
     " RETURNING seq"
 )
 
@@ -160,8 +162,9 @@ START_RUN = (
     " r AS (INSERT INTO agent_core_run"
     " SELECT * FROM jsonb_populate_recordset(NULL::agent_core_run, %(run)s::jsonb))"
     " INSERT INTO agent_core_message (id, thread_id, run_id, seq, role, content, created_at)"
-    " SELECT %(message_id)s, %(thread_id)s, %(run_id)s, COALESCE(MAX(seq), 0) + 1, %(role)s,"
-    " %(content)s::jsonb, %(message_at)s FROM agent_core_message WHERE thread_id = %(thread_id)s"
+    " SELECT %(message_id)s, %(thread_id)s::varchar, %(run_id)s::varchar,"
+    " COALESCE(MAX(seq), 0) + 1, %(role)s, %(content)s::jsonb, %(message_at)s"
+    " FROM agent_core_message WHERE thread_id = %(thread_id)s"
     " RETURNING seq"
 )
 
@@ -224,8 +227,9 @@ BEGIN_MODEL_STEP_AFTER_RESULTS = (
     " t AS (SELECT json_agg(json_build_array(role, content) ORDER BY seq) AS messages"
     " FROM agent_core_message WHERE thread_id = %(thread_id)s AND dropped_at IS NULL),"
     " m AS (INSERT INTO agent_core_message (id, thread_id, run_id, seq, role, content, created_at)"
-    " SELECT %(message_id)s, %(thread_id)s, %(run_id)s, COALESCE(MAX(seq), 0) + 1, %(role)s,"
-    " %(content)s::jsonb, %(message_at)s FROM agent_core_message WHERE thread_id = %(thread_id)s"
+    " SELECT %(message_id)s, %(thread_id)s::varchar, %(run_id)s::varchar,"
+    " COALESCE(MAX(seq), 0) + 1, %(role)s, %(content)s::jsonb, %(message_at)s"
+    " FROM agent_core_message WHERE thread_id = %(thread_id)s"
     " RETURNING seq),"
     " r AS (UPDATE agent_core_run SET last_seq = last_seq + %(frame_count)s"
     " WHERE id = %(run_id)s"
@@ -246,8 +250,9 @@ BEGIN_MODEL_STEP_AFTER_RESULTS = (
 RECORD_MODEL_STEP = (
     "WITH m AS (INSERT INTO agent_core_message"
     " (id, thread_id, run_id, seq, role, content, created_at)"
-    " SELECT %(message_id)s, %(thread_id)s, %(run_id)s, COALESCE(MAX(seq), 0) + 1, %(role)s,"
-    " %(content)s::jsonb, %(message_at)s FROM agent_core_message WHERE thread_id = %(thread_id)s"
+    " SELECT %(message_id)s, %(thread_id)s::varchar, %(run_id)s::varchar,"
+    " COALESCE(MAX(seq), 0) + 1, %(role)s, %(content)s::jsonb, %(message_at)s"
+    " FROM agent_core_message WHERE thread_id = %(thread_id)s"
     " RETURNING seq),"
     " c AS (INSERT INTO agent_core_toolcall"
     " SELECT * FROM jsonb_populate_recordset(NULL::agent_core_toolcall, %(calls)s::jsonb)"
@@ -272,8 +277,9 @@ RECORD_MODEL_STEP = (
 RECORD_MODEL_STEP_AND_PARK = state.writes(
     "WITH m AS (INSERT INTO agent_core_message"
     " (id, thread_id, run_id, seq, role, content, created_at)"
-    " SELECT %(message_id)s, %(thread_id)s, %(run_id)s, COALESCE(MAX(seq), 0) + 1, %(role)s,"
-    " %(content)s::jsonb, %(message_at)s FROM agent_core_message WHERE thread_id = %(thread_id)s"
+    " SELECT %(message_id)s, %(thread_id)s::varchar, %(run_id)s::varchar,"
+    " COALESCE(MAX(seq), 0) + 1, %(role)s, %(content)s::jsonb, %(message_at)s"
+    " FROM agent_core_message WHERE thread_id = %(thread_id)s"
     " RETURNING seq),"
     " c AS (INSERT INTO agent_core_toolcall"
     " SELECT * FROM jsonb_populate_recordset(NULL::agent_core_toolcall, %(calls)s::jsonb)"
@@ -307,8 +313,9 @@ RECORD_MODEL_STEP_LOCKING = (
     " FOR UPDATE OF r),"
     " m AS (INSERT INTO agent_core_message"
     " (id, thread_id, run_id, seq, role, content, created_at)"
-    " SELECT %(message_id)s, %(thread_id)s, %(run_id)s, COALESCE(MAX(seq), 0) + 1, %(role)s,"
-    " %(content)s::jsonb, %(message_at)s FROM agent_core_message WHERE thread_id = %(thread_id)s"
+    " SELECT %(message_id)s, %(thread_id)s::varchar, %(run_id)s::varchar,"
+    " COALESCE(MAX(seq), 0) + 1, %(role)s, %(content)s::jsonb, %(message_at)s"
+    " FROM agent_core_message WHERE thread_id = %(thread_id)s"
     " HAVING (SELECT status FROM k) = 'running' RETURNING seq),"
     " c AS (INSERT INTO agent_core_toolcall"
     " SELECT * FROM jsonb_populate_recordset(NULL::agent_core_toolcall, %(calls)s::jsonb)"
