@@ -16,15 +16,14 @@ from django.utils import timezone
 from . import frames, rows, signals, sql, state, streams
 from .agents import get_agent
 from .choices import CallStatus, StepStatus
-from .dispatch import Next
+from .dispatch import NextStep
 from .exceptions import InvalidTransition, ToolNotFound
 from .frames import Frames
 from .gate import get_gate
 from .journal import Recorded, stored_call
-from .leases import Lease, lock, locked
+from .leases import Lease, fenced, lock, locked
 from .models import Run, Step, ToolCall
 from .runs import OPEN, continue_or_park
-from .streams import Riding
 
 logger = logging.getLogger(__name__)
 
@@ -34,12 +33,13 @@ def claim_call(lease: Lease, call_id: str) -> Run:
 
     Returns the run, locked until the caller's transaction ends (if it is in one)."""
     state.check_statement(sql.CLAIM_CALL, ToolCall, CallStatus.APPROVED, CallStatus.EXECUTING)
-    locking = [lease.run_id, lease.token, lease.owner]
+    params = {**fenced(lease), "call_id": call_id, "started_at": timezone.now()}
     # Joins the atomic tool's transaction; on its own, one statement needs none.
     with rows.one_statement():
-        row = rows.fetch_one(sql.CLAIM_CALL, [*locking, lease.token, timezone.now(), call_id])
-        run, (won,) = locked(row)
-        if not won:
+        row = rows.fetch_row(sql.CLAIM_CALL, params)
+        run = locked(row)
+        assert row is not None
+        if not row["claimed"]:
             raise InvalidTransition(f"{call_id} is not approved")
         return run
 
@@ -68,42 +68,40 @@ def finish_call(
     # next step in it): an error here ends it anyway.
     with transaction.atomic(savepoint=False):
         first = expected == CallStatus.APPROVED  # a read: this is also its only attempt
-        call: list[Any] = [
-            status.value,
-            None if result is None else json.dumps(result),
-            error or "",
-            now,
-        ]
-        call += [int(first), now if first else None, lease.token if first else None, call_id]
-        step = [lease.run_id, json.dumps({"status": status.value}), now, now]
+        params: dict[str, Any] = {
+            **fenced(lease),
+            "call_id": call_id,
+            "expected": expected.value,
+            "status": status.value,
+            "result": None if result is None else json.dumps(result),
+            "error": error or "",
+            "finished_at": now,
+            "attempts": int(first),
+            "started_at": now if first else None,
+            "fence": lease.token if first else None,
+            "output": json.dumps({"status": status.value}),
+            "open": OPEN,
+        }
         announce = (
             frames.tool_output(call_id, result)
             if error is None
             else frames.tool_output_error(call_id, error)
         )
+        # The run's lock rides on the record, unless the caller holds it. The tool has run: its
+        # outcome is recorded even when a cancel arrived meanwhile.
+        row = streams.emit_with(statement, params, lease.run_id, [announce])
         if held is None:
-            # The run's lock rides on the record. The tool has run: its outcome is recorded even
-            # when a cancel arrived meanwhile.
-            locking = [lease.run_id, lease.token, lease.owner]
-            riding = Riding(
-                statement,
-                [*locking, *call, expected.value, *step, OPEN, call_id],
-            )
-            found = streams.emit_if(lease.run_id, [announce], riding)
-            run, (won, statuses, stored) = locked(found, allow_cancelling=True)
+            run = locked(row, allow_cancelling=True)
         else:
             run = held
-            call += [run.pk, expected.value]
-            still = [run.pk, call_id, OPEN]
-            riding = Riding(statement, [*call, *step, *still])
-            won, statuses, stored = streams.emit(run.pk, [announce], riding)
-        if not won:
+        assert row is not None, f"no run {lease.run_id}"
+        if not row["finished"]:
             raise InvalidTransition(f"{call_id} is not {expected}")
-        after = continue_or_park(run, set(statuses or ()))
-        return Recorded(after, run, f"tool:{call_id}", [stored_call(stored)])
+        after = continue_or_park(run, set(row["statuses"] or ()))
+        return Recorded(after, run, f"tool:{call_id}", [stored_call(row["call"])])
 
 
-def refuse_call(lease: Lease, call_id: str, *, reason: str) -> Next:
+def refuse_call(lease: Lease, call_id: str, *, reason: str) -> NextStep:
     """``approved → refused``: the preflight right before execution said no; nothing ran.
     Returns what the run does next."""
     with transaction.atomic(savepoint=False):  # as record_model_step

@@ -18,7 +18,7 @@ from .actors import Actor
 from .agents import get_agent
 from .choices import CallStatus
 from .conf import agent_settings
-from .dispatch import Next
+from .dispatch import NextStep
 from .exceptions import AgentNotFound, InvalidTransition
 from .leases import Lease, lock
 from .models import Run, ToolCall
@@ -28,7 +28,7 @@ from .tools import ToolSpec
 
 def chain(run_id: str) -> list[str]:
     """The agents from the root run down to ``run_id``'s (``["support", "billing"]``)."""
-    return [agent for _, agent, _ in reversed(rows.fetch_all(sql.ANCESTRY, [run_id]))]
+    return [row["agent"] for row in reversed(rows.fetch_rows(sql.ANCESTRY, {"run_id": run_id}))]
 
 
 def chain_of(run: Run) -> list[str]:
@@ -52,7 +52,7 @@ def refusal(run: Run, agent: str) -> str | None:
     return None
 
 
-def start_child(lease: Lease, call: ToolCall, tool: ToolSpec) -> Next:
+def start_child(lease: Lease, call: ToolCall, tool: ToolSpec) -> NextStep:
     """The delegation step of an approved call: start its child run, in one transaction with
     the call's claim and (awaited) the parent's parking. Returns what the parent does next."""
     now = timezone.now()

@@ -1,7 +1,7 @@
 """This process's runner, at the bottom of the import graph (SPEC §12).
 
 Code that makes a run runnable hands its id to ``get_runner().dispatch`` after the commit
-(``on_commit``), with the kind of step that comes next (``Next``) when it knows it. The runner
+(``on_commit``), with the kind of step that comes next (``NextStep``) when it knows it. The runner
 itself is loaded from a dotted path, the way Django loads a backend, so nothing here imports the
 loop that the runners drive.
 """
@@ -23,7 +23,7 @@ RUNNERS = {
 }
 
 
-class Next(StrEnum):
+class NextStep(StrEnum):
     """What a step's transaction left the run to do: a model step, a tool step, or nothing (it
     parked or ended). It routes the durable runner's next task; that task plans afresh from the
     journal, so a wrong answer costs a hop to the other queue, never a wrong step."""
@@ -37,7 +37,7 @@ class Runner(Protocol):
     """Something that drives runs: ``dispatch`` is called after the commit that queued one,
     with the kind of its next step when the committing code knows it."""
 
-    def dispatch(self, run_id: str, kind: Next | None = None) -> None: ...
+    def dispatch(self, run_id: str, kind: NextStep | None = None) -> None: ...
 
 
 _runner: Runner | None = None
@@ -60,7 +60,7 @@ def set_runner(runner: Runner | None) -> None:
         _runner = runner
 
 
-def on_commit(run_id: str, kind: Next) -> None:
+def on_commit(run_id: str, kind: NextStep) -> None:
     """Hand the run to this process's runner once the current transaction commits.
 
     A dispatch that fails (the broker is away) is logged, never raised: what committed stands,

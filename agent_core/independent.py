@@ -26,7 +26,7 @@ from .agents import get_agent
 from .choices import CallStatus, RunKind, RunStatus, StepStatus
 from .conf import agent_settings
 from .decisions import decision
-from .dispatch import Next
+from .dispatch import NextStep
 from .exceptions import ToolNotFound
 from .frames import Frames
 from .gate import get_gate
@@ -92,7 +92,7 @@ def propose(turn: Run, row: ToolCall, review: Review) -> None:
         return
     if proposal.status == CallStatus.APPROVED:  # no one need say yes: it executes at once
         run.status, run.lease_expires_at = RunStatus.QUEUED, deadline()
-        dispatch.on_commit(run.pk, Next.TOOL)
+        dispatch.on_commit(run.pk, NextStep.TOOL)
     run.save(force_insert=True)
     Step.objects.create(
         run=run,

@@ -10,17 +10,16 @@ replay reads a recorded step's output instead of redoing it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from django.db import connection, models, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from . import frames, rows, sql, streams, transcript
 from .agents import Agent
 from .choices import CallStatus, Role, StepStatus
-from .dispatch import Next
-from .leases import Lease, lock
+from .dispatch import NextStep
+from .leases import Lease, fenced, lock
 from .models import Run, Step, StreamFrame, Thread, ToolCall
 from .providers.base import ModelRequest
 
@@ -35,38 +34,27 @@ def read_run(
     With ``lease``: the run's row locked, or ``None`` when the lease no longer holds it.
     """
     if lease is None:
-        found = rows.fetch_models(sql.READ_RUN, [run_id], Run, Thread)
+        found = rows.fetch_row(sql.READ_RUN, {"run_id": run_id})
     else:
-        locking = [run_id, lease.token, lease.owner]
-        found = rows.fetch_models(sql.READ_RUN_LOCKED, locking, Run, Thread)
+        found = rows.fetch_row(sql.READ_RUN_LOCKED, fenced(lease))
     if found is None:
         return None
-    (run, thread), (journal, calls) = found
+    run, thread = rows.from_json(Run, found["run"]), rows.from_json(Thread, found["thread"])
     assert isinstance(run, Run) and isinstance(thread, Thread)
     run.thread = thread  # read with it: ``run.thread`` costs no query
-    pairs = (entry.rsplit(" ", 1) for entry in journal)
-    return run, {name: status for name, status in pairs}, [stored_call(row) for row in calls or ()]
+    pairs = (entry.rsplit(" ", 1) for entry in found["journal"])
+    calls = [stored_call(row) for row in found["calls"] or ()]
+    return run, {name: status for name, status in pairs}, calls
 
 
 def stored_call(row: dict[str, Any]) -> ToolCall:
     """A call read as JSON (with its run, ``sql.READ_RUN``; or as a record wrote it): its
     timestamps parsed back; ``delegated`` as read, else ``False`` (a record's call started no
     child run)."""
-    for name in _CALL_TIMES:
-        if row[name] is not None:
-            row[name] = datetime.fromisoformat(row[name])
-    call = rows.made(ToolCall, [row[name] for name in _CALL_COLUMNS])
+    call = rows.from_json(ToolCall, row)
     assert isinstance(call, ToolCall)
     call.delegated = row.get("delegated", False)  # type: ignore[attr-defined]
     return call
-
-
-_CALL_COLUMNS = [field.attname for field in ToolCall._meta.concrete_fields]
-_CALL_TIMES = [
-    field.attname
-    for field in ToolCall._meta.concrete_fields
-    if isinstance(field, models.DateTimeField)
-]
 
 
 @dataclass(frozen=True)
@@ -77,7 +65,7 @@ class Recorded:
     ``RETURNING``): what ``after_record`` needs to plan the next step without reading the run
     again."""
 
-    next: Next
+    next: NextStep
     run: Run
     step: str
     calls: list[ToolCall]
@@ -115,28 +103,27 @@ def begin_model_step(
     lock under its lease (``loop.open_step``).
     """
     assert connection.in_atomic_block, "a step opens in the transaction that locked its run"
-    started = [run.pk, name, StepStatus.STARTED.value, timezone.now()]
+    started = {"run_id": run.pk, "step": name, "started_at": timezone.now()}
     if not first:
         request = transcript.build_request(run, agent)  # read before the opening writes
         with transaction.atomic():
-            row = rows.fetch_one(sql.BEGIN_STEP, started)
+            row = rows.fetch_row(sql.BEGIN_STEP, started)
             assert row is not None
-            attempts = int(row[0])
+            attempts = int(row["attempts"])
             _supersede_partial_text(run, name)
             streams.emit(run.pk, [frames.step_start(name, attempts)])
         return attempts, request
     tools = transcript.tool_definitions(agent)  # what could raise, before the opening writes
-    read = [*started, run.thread_id]
-    riding = (
-        streams.Riding(
-            sql.BEGIN_MODEL_STEP_AFTER_RESULTS,
-            [*read, *transcript.appended(run, Role.TOOL, results)],
-        )
-        if results
-        else streams.Riding(sql.BEGIN_MODEL_STEP, read)
-    )
-    attempts, messages = streams.emit(run.pk, [frames.step_start(name, 1)], riding)
-    assert attempts == 1, f"{name} was journaled under the run's lock meanwhile"
+    begun = [frames.step_start(name, 1)]
+    if results:
+        params = {**started, **transcript.appended(run, Role.TOOL, results)}
+        row = streams.emit_with(sql.BEGIN_MODEL_STEP_AFTER_RESULTS, params, run.pk, begun)
+    else:
+        params = {**started, "thread_id": run.thread_id}
+        row = streams.emit_with(sql.BEGIN_MODEL_STEP, params, run.pk, begun)
+    assert row is not None, f"no run {run.pk}"
+    assert row["attempts"] == 1, f"{name} was journaled under the run's lock meanwhile"
+    messages = row["messages"]
     if results:
         messages = [*(messages or ()), [Role.TOOL.value, results]]
     return 1, transcript.request(agent, messages or [], tools)
@@ -147,8 +134,8 @@ def _supersede_partial_text(run: Run, step_name: str) -> None:
     awaiting ancestors' streams hold (SPEC §14)."""
     streams: list[tuple[str, str | None]] = [(run.pk, None)]
     if run.parent_tool_call_id is not None:
-        ancestry = rows.fetch_all(sql.ANCESTRY, [run.pk])[1:]
-        streams += [(ancestor_id, run.pk) for ancestor_id, _, _ in ancestry]
+        ancestry = rows.fetch_rows(sql.ANCESTRY, {"run_id": run.pk})[1:]
+        streams += [(ancestor["id"], run.pk) for ancestor in ancestry]
     for stream_run_id, origin in streams:
         frames = StreamFrame.objects.filter(run_id=stream_run_id)
         if origin is None:

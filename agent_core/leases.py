@@ -8,7 +8,7 @@ Writers outside any driver (a decision, a cancel, the sweeper) take the run's ro
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -66,9 +66,15 @@ def acquire(run_id: str, owner: str, *, passed: int | None = None) -> Lease | No
     # than ``LOCK_TIMEOUT_SECONDS`` (``sessions``): a lock held longer is a stalled holder's, and
     # the claim fails, leaving the run to the sweeper, which skips a locked run (``stale_runs``).
     state.check_statement(sql.ACQUIRE_LEASE, Run, _TAKEN_FROM, RunStatus.RUNNING)
-    params = [RunStatus.RUNNING.value, owner, deadline(), run_id, *_TAKEN_FROM]
-    row = rows.fetch_one(sql.ACQUIRE_LEASE, [*params, clock.now(), passed])
-    return None if row is None else Lease(run_id, row[0], owner)
+    params = {
+        "run_id": run_id,
+        "owner": owner,
+        "expires_at": deadline(),
+        "now": clock.now(),
+        "passed": passed,
+    }
+    row = rows.fetch_row(sql.ACQUIRE_LEASE, params)
+    return None if row is None else Lease(run_id, row["lease_token"], owner)
 
 
 def renew(leases: Iterable[Lease]) -> list[Lease]:
@@ -97,26 +103,28 @@ def lock(lease: Lease, *, allow_cancelling: bool = False) -> Run:
     A run being cancelled refuses its driver's writes (that is how a driver learns of the cancel
     mid-step) except, with ``allow_cancelling``, the record of a tool that already ran.
     """
-    row = rows.fetch_one(sql.LOCK_RUN, [lease.run_id, lease.token, lease.owner])
-    run, _ = locked(row, allow_cancelling=allow_cancelling)
-    return run
+    row = rows.fetch_row(sql.LOCK_RUN, fenced(lease))
+    return locked(row, allow_cancelling=allow_cancelling)
 
 
-def locked(
-    row: Sequence[Any] | None, *, allow_cancelling: bool = False
-) -> tuple[Run, tuple[Any, ...]]:
-    """The run a statement locked under a lease (its columns and its thread's first, as
-    ``sql.LOCK_RUN`` reads them; ``None``: it matched no row) and the columns after them, with
-    ``lock``'s checks."""
+def fenced(lease: Lease) -> dict[str, Any]:
+    """The parameters of a statement that locks the run while ``lease`` holds it
+    (``sql.LOCK_RUN``, and those that lock it as it does)."""
+    return {"run_id": lease.run_id, "token": lease.token, "owner": lease.owner}
+
+
+def locked(row: dict[str, Any] | None, *, allow_cancelling: bool = False) -> Run:
+    """The run a statement locked under a lease (its ``run`` and ``thread`` as ``sql.LOCK_RUN``
+    reads them; ``None``: it matched no row), with ``lock``'s checks."""
     if row is None:
         raise LeaseLost()
-    (run, thread), rest = rows.models_of(row, Run, Thread)
+    run, thread = rows.from_json(Run, row["run"]), rows.from_json(Thread, row["thread"])
     assert isinstance(run, Run) and isinstance(thread, Thread)
     allowed = {RunStatus.RUNNING, RunStatus.CANCELLING} if allow_cancelling else {RunStatus.RUNNING}
     if run.status not in allowed:
         raise LeaseLost()
     run.thread = thread  # read with it: ``run.thread`` costs no query
-    return run, rest
+    return run
 
 
 def lock_run(run_id: str) -> Run:

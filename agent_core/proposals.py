@@ -18,14 +18,13 @@ from django.utils import timezone
 
 from . import frames, independent, rows, signals, sql, state, streams, transcript
 from .choices import CallStatus, Role, RunStatus, StepStatus
-from .dispatch import Next
+from .dispatch import NextStep
 from .frames import Frames
 from .gate import Verdict, get_gate
 from .journal import Recorded, stored_call
-from .leases import Lease, lock, locked
+from .leases import Lease, fenced, lock, locked
 from .models import Run, ToolCall
 from .runs import complete_run, continue_or_park, parks
-from .streams import Riding
 from .tools import args_digest
 from .usage import FIELDS
 
@@ -65,7 +64,7 @@ def record_model_step(
     finish_reason: str,
     review: Callable[[ToolCall, Run], Verdict],
     alone: bool,
-) -> Next | Recorded:
+) -> NextStep | Recorded:
     """The suspend transaction: the assistant message, its calls with the gate's answers, the
     frames announcing them and, when the step leaves only calls waiting on people, ``waiting``.
 
@@ -90,7 +89,7 @@ def record_model_step(
             {"type": "tool_call", "id": c.id, "name": c.tool_name, "args": c.args} for c in calls
         ]
         message = transcript.appended(run, Role.ASSISTANT, parts)
-        message_id = message[0]
+        message_id = message["message_id"]
         announce: Frames = [frames.text("".join(pending_text))] if pending_text else []
         call_rows = [
             _call_row(run, message_id, name, position, c) for position, c in enumerate(calls)
@@ -105,8 +104,6 @@ def record_model_step(
             announce += _proposal_frames(row, proposed)
         announce.append(frames.step_finish(name, usage))
         output = {"message_id": message_id, "usage": usage, "finish_reason": finish_reason}
-        tokens = [usage.get(field, 0) for field in FIELDS]
-        step = [StepStatus.COMPLETED.value, json.dumps(output), timezone.now(), *tokens, run.pk]
         statuses = {row.status for row in call_rows}
         parking = bool(call_rows) and parks(statuses)
         if parking:
@@ -114,16 +111,26 @@ def record_model_step(
                 sql.RECORD_MODEL_STEP_AND_PARK, Run, RunStatus.RUNNING, RunStatus.WAITING
             )
         # The message, the calls, the journal, the usage, the frames (and parking): one statement.
-        recorded = [*message, rows.json_rows(call_rows), *step, name]
+        recorded = {
+            **message,
+            "calls": rows.json_rows(call_rows),
+            "step": name,
+            "step_status": StepStatus.COMPLETED.value,
+            "output": json.dumps(output),
+            "finished_at": timezone.now(),
+            **{field: usage.get(field, 0) for field in FIELDS},
+        }
         if locking:
             assert not parking
-            held = [lease.run_id, lease.token, lease.owner, *recorded]
-            riding = Riding(sql.RECORD_MODEL_STEP_LOCKING, held, tokens)
             with rows.one_statement():
-                run, stored = locked(streams.emit_if(run.pk, announce, riding))
+                written = streams.emit_with(
+                    sql.RECORD_MODEL_STEP_LOCKING, {**recorded, **fenced(lease)}, run.pk, announce
+                )
+                run = locked(written)
         else:
             statement = sql.RECORD_MODEL_STEP_AND_PARK if parking else sql.RECORD_MODEL_STEP
-            stored = streams.emit(run.pk, announce, Riding(statement, recorded, tokens))
+            written = streams.emit_with(statement, recorded, run.pk, announce)
+        assert written is not None, f"no run {run.pk}"
         # A question waits on a person too: it is asked (notified) as an approval is.
         waiting = (CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT)
         asked = [row for row in call_rows if row.status in waiting]
@@ -132,11 +139,11 @@ def record_model_step(
         _announce_calls(call_rows)
         if not calls:
             complete_run(run)
-            return Next.STOP
+            return NextStep.STOP
         if parking:
-            return Next.STOP
-        written = [stored_call(row) for row in stored[0]]
-        return Recorded(continue_or_park(run, statuses), run, name, written)
+            return NextStep.STOP
+        stored = [stored_call(call) for call in written["calls"]]
+        return Recorded(continue_or_park(run, statuses), run, name, stored)
 
 
 def records_alone(planned: Run, calls: list[ProposedCall]) -> bool:

@@ -1,5 +1,5 @@
 """Running the core's named statements (``sql``) and making model instances of their rows:
-``rows.fetch_all(sql.TRANSCRIPT, …)`` runs a statement that ``sql`` names.
+``rows.fetch_rows(sql.TRANSCRIPT, {"thread_id": …})`` runs a statement that ``sql`` names.
 
 Each runs on Django's own cursor (``connection.cursor()``), bound as the project binds every
 query: set ``DATABASES["default"]["OPTIONS"] = {"server_side_binding": True,
@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connection
+from django.db import DEFAULT_DB_ALIAS, connection, models
 from django.db.models import Model, signals
 from django.db.models.base import ModelState
+from psycopg.rows import dict_row
 
 
 def json_rows(rows: Sequence[Model]) -> str:
@@ -67,6 +68,47 @@ def one_statement() -> Iterator[None]:
 def in_one_statement() -> bool:
     """Whether the caller runs in ``one_statement`` (in autocommit, or joined to a transaction)."""
     return _alone.get()
+
+
+def fetch_row(statement: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Run ``statement`` with its named parameters; its first row by column name (``None``: no
+    row)."""
+    with connection.cursor() as cursor:
+        cursor.cursor.row_factory = dict_row  # psycopg's own: each row a dict by column name
+        cursor.execute(statement, params)
+        row: dict[str, Any] | None = cursor.fetchone()
+        return row
+
+
+def fetch_rows(statement: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Run ``statement`` with its named parameters; every row by column name."""
+    with connection.cursor() as cursor:
+        cursor.cursor.row_factory = dict_row
+        cursor.execute(statement, params)
+        return list(cursor.fetchall())
+
+
+def from_json(model: type[Model], row: dict[str, Any]) -> Model:
+    """A stored row of ``model`` read as JSON (``to_json(r)``: its columns by name, its JSON
+    columns already parsed): its timestamps parsed back, then made as ``made`` makes it."""
+    for name in _times(model):
+        if row[name] is not None:
+            row[name] = datetime.fromisoformat(row[name])
+    return made(model, [row[name] for name in _columns(model)])
+
+
+@functools.cache
+def _columns(model: type[Model]) -> list[str]:
+    return [str(field.column) for field in model._meta.concrete_fields]
+
+
+@functools.cache
+def _times(model: type[Model]) -> list[str]:
+    return [
+        str(field.column)
+        for field in model._meta.concrete_fields
+        if isinstance(field, models.DateTimeField)
+    ]
 
 
 def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:

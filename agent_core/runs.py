@@ -18,12 +18,11 @@ from .actors import Actor
 from .agents import get_agent
 from .choices import CALL_PENDING, CallStatus, QueuedStatus, Role, RunStatus
 from .conf import agent_settings
-from .dispatch import Next
+from .dispatch import NextStep
 from .exceptions import AgentNotFound, NotFound, RunActive
 from .frames import Frames
 from .leases import Lease, deadline, lock, lock_run
 from .models import QueuedMessage, Run, Thread, ToolCall
-from .streams import Riding
 
 logger = logging.getLogger(__name__)
 
@@ -63,15 +62,15 @@ def start_run(
         # thread, the run and the message in one statement.
         owner = parent.thread.owner_ref if parent is not None else actor.ref
         run.thread = Thread(owner_ref=owner, agent=agent, title=message[:80], active_run_id=run.pk)
-        born = [rows.json_rows([run.thread]), rows.json_rows([run])]
+        born = {"thread": rows.json_rows([run.thread]), "run": rows.json_rows([run])}
         with rows.one_statement():
-            rows.fetch_one(sql.START_RUN, [*born, *transcript.appended(run, Role.USER, said)])
+            rows.fetch_row(sql.START_RUN, {**born, **transcript.appended(run, Role.USER, said)})
     else:
         with transaction.atomic():
             _start_on(run, thread_id, said)
     # After the commit (at once after an autocommitted statement): announced, then driven.
     transaction.on_commit(lambda: signals.run_started.send(Run, run=run))
-    dispatch.on_commit(run.id, Next.MODEL)
+    dispatch.on_commit(run.id, NextStep.MODEL)
     return run
 
 
@@ -97,21 +96,26 @@ def end_run(
     ``ended`` go out before ``finish``. ``False``: the run had already left those statuses."""
     ends = sql.END_RUN_AND_FINISH
     sources = state.check_statement(ends, Run, state.sources_of(Run, status), status)
-    now, finish = timezone.now(), frames.finish(status.value, code)
+    finish = frames.finish(status.value, code)
+    params = {
+        "run_id": run.pk,
+        "thread_id": run.thread_id,
+        "sources": sources,
+        "status": status.value,
+        "error_code": code,
+        "error_message": message,
+        "finished_at": timezone.now(),
+    }
     # The common end, with nothing queued on the thread: the run, its thread and its frames in
     # one statement.
-    riding = Riding(ends, [sources, run.thread_id], [status, code, message, now])
-    if streams.emit_if(run.pk, [*(ended or []), finish], riding) is None:
+    if streams.emit_with(ends, params, run.pk, [*(ended or []), finish]) is None:
         state.check_statement(sql.END_RUN, Run, sources, status)
-        row = rows.fetch_one(
-            sql.END_RUN, [status, code, message, now, run.pk, sources, run.pk, run.thread_id]
-        )
+        row = rows.fetch_row(sql.END_RUN, params)
         assert row is not None
-        won, released, queued = row
-        if not won:
+        if not row["ended"]:
             return False
         # The thread's next queued turn starts in this transaction: exactly once, even on a crash.
-        next_turn = _start_next_turn(run) if released and queued else []
+        next_turn = _start_next_turn(run) if row["released"] and row["queued"] else []
         streams.emit(run.pk, [*(ended or []), *next_turn, finish])
     run.status, run.error_code, run.error_message = status, code, message
     if run.parent_tool_call_id is not None:
@@ -239,7 +243,7 @@ def open_calls(run: Run) -> set[str]:
     )
 
 
-def continue_or_park(run: Run, statuses: set[str] | None = None) -> Next:
+def continue_or_park(run: Run, statuses: set[str] | None = None) -> NextStep:
     """Once a step's calls are recorded or settled (``statuses``: those of the run's calls that
     may still be open, read when not given): run an approved one (``TOOL``), park the run on one
     that waits on a person (``STOP``: the run is ``waiting`` now), or call the model again
@@ -248,8 +252,8 @@ def continue_or_park(run: Run, statuses: set[str] | None = None) -> Next:
         statuses = open_calls(run)
     if parks(statuses):
         _park(run)
-        return Next.STOP
-    return Next.TOOL if CallStatus.APPROVED in statuses else Next.MODEL
+        return NextStep.STOP
+    return NextStep.TOOL if CallStatus.APPROVED in statuses else NextStep.MODEL
 
 
 def parks(statuses: set[str]) -> bool:

@@ -9,7 +9,7 @@ that will later fill.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,73 +25,97 @@ def group_name(run_id: str) -> str:
     return f"agent_run.{run_id}"
 
 
+def emit(run_id: str, frames: Sequence[Frame]) -> None:
+    """Append ``frames`` to the run's stream, and to the stream of each ancestor waiting on it
+    (SPEC §9: numbered in that ancestor's sequence, carrying the child's ``run_id`` and
+    ``parent_tool_call_id``); they are published after commit."""
+    if frames:
+        written = emit_with(sql.EMIT_FRAMES, {}, run_id, frames)
+        assert written is not None, f"no run {run_id}"
+
+
+def emit_with(
+    statement: str, params: Mapping[str, Any], run_id: str, frames: Sequence[Frame]
+) -> dict[str, Any] | None:
+    """``emit``, by ``statement``: one of ``sql``'s statements that write frames with the state
+    they announce (one round trip), run with ``params`` and the frames' own (``run_id``,
+    ``frame_count``, ``frames``, ``frames_at``). Its row by column name, or ``None`` when it
+    answered none (a compare-and-set that lost: no frame was written)."""
+    assert frames, "a statement that writes frames writes at least one"
+    assert connection.in_atomic_block or rows.in_one_statement(), (
+        "frames are written with the state they announce"
+    )
+    row = rows.fetch_row(statement, {**params, **_numbered(run_id, frames)})
+    if row is None:
+        return None
+    _published(run_id, frames, row["last_seq"])
+    _mirror(run_id, frames, row["parent_run_id"], row["parent_tool_call_id"])
+    return row
+
+
+def _numbered(run_id: str, frames: Sequence[Frame]) -> dict[str, Any]:
+    """The parameters every statement writing frames takes."""
+    return {
+        "run_id": run_id,
+        "frame_count": len(frames),
+        # One text parameter: psycopg quotes and backslash-escapes every element of a text array
+        # in Python, by regular expression.
+        "frames": json.dumps([[kind, data] for kind, data in frames]),
+        "frames_at": timezone.now(),
+    }
+
+
+def _published(run_id: str, frames: Sequence[Frame], last_seq: int) -> None:
+    """Publish ``frames``, numbered up to ``last_seq``, once the transaction commits."""
+    first = last_seq - len(frames) + 1
+    published = [
+        {"seq": first + n, "kind": kind, "data": data} for n, (kind, data) in enumerate(frames)
+    ]
+    transaction.on_commit(lambda: publish(run_id, published), robust=True)
+
+
+def _mirror(
+    run_id: str, frames: Sequence[Frame], parent_run_id: str | None, call_id: str | None
+) -> None:
+    """Copy a child's frames into the stream of each ancestor waiting on it, up the chain."""
+    origin = {"run_id": run_id, "parent_tool_call_id": call_id}
+    while parent_run_id is not None and call_id is not None:
+        assert connection.in_atomic_block, "a mirrored frame is a second statement"
+        # Frames mirrored from a grandchild already say where they come from.
+        frames = [Frame(kind, {**origin, **data}) for kind, data in frames]
+        found = rows.fetch_row(sql.MIRROR_FRAMES, _numbered(parent_run_id, frames))
+        if found is None:  # the ancestor has ended: its stream is closed
+            break
+        _published(parent_run_id, frames, found["last_seq"])
+        parent_run_id, call_id = found["parent_run_id"], found["parent_tool_call_id"]
+
+
 @dataclass(frozen=True)
 class Riding:
-    """Writes that ride on the statement numbering a run's frames: a named statement built by
-    ``sql.with_frames`` and the parameters of its ``before`` and ``sets`` parts."""
+    """Writes that ride on the statement numbering a run's frames, the way the decision
+    statements are still built (``sql.with_frames``): the statement and the parameters of its
+    ``before`` and ``sets`` parts. ``emit_with`` takes a whole named statement instead."""
 
     statement: str
     before: Sequence[Any] = ()
     sets: Sequence[Any] = ()
 
 
-def emit(run_id: str, frames: Sequence[Frame], riding: Riding | None = None) -> tuple[Any, ...]:
-    """Append ``frames`` to the run's stream, and to the stream of each ancestor waiting on it
-    (SPEC §9: numbered in that ancestor's sequence, carrying the child's ``run_id`` and
-    ``parent_tool_call_id``); they are published after commit.
-
-    ``riding``: writes made by the same statement (one round trip); returns that statement's
-    ``extra`` columns (nothing without it).
-    """
-    if not frames:
-        assert riding is None, "writes ride on frames"
-        return ()
-    extra = emit_if(run_id, frames, riding or Riding(sql.EMIT_FRAMES))
-    assert extra is not None, f"no run {run_id}"
-    return extra
-
-
 def emit_if(run_id: str, frames: Sequence[Frame], riding: Riding) -> tuple[Any, ...] | None:
-    """``emit``, with writes that may match nothing (a compare-and-set whose frames are written
-    only when it wins, ``sql.settle_call``): ``None`` when the statement answered no row, and
-    no frame was written."""
-    assert connection.in_atomic_block or rows.in_one_statement(), (
+    """``emit_with`` for a statement built by ``sql.with_frames`` (positional parameters): its
+    ``extra`` columns, or ``None`` when it answered no row, and no frame was written."""
+    assert frames and (connection.in_atomic_block or rows.in_one_statement()), (
         "frames are written with the state they announce"
     )
-    row = _write(riding, run_id, frames)
-    if row is None:
-        return None
-    parent, extra = row[1:3], row[3:]
-    origin = {"run_id": run_id, "parent_tool_call_id": parent[1]}
-    while parent[0] is not None and parent[1] is not None:
-        assert connection.in_atomic_block, "a mirrored frame is a second statement"
-        # Frames mirrored from a grandchild already say where they come from.
-        mirrored = [Frame(kind, {**origin, **data}) for kind, data in frames]
-        frames, run_id = mirrored, parent[0]
-        found = _write(Riding(sql.MIRROR_FRAMES), run_id, frames)
-        if found is None:  # the ancestor has ended: its stream is closed
-            break
-        parent = found[1:3]
-    return extra
-
-
-def _write(riding: Riding, run_id: str, frames: Sequence[Frame]) -> tuple[Any, ...] | None:
-    """Number and insert ``frames`` in the run's stream; the statement's first row (``seq``,
-    ``parent_run_id``, ``parent_tool_call_id``, extras), or ``None`` when it matched no run."""
     n = len(frames)
     written_frames = json.dumps([[kind, data] for kind, data in frames])
     params = [*riding.before, n, *riding.sets, run_id, run_id, n, timezone.now(), written_frames]
     written = rows.fetch_all(riding.statement, params)
     if not written:
         return None
-    seqs = sorted(row[0] for row in written)
-    assert len(seqs) == n, f"no run {run_id}"
-    published = [
-        {"seq": seq, "kind": kind, "data": data}
-        for seq, (kind, data) in zip(seqs, frames, strict=True)
-    ]
-    transaction.on_commit(lambda: publish(run_id, published), robust=True)
-    return written[0]
+    _published(run_id, frames, max(row[0] for row in written))
+    _mirror(run_id, frames, written[0][1], written[0][2])
+    return tuple(written[0][3:])
 
 
 def publish(run_id: str, frames: list[dict[str, Any]]) -> None:

@@ -21,23 +21,21 @@ def append(run: Run, role: Role, content: list[dict[str, Any]]) -> str:
     """Append a message to the run's thread; returns its id. The caller holds the run's lock."""
     params = appended(run, role, content)
     # One statement: the next number of the thread and the message that takes it.
-    rows.fetch_one(sql.APPEND_MESSAGE, params)
-    message_id: str = params[0]
+    rows.fetch_row(sql.APPEND_MESSAGE, params)
+    message_id: str = params["message_id"]
     return message_id
 
 
-def appended(run: Run, role: Role, content: list[dict[str, Any]]) -> list[Any]:
+def appended(run: Run, role: Role, content: list[dict[str, Any]]) -> dict[str, Any]:
     """The parameters of ``sql.APPEND_MESSAGE`` appending a message to the run's thread."""
-    now = timezone.now()
-    return [
-        ids.message_id(),
-        run.thread_id,
-        run.pk,
-        role.value,
-        json.dumps(content),
-        now,
-        run.thread_id,
-    ]
+    return {
+        "message_id": ids.message_id(),
+        "thread_id": run.thread_id,
+        "run_id": run.pk,
+        "role": role.value,
+        "content": json.dumps(content),
+        "message_at": timezone.now(),
+    }
 
 
 def result_part(call: ToolCall) -> dict[str, Any]:
@@ -89,8 +87,8 @@ def append_results(run: Run, calls: list[ToolCall]) -> None:
 def build_request(run: Run, agent: Agent) -> ModelRequest:
     """The model request for the run's next step: the thread's whole transcript and the tools."""
     tools = tool_definitions(agent)
-    said = rows.fetch_all(sql.TRANSCRIPT, [run.thread_id])
-    messages = outcomes.in_order([(role, json.loads(content)) for role, content in said])
+    said = rows.fetch_rows(sql.TRANSCRIPT, {"thread_id": run.thread_id})
+    messages = outcomes.in_order([(row["role"], json.loads(row["content"])) for row in said])
     return request(agent, messages, tools)
 
 

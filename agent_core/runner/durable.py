@@ -27,7 +27,7 @@ from .. import signals
 from ..agents import get_agent
 from ..celery import STEP_TASK
 from ..conf import agent_settings
-from ..dispatch import Next
+from ..dispatch import NextStep
 from ..exceptions import LeaseLost
 from ..journal import read_run
 from ..leases import Claim, Lease, hand_off
@@ -91,9 +91,9 @@ class DurableRunner:
     def __init__(self, *, owner: str | None = None) -> None:
         self.owner = owner or f"celery:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
-    def dispatch(self, run_id: str, kind: Next | None = None) -> None:
+    def dispatch(self, run_id: str, kind: NextStep | None = None) -> None:
         # A model step's queue is known; a tool step's depends on which tool: read the plan.
-        queue = agent_settings().MODEL_QUEUE if kind == Next.MODEL else next_queue(run_id)
+        queue = agent_settings().MODEL_QUEUE if kind == NextStep.MODEL else next_queue(run_id)
         self.enqueue(run_id, queue)
 
     def enqueue(
@@ -132,20 +132,20 @@ class DurableRunner:
         self.enqueue(run_id, onward.queue, countdown=onward.countdown, token=onward.token)
 
     def _chain(
-        self, lease: Lease, queue: str, opened: loop.Opened | Next | loop.Elsewhere
+        self, lease: Lease, queue: str, opened: loop.Opened | NextStep | loop.Elsewhere
     ) -> _Onward | None:
         """Take steps until the run leaves this task; returns where it goes next (``None``:
         it parked or ended, or the lease is lost)."""
         budget = _Slice()
         while True:
-            if opened == Next.STOP:  # parked or ended: the lease went with it
+            if opened == NextStep.STOP:  # parked or ended: the lease went with it
                 return None
             if isinstance(opened, loop.Elsewhere):
                 return _Onward(opened.queue, lease.token)
             if not isinstance(opened, loop.Opened):  # recorded on its own; nothing opened yet
                 if budget.spent():
                     model = agent_settings().MODEL_QUEUE
-                    return _Onward(model if opened == Next.MODEL else queue, lease.token)
+                    return _Onward(model if opened == NextStep.MODEL else queue, lease.token)
                 opened = loop.open_step(lease, only=queue)
                 continue
             taking = opened
@@ -164,12 +164,12 @@ class DurableRunner:
             except LeaseLost:
                 logger.warning("lost the lease of %s; another driver has it", lease.run_id)
                 return None
-            if opened != Next.STOP:
+            if opened != NextStep.STOP:
                 _announce(signals.step_recorded, taking)
 
 
 def _announce(signal: Signal, step: loop.Opened) -> None:
     # Between two commits: where instrumentation hooks in, and where the crash tests' workers
     # stop (tests/durable/faults.py) to be killed at a precise moment.
-    kind = Next.MODEL if isinstance(step.step, CallModel) else Next.TOOL
+    kind = NextStep.MODEL if isinstance(step.step, CallModel) else NextStep.TOOL
     signal.send(DurableRunner, run_id=step.run.pk, kind=kind)

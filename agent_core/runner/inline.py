@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from django.db import close_old_connections
 
 from ..conf import agent_settings
-from ..dispatch import Next
+from ..dispatch import NextStep
 from ..exceptions import LeaseLost
 from ..leases import Claim, Lease, hand_off, renew, renewal_period
 from . import loop
@@ -40,7 +40,7 @@ class InlineRunner:
         self._stop = threading.Event()
         self._background: threading.Thread | None = None
 
-    def dispatch(self, run_id: str, kind: Next | None = None) -> None:
+    def dispatch(self, run_id: str, kind: NextStep | None = None) -> None:
         if self._pool is None:
             self.drive(run_id)
         else:
@@ -69,7 +69,7 @@ class InlineRunner:
             self._held[run_id] = lease
         try:
             while not self._stop.is_set():
-                if opened == Next.STOP:
+                if opened == NextStep.STOP:
                     return  # parked or ended: the lease went with it
                 if not isinstance(opened, loop.Opened):
                     opened = loop.open_step(lease)
@@ -79,7 +79,7 @@ class InlineRunner:
                     opened = loop.take_and_open(lease, opened)
                 except RetryLater as retry:
                     time.sleep(retry.delay)
-                    opened = Next.MODEL  # open the model step again: its next attempt
+                    opened = NextStep.MODEL  # open the model step again: its next attempt
                 except LeaseLost:
                     logger.warning("lost the lease of %s; another driver has it", run_id)
                     return

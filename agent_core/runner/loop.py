@@ -28,7 +28,7 @@ from .. import outages, quotas, tracing, transcript
 from ..agents import Agent, get_agent
 from ..cancel import finish_cancel
 from ..choices import RunKind, RunStatus
-from ..dispatch import Next
+from ..dispatch import NextStep
 from ..exceptions import AgentCoreError, LeaseLost
 from ..journal import Recorded, after_record, begin_model_step, read_run
 from ..leases import Claim, Lease, acquire
@@ -65,7 +65,7 @@ class Opened:
     calls: list[ToolCall] = field(default_factory=list)
 
 
-def open_step(lease: Lease, *, only: str | None = None) -> Opened | Next | Elsewhere:
+def open_step(lease: Lease, *, only: str | None = None) -> Opened | NextStep | Elsewhere:
     """Plan the run's next step from the database and open it, in one transaction under the
     run's lock: a model step's journal entry and request, a park, the end.
 
@@ -83,7 +83,7 @@ def open_step(lease: Lease, *, only: str | None = None) -> Opened | Next | Elsew
 
 def claim_step(
     claim: Claim, *, only: str | None = None
-) -> tuple[Lease, Opened | Next | Elsewhere] | None:
+) -> tuple[Lease, Opened | NextStep | Elsewhere] | None:
     """``open_step`` that first takes the run's lease, in that same transaction (``None``:
     another driver holds the run)."""
     lease: Lease | None = None
@@ -106,28 +106,30 @@ def claim_step(
         return lease, _settle_error(lease, exc)
 
 
-def _open(
-    lease: Lease,
-    only: str | None,
-    known: tuple[Run, dict[str, str], list[ToolCall]] | None = None,
-) -> Opened | Next | Elsewhere:
-    """``known``: the run, its journal and calls as a read under its lock would return them
-    (``_open_after``); else they are read."""
-    found = known or read_run(lease.run_id, lease=lease)
+def _open(lease: Lease, only: str | None) -> Opened | NextStep | Elsewhere:
+    """Read the run, its journal and calls under its lock, and open its next step."""
+    found = read_run(lease.run_id, lease=lease)
     if found is None:  # another driver holds the run now
-        return Next.STOP
-    run, journal, every_call = found
+        return NextStep.STOP
+    return _open_from(lease, only, *found)
+
+
+def _open_from(
+    lease: Lease, only: str | None, run: Run, journal: dict[str, str], every_call: list[ToolCall]
+) -> Opened | NextStep | Elsewhere:
+    """Open the run's next step, planned from ``run``, its ``journal`` and ``every_call`` as a
+    read under its lock returns them (``_open``, or ``_open_after`` without reading)."""
     if run.status == RunStatus.CANCELLING:  # the safe point between steps
         finish_cancel(lease)
-        return Next.STOP
+        return NextStep.STOP
     if run.status != RunStatus.RUNNING:
-        return Next.STOP
+        return NextStep.STOP
     agent = get_agent(run.agent)
     step = plan(journal, every_call)
     if run.kind == RunKind.PROPOSAL:
         checked = proposal_step.next_step(lease, run, agent, step)
         if isinstance(checked, proposal_step.Concluded):
-            return Next.STOP
+            return NextStep.STOP
         step = checked
     note = limits.check(agent, step, every_call)  # raises past a limit of the run
     if only is not None and isinstance(step, CallModel | RunTool | Recover):
@@ -143,7 +145,7 @@ def _open(
             if (over := quotas.check_step(run)) is not None:  # the safe point before the call
                 with transaction.atomic():
                     stop_over_quota(run, limit=over.limit, detail=over.detail)
-                return Next.STOP
+                return NextStep.STOP
             name = f"llm:{index}"
             first = name not in journal  # else a retried attempt
             results = limits.told(transcript.results(list(previous)), note) if first else []
@@ -156,19 +158,19 @@ def _open(
         case Finish():
             with transaction.atomic():
                 complete_run(run)
-            return Next.STOP
+            return NextStep.STOP
 
 
-def take(lease: Lease, opened: Opened, *, abort: AbortSignal | None = None) -> Next:
+def take(lease: Lease, opened: Opened, *, abort: AbortSignal | None = None) -> NextStep:
     """Take an opened step: call the model or run the tool, and record what came of it."""
     after = _take(lease, opened, abort, None)
-    assert isinstance(after, Next), "a step recorded on its own says what comes next"
+    assert isinstance(after, NextStep), "a step recorded on its own says what comes next"
     return after
 
 
 def take_and_open(
     lease: Lease, opened: Opened, *, only: str | None = None
-) -> Opened | Next | Elsewhere:
+) -> Opened | NextStep | Elsewhere:
     """``take``, then open the step after it in the transaction that records this one, for a
     driver that takes step after step itself (both runners): one commit fewer per step.
 
@@ -180,25 +182,24 @@ def take_and_open(
 
 def _open_after(
     lease: Lease, only: str | None, opened: Opened, recorded: Recorded | None
-) -> Opened | Next | Elsewhere:
+) -> Opened | NextStep | Elsewhere:
     """Open the step after ``opened``, in the transaction of its record: planned from what
     ``recorded`` wrote when that says all a read would (``journal.after_record``), else read."""
-    known = None
-    if recorded is not None:
-        merged = after_record(opened.journal, opened.calls, recorded)
-        known = None if merged is None else (recorded.run, *merged)
-    return _open(lease, only, known)
+    merged = None if recorded is None else after_record(opened.journal, opened.calls, recorded)
+    if recorded is None or merged is None:
+        return _open(lease, only)
+    return _open_from(lease, only, recorded.run, *merged)
 
 
 # Opens the step after a recorded one, in the record's transaction (``take_and_open``), given
 # the record when it says what it wrote.
-Opener: TypeAlias = Callable[[Recorded | None], Opened | Next | Elsewhere]
+Opener: TypeAlias = Callable[[Recorded | None], Opened | NextStep | Elsewhere]
 
 
 @tracing.step
 def _take(
     lease: Lease, opened: Opened, abort: AbortSignal | None, go_on: Opener | None
-) -> Opened | Next | Elsewhere:
+) -> Opened | NextStep | Elsewhere:
     run, agent = opened.run, opened.agent
     abort = abort or CancelWatch(run.pk, fresh=True)  # just read: running, not cancelling
     try:
@@ -212,7 +213,7 @@ def _take(
             case RunTool(call):
                 outcome = tool_step.execute(lease, run, agent, call, abort)
                 # A tool whose effect lies outside this database recorded its outcome itself.
-                if isinstance(outcome, Next):
+                if isinstance(outcome, NextStep):
                     return outcome
                 try:
                     return _recorded(lease, go_on, outcome)
@@ -223,7 +224,7 @@ def _take(
     except LeaseLost:
         # A cancel refuses the driver's writes: this is how a step in flight learns of it.
         if finish_cancel(lease):
-            return Next.STOP
+            return NextStep.STOP
         raise
     except model_step.RetryLater:
         raise
@@ -234,10 +235,10 @@ def _take(
 def _recorded(
     lease: Lease,
     go_on: Opener | None,
-    record: Callable[[], Next | Recorded],
+    record: Callable[[], NextStep | Recorded],
     *,
     alone: bool = False,
-) -> Opened | Next | Elsewhere:
+) -> Opened | NextStep | Elsewhere:
     """Run a step's ``record`` transaction; with ``go_on``, open the next step in it too.
 
     The opening is all or nothing, and never takes the record with it: it writes last, in one
@@ -253,8 +254,8 @@ def _recorded(
         return _next(record())
     with nullcontext() if alone else transaction.atomic():
         after = record()
-        if _next(after) == Next.STOP:
-            return Next.STOP
+        if _next(after) == NextStep.STOP:
+            return NextStep.STOP
         try:
             return go_on(after if isinstance(after, Recorded) else None)
         except DatabaseError:
@@ -264,11 +265,11 @@ def _recorded(
     return _settle_error(lease, failed)
 
 
-def _next(after: Next | Recorded) -> Next:
+def _next(after: NextStep | Recorded) -> NextStep:
     return after.next if isinstance(after, Recorded) else after
 
 
-def _settle_error(lease: Lease, exc: Exception) -> Next:
+def _settle_error(lease: Lease, exc: Exception) -> NextStep:
     """A step raised: a run being cancelled settles as cancelled (an aborted model call is a
     cancel, not a failure); any other run fails with the error's code.
 
@@ -278,11 +279,11 @@ def _settle_error(lease: Lease, exc: Exception) -> Next:
     if outages.database_lost(exc):
         raise exc
     if finish_cancel(lease):
-        return Next.STOP
+        return NextStep.STOP
     if isinstance(exc, AgentCoreError):
         code, message = exc.code, exc.message
     else:
         logger.exception("run %s failed in the loop", lease.run_id, exc_info=exc)
         code, message = "run_failed", repr(exc)
     fail_run(lease.run_id, code=code, message=message, lease=lease)
-    return Next.STOP
+    return NextStep.STOP

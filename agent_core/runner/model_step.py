@@ -15,7 +15,7 @@ from .. import delegation, ids, jsonsafe, tracing
 from ..agents import Agent
 from ..choices import CallStatus
 from ..conf import agent_settings
-from ..dispatch import Next
+from ..dispatch import NextStep
 from ..exceptions import Cancelled, ModelError, ModelNoOutput, ToolNotFound
 from ..gate import get_gate
 from ..journal import Recorded, emit_text
@@ -46,7 +46,7 @@ def call_model(
     attempt: int,
     request: ModelRequest,
     abort: AbortSignal,
-) -> tuple[Callable[[], Next | Recorded], bool]:
+) -> tuple[Callable[[], NextStep | Recorded], bool]:
     """The model step whose ``attempt`` and ``request`` ``loop.open_step`` read under the run's
     lock; returns its record, still to be made, and whether it is one statement after which a
     tool step comes (``proposals.records_alone``)."""

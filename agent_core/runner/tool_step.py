@@ -14,7 +14,7 @@ from django.db import transaction
 from .. import calls, delegation, outages, tracing
 from ..agents import Agent
 from ..choices import CallStatus
-from ..dispatch import Next
+from ..dispatch import NextStep
 from ..exceptions import Cancelled, ToolNotFound
 from ..journal import Recorded
 from ..leases import Lease
@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 def execute(
     lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: AbortSignal
-) -> Next | Callable[[], Next | Recorded]:
+) -> NextStep | Callable[[], NextStep | Recorded]:
     """Run the call, or find that it must not run. Returns its record, still to be made; or,
     for a tool whose effect lies outside this database, made at once: what comes next."""
     try:
@@ -133,7 +133,7 @@ def _record_failure(lease: Lease, call_id: str, error: str) -> Recorded:
         return calls.finish_call(lease, call_id, error=error, held=held)
 
 
-def recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> Next:
+def recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> NextStep:
     """An attempt died while the call was executing: find out, never guess, whether it ran.
     Returns what comes next (a tool step: the call, or another of its step, may be runnable)."""
     if call.status == CallStatus.EXECUTING:
@@ -144,7 +144,7 @@ def recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> Next:
         tool = None
     if tool is None:
         block_on_doubt(lease, call.pk)
-        return Next.STOP
+        return NextStep.STOP
     if tool.recover is not None:
         try:
             found = tool.recover(tool_context(run, call.pk, lease_token=lease.token), call.args)
@@ -153,11 +153,11 @@ def recover(lease: Lease, run: Run, agent: Agent, call: ToolCall) -> Next:
                 raise
             logger.exception("recover() of %s failed", call.pk)
             block_on_doubt(lease, call.pk)
-            return Next.STOP
+            return NextStep.STOP
         calls.recovered(lease, call.pk, done=found.done, result=to_jsonable(found.result))
     elif tool.idempotent or tool.kind == "read":
         calls.recovered(lease, call.pk, done=False)
     else:
         block_on_doubt(lease, call.pk)
-        return Next.STOP
-    return Next.TOOL
+        return NextStep.STOP
+    return NextStep.TOOL

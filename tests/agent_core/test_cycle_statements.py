@@ -28,7 +28,7 @@ def statements(queries: CaptureQueriesContext) -> list[str]:
 
 def run_reads(sent: list[str]) -> int:
     """The reads of a run with its journal and calls (``sql.READ_RUN``, locked or not)."""
-    return sum(1 for statement in sent if statement.startswith(sql.READ_RUN.split("%s")[0]))
+    return sum(1 for statement in sent if statement.startswith(sql.READ_RUN.split("%(")[0]))
 
 
 def test_a_read_tool_turn_reads_its_run_once(turn: Any) -> None:

@@ -7,7 +7,7 @@ from django.db import transaction
 
 from agent_core import calls, leases
 from agent_core.choices import CallStatus, RunStatus
-from agent_core.dispatch import Next
+from agent_core.dispatch import NextStep
 from agent_core.exceptions import LeaseLost
 from agent_core.leases import Claim
 from agent_core.models import Run, Step
@@ -58,7 +58,7 @@ def test_claim_step_takes_the_lease_in_the_transaction_that_plans(approved):
 def test_a_broken_journal_fails_the_run_though_the_claim_rolled_back(approved):
     Step.objects.create(run=approved, name="llm:3", status="completed")  # code never reaches it
     found = loop.claim_step(Claim(approved.pk, "worker-1"))
-    assert found is not None and found[1] == Next.STOP
+    assert found is not None and found[1] == NextStep.STOP
     approved.refresh_from_db()
     assert approved.status == RunStatus.FAILED and approved.error_code == "replay_diverged"
     assert approved.lease_owner == ""

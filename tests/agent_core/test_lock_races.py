@@ -22,7 +22,7 @@ from django.db import transaction
 
 from agent_core import calls, ids, leases, runs
 from agent_core.choices import CallStatus, RunStatus
-from agent_core.dispatch import Next
+from agent_core.dispatch import NextStep
 from agent_core.leases import Claim, lock_run
 from agent_core.models import Run, ToolCall
 from agent_core.runner import loop
@@ -88,7 +88,7 @@ def test_a_record_plans_from_a_decision_committed_while_it_waited_for_the_lock(s
 
     recorded = _while_the_refund_is_approved(run, refund, record)
     # The refund is approved: the run goes on to run it, rather than park on a pending call.
-    assert recorded.next == Next.TOOL
+    assert recorded.next == NextStep.TOOL
     assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
 
 

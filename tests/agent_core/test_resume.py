@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from agent_core.choices import CallStatus, RunStatus
-from agent_core.dispatch import Next, set_runner
+from agent_core.dispatch import NextStep, set_runner
 from agent_core.models import Run
 from approvals import services as port
 from tests.conftest import ALICE, calls_of
@@ -26,9 +26,9 @@ class Recording:
     """A runner that drives nothing: it keeps what was dispatched."""
 
     def __init__(self) -> None:
-        self.dispatched: list[tuple[str, Next | None]] = []
+        self.dispatched: list[tuple[str, NextStep | None]] = []
 
-    def dispatch(self, run_id: str, kind: Next | None = None) -> None:
+    def dispatch(self, run_id: str, kind: NextStep | None = None) -> None:
         self.dispatched.append((run_id, kind))
 
 
@@ -53,5 +53,5 @@ def test_the_last_decision_queues_the_run_and_dispatches_it_once(turn, decide):
     assert (queued.error_code, queued.error_message, queued.lease_owner) == ("", "", "")
     assert queued.lease_expires_at is not None
     assert queued.lease_expires_at - before >= timedelta(seconds=25)  # LEASE_SECONDS ahead
-    assert runner.dispatched == [(run.pk, Next.TOOL)]  # the approved purge runs next
+    assert runner.dispatched == [(run.pk, NextStep.TOOL)]  # the approved purge runs next
     assert calls_of(run)[1].status == CallStatus.APPROVED
