@@ -5,6 +5,7 @@ see the call neither hears of its viewers nor is heard."""
 from __future__ import annotations
 
 import re
+
 import pytest
 from playwright.sync_api import WebSocketRoute, expect
 
@@ -101,4 +102,3 @@ def test_approvers_see_who_else_has_a_card_open_and_others_see_nothing(
     expect(shown).to_have_text("felix is viewing")
     fran.clock.fast_forward(PRESENCE_SECONDS * 1000)
     expect(shown).to_have_count(0)
-
