@@ -184,8 +184,8 @@
   }
 
   // --- presence: the page says over its socket which cards it has open (again every third of
-  // data-presence seconds); the server tells it who else has them open, and each name is shown
-  // until that person's page closes the card or goes quiet for data-presence seconds. ---------
+  // data-presence-seconds); the server tells it who else has them open, and each name is shown
+  // until that person's page closes the card or goes quiet for data-presence-seconds. ---------
 
   var socket = null, announced = {}, lastAnnounce = 0, viewers = {};
 
@@ -202,7 +202,7 @@
   }
 
   function syncPresence() {
-    var seconds = Number(document.body.getAttribute("data-presence") || 0);
+    var seconds = Number(document.body.getAttribute("data-presence-seconds") || 0);
     if (!seconds || !socket || socket.readyState !== WebSocket.OPEN) return;
     var open = openCards(), again = Date.now() - lastAnnounce > seconds * 1000 / 3;
     Object.keys(announced).forEach(function (id) {

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import WebSocketRoute, expect
 
 from console.consumers import PRESENCE_SECONDS
@@ -21,6 +22,7 @@ from tests.console.live.browser import (
     start,
     wait_live,
 )
+from tests.console.live.test_busy_operator import _serious
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -62,6 +64,8 @@ def test_approvers_see_who_else_has_a_card_open_and_others_see_nothing(
     expect(theirs.locator("[data-presence]")).to_have_text("fran is viewing")  # at once
     expect(shown).to_have_text("felix is viewing")
     fran.screenshot(path=shots / "presence-1280.png")
+    axe = Axe()
+    assert _serious(axe, fran) == []
 
     phone = open_as(browser, server, "fran", PHONE)  # her own second page: him, not herself
     wait_live(phone)
@@ -69,6 +73,7 @@ def test_approvers_see_who_else_has_a_card_open_and_others_see_nothing(
     expect(on_phone.locator("[data-presence]")).to_have_text("felix is viewing")
     expect(shown).to_have_text("felix is viewing")
     phone.screenshot(path=shots / "presence-390.png")
+    assert _serious(axe, phone) == []
     phone.close()
 
     # bob may not see alice's refund: saying he has it open tells him nothing, and nobody of him.
@@ -86,6 +91,13 @@ def test_approvers_see_who_else_has_a_card_open_and_others_see_nothing(
     open_card(otto, refund)
     expect(shown).to_have_text("felix and otto are viewing")
     otto.close()  # a page closed leaves its cards
+    expect(shown).to_have_text("felix is viewing")
+    own = open_as(browser, server, "otto")
+    own.goto(f"/console/calls/{refund.pk}/")  # a call's own page (a link's) counts too
+    expect(own.locator("[data-presence]")).to_have_text("felix and fran are viewing")
+    expect(shown).to_have_text("felix and otto are viewing")
+    assert _serious(axe, own) == []
+    own.close()
     expect(shown).to_have_text("felix is viewing")
 
     row(felix, refund).locator("[data-open]").click()  # felix closes the card

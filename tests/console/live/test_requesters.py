@@ -7,6 +7,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from agent_core.actors import actor_for_user
@@ -26,6 +27,7 @@ from tests.console.live.browser import (
     start,
     wait_live,
 )
+from tests.console.live.test_busy_operator import _serious
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -89,6 +91,7 @@ def test_my_requests_follow_their_calls_live_and_open_their_cards(
     expect(mine.locator(f'[data-call="{purge.pk}"] [data-who]')).to_have_text("you")
     bobs = start(people, REFUND, username="bob")  # bob's own: not hers to hear of
     alice.screenshot(path=shots / "mine-1280.png")
+    assert _serious(Axe(), alice) == []
     phone = open_as(browser, server, "alice", PHONE)
     phone.goto("/console/mine/")
     expect(phone.locator(f'[data-call="{refund.pk}"]')).to_be_visible()
