@@ -164,9 +164,7 @@ class ConsoleConsumer(AsyncJsonWebsocketConsumer):
             }
         )
         if message["hello"]:
-            await self.channel_layer.send(
-                message["channel"], self._presence(call_id, viewing=True)
-            )
+            await self.channel_layer.send(message["channel"], self._presence(call_id, viewing=True))
 
     async def console_events(self, message: dict[str, Any]) -> None:
         """Calls or runs changed: each ``{"event", "run_id", "call_id"}`` of a run the viewer
