@@ -11,6 +11,7 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 from django.test import override_settings
+from django.urls import reverse
 
 from agent_core import runs
 from agent_core.asgi import websocket_application
@@ -185,3 +186,13 @@ def test_a_deployment_without_presence_tells_nobody(people, refund):
 
     with override_settings(AIRLOCK_CONSOLE={"PRESENCE": False}):
         async_to_sync(scenario)()
+
+
+def test_a_page_says_how_long_a_viewer_is_shown_and_nothing_when_presence_is_off(login):
+    assert (
+        f'data-presence-seconds="{PRESENCE_SECONDS}"'
+        in login("fran").get(reverse("console:mine")).content.decode()
+    )
+    with override_settings(AIRLOCK_CONSOLE={"PRESENCE": False}):
+        page = login("fran").get(reverse("console:mine")).content.decode()
+    assert 'data-presence-seconds="0"' in page  # its script then says nothing of its cards
