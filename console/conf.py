@@ -27,6 +27,9 @@ class ConsoleSettings:
     # Group names whose members see the approval analytics on the metrics page (time to decision
     # by approver, rubber stamps per person); superusers always do.
     ANALYTICS_ROLES: tuple[str, ...] = ("operator",)
+    # Whether a card someone else has open says so ("fiona is viewing"), over the console's
+    # WebSocket, to those who may see the call; False: nobody is told who looks at what.
+    PRESENCE: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ROLES", tuple(self.ROLES))

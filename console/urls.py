@@ -41,6 +41,7 @@ urlpatterns = [
     path("inbox/", inbox_list.inbox, name="inbox"),
     path("inbox/fragment/", inbox_list.inbox_fragment, name="inbox_fragment"),
     path("mine/", mine.mine, name="mine"),
+    path("mine/fragment/", mine.mine_fragment, name="mine_fragment"),
     path("inbox/bulk/", bulk.bulk, name="bulk"),
     path("calls/<airlock_id:call_id>/", inbox_list.call_card, name="call"),
     path("calls/<airlock_id:call_id>/row/", inbox_list.call_row, name="call_row"),

@@ -16,6 +16,7 @@ from django.utils.translation import get_language
 
 from console.bidi import visible
 from console.conf import console_settings
+from console.consumers import PRESENCE_SECONDS
 from console.people import name_of
 
 register = template.Library()
@@ -138,3 +139,10 @@ def get(mapping: dict[str, Any], key: str) -> Any:
 def undo_seconds() -> int:
     """How long a console decision waits, with an Undo, before it is sent."""
     return console_settings().UNDO_SECONDS
+
+
+@register.simple_tag
+def presence_seconds() -> int:
+    """How long a card's viewer is shown without a fresh word from their page; 0 when the
+    deployment turned presence off (the page then says nothing of the cards it has open)."""
+    return PRESENCE_SECONDS if console_settings().PRESENCE else 0

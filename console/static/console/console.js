@@ -31,6 +31,8 @@
   }
 
   function tick() {
+    syncPresence();
+    showPresence();
     document.querySelectorAll("time[data-relative]").forEach(function (el) {
       el.textContent = relative(new Date(el.getAttribute("datetime")));
     });
@@ -181,14 +183,78 @@
     if (empty) empty.remove();
   }
 
+  // --- presence: the page says over its socket which cards it has open (again every third of
+  // data-presence-seconds); the server tells it who else has them open, and each name is shown
+  // until that person's page closes the card or goes quiet for data-presence-seconds. ---------
+
+  var socket = null, announced = {}, lastAnnounce = 0, viewers = {};
+
+  function openCards() {
+    var ids = {};
+    document.querySelectorAll("[data-slot] > [data-card], [data-viewing] > [data-card]").forEach(function (card) {
+      if (!card.hasAttribute("data-keep") && !card.closest("[data-held]")) ids[card.getAttribute("data-card")] = true;
+    });
+    return ids;
+  }
+
+  function say(type, id) {
+    socket.send(JSON.stringify({ type: type, call_id: id }));
+  }
+
+  function syncPresence() {
+    var seconds = Number(document.body.getAttribute("data-presence-seconds") || 0);
+    if (!seconds || !socket || socket.readyState !== WebSocket.OPEN) return;
+    var open = openCards(), again = Date.now() - lastAnnounce > seconds * 1000 / 3;
+    Object.keys(announced).forEach(function (id) {
+      if (!open[id]) { say("left", id); delete announced[id]; delete viewers[id]; }
+    });
+    Object.keys(open).forEach(function (id) {
+      if (!announced[id] || again) { say("viewing", id); announced[id] = true; }
+    });
+    if (again) lastAnnounce = Date.now();
+  }
+
+  function heard(msg) {
+    var seen = viewers[msg.call_id] = viewers[msg.call_id] || {};
+    if (msg.viewing) seen[msg.who] = Date.now() + msg.seconds * 1000;
+    else delete seen[msg.who];
+    showPresence();
+  }
+
+  function listed(names) {
+    if (names.length < 2) return names.join("");
+    return names.slice(0, -1).join(", ") + " and " + names[names.length - 1];
+  }
+
+  function showPresence() {
+    var now = Date.now();
+    document.querySelectorAll("[data-card]").forEach(function (card) {
+      var seen = viewers[card.getAttribute("data-card")] || {};
+      var names = Object.keys(seen).filter(function (who) { return seen[who] > now; }).sort();
+      var shown = card.querySelector("[data-presence]");
+      if (!names.length) { if (shown) shown.remove(); return; }
+      var text = listed(names) + (names.length > 1 ? " are viewing" : " is viewing");
+      if (!shown) {
+        shown = document.createElement("span");
+        shown.className = "badge presence"; shown.setAttribute("data-presence", "");
+        shown.title = "Has this card open now";
+        var head = card.querySelector(".card-head");
+        (head || card).append(shown);
+      }
+      if (shown.textContent !== text) shown.textContent = text;
+    });
+  }
+
   function connect(attempt) {
     if (!document.body.hasAttribute("data-live")) return;
     var status = document.querySelector("[data-live-status]");
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
     if (status) status.hidden = false;
-    var socket = new WebSocket(scheme + location.host + document.body.getAttribute("data-ws"));
+    socket = new WebSocket(scheme + location.host + document.body.getAttribute("data-ws"));
     socket.onopen = function () {
       attempt = 0;
+      announced = {}; lastAnnounce = 0;  // a new connection knows nothing of this page's cards
+      syncPresence();
       if (status) { status.textContent = "live"; status.classList.add("on"); }
       if (document.body.hasAttribute("data-connected-once")) {  // missed news
         if (!hooks.reconnected || !hooks.reconnected()) scheduleRefresh();
@@ -198,11 +264,13 @@
     };
     socket.onmessage = function (e) {
       var msg = JSON.parse(e.data);
+      if (msg.type === "presence") { heard(msg); return; }
       if (msg.type === "frames") appendFrames(msg.frames);
       if (!hooks.event || !hooks.event(msg)) scheduleRefresh();
     };
     socket.onclose = function () {
       document.body.setAttribute("data-socket", "closed");
+      viewers = {};  // nobody's word reaches this page now
       if (status) { status.textContent = "reconnecting…"; status.classList.remove("on"); }
       setTimeout(function () { connect(attempt + 1); }, Math.min(15000, 500 * Math.pow(2, attempt)));
     };

@@ -65,6 +65,7 @@ def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 LAPTOP: ViewportSize = {"width": 1280, "height": 860}
+DESKTOP: ViewportSize = {"width": 1280, "height": 800}  # the manual's screenshots
 PHONE: ViewportSize = {"width": 390, "height": 844}
 CAMPAIGN = '/call send_campaign {"campaign_id": "spring-sale"}'
 

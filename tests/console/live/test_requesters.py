@@ -7,14 +7,27 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from agent_core.actors import actor_for_user
 from agent_core.choices import CallStatus
 from agent_core.models import ToolCall
 from approvals import links
-from tests.console.conftest import REFUND
-from tests.console.live.browser import call_of, in_thread, open_as, open_card, start
+from approvals import services as port
+from tests.console.conftest import REFUND, actor
+from tests.console.live.browser import (
+    DESKTOP,
+    PHONE,
+    call_of,
+    card,
+    in_thread,
+    open_as,
+    open_card,
+    start,
+    wait_live,
+)
+from tests.console.live.test_busy_operator import _serious
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -59,3 +72,33 @@ def test_a_questions_link_opens_a_form_that_answers_it(server, browser, people, 
     expect(page.get_by_role("heading", name="Answered")).to_be_visible()
     done = in_thread(lambda: ToolCall.objects.get(pk=question.pk))
     assert done.result == {"answer": "A-1003"} and done.decided_via == "email"
+
+
+def test_my_requests_follow_their_calls_live_and_open_their_cards(
+    server, browser, people, sync_runner, shots
+):
+    alice = open_as(browser, server, "alice", DESKTOP)
+    heard: list[str] = []
+    alice.on("websocket", lambda ws: ws.on("framereceived", lambda f: heard.append(str(f))))
+    alice.goto("/console/mine/")
+    wait_live(alice)
+    expect(alice.get_by_text("Nothing of yours is waiting on anyone.")).to_be_visible()
+    refund = call_of(start(people, REFUND))  # arrives without a reload
+    mine = alice.locator("[data-mine]")
+    listed = mine.locator(f'[data-call="{refund.pk}"]')
+    expect(listed.locator("[data-who]")).to_have_text("finance")
+    purge = call_of(start(people, PURGE))
+    expect(mine.locator(f'[data-call="{purge.pk}"] [data-who]')).to_have_text("you")
+    bobs = start(people, REFUND, username="bob")  # bob's own: not hers to hear of
+    alice.screenshot(path=shots / "mine-1280.png")
+    assert _serious(Axe(), alice) == []
+    phone = open_as(browser, server, "alice", PHONE)
+    phone.goto("/console/mine/")
+    expect(phone.locator(f'[data-call="{refund.pk}"]')).to_be_visible()
+    phone.screenshot(path=shots / "mine-390.png")
+    in_thread(lambda: port.approve(refund.pk, actor=actor(people["fran"]), via="api"))
+    expect(listed).to_have_count(0)  # decided elsewhere: it leaves
+    expect(mine.locator("[data-call]")).to_have_count(1)
+    assert not any(bobs.pk in frame for frame in heard), heard
+    mine.locator(f'[data-call="{purge.pk}"] a').click()  # a row opens the call's card
+    expect(card(alice, purge).get_by_role("button", name="Approve", exact=True)).to_be_visible()
