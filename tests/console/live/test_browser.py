@@ -13,6 +13,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from agent_core.choices import CallStatus, RunStatus
 from agent_core.models import Run, ToolCall
+from approvals import analytics
 from tests.console.conftest import REFUND
 from tests.console.live.browser import (
     CAMPAIGN,
@@ -78,7 +79,8 @@ def test_an_approver_sees_a_refund_arrive_approves_it_and_the_run_completes(
     expect(refund_card).to_have_count(0)  # left the inbox
     expect(fran.locator('[data-count="waiting_on_you"]')).to_have_text(["0", "0"])  # nav, tab
 
-    expect(run_page.locator("[data-run-status]")).to_have_text("completed")  # live
+    # The run completes in the live server's runner: a wait, not a timing (slow under CI's load).
+    expect(run_page.locator("[data-run-status]")).to_have_text("completed", timeout=20_000)  # live
     expect(run_page.locator("#frames")).to_contain_text("finish")
     expect(run_page.locator(".timeline")).to_contain_text("llm:1")
     run_page.screenshot(path=shots / "run.png", full_page=True)
@@ -87,6 +89,7 @@ def test_an_approver_sees_a_refund_arrive_approves_it_and_the_run_completes(
     assert refund_run.status == RunStatus.COMPLETED
     assert in_thread(lambda: ToolCall.objects.get(pk=refund.pk).decided_via) == "console"
 
+    in_thread(analytics.refresh_due)  # the sweeper's job: the page reads its snapshot
     fran.goto("/console/metrics/")
     expect(fran.get_by_text("approval latency, median")).to_be_visible()
     fran.screenshot(path=shots / "metrics.png", full_page=True)
