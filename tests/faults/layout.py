@@ -144,7 +144,7 @@ class Host:
         with (self.logs / f"{self.name}.log").open("ab") as log:
             proc = subprocess.Popen(
                 [*prefix, *argv],
-                cwd=self.logs,  # beat writes its schedule file here
+                cwd=ROOT,  # as a deployment's project directory: the demo's MCP server is here
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -173,6 +173,18 @@ class Host:
 
     def alive(self) -> bool:
         return all(proc.poll() is None for proc in self.procs)
+
+    def pids(self) -> set[int]:
+        """Every process of the host now: its processes and their children (each of the
+        host's processes leads a process group)."""
+        groups = {proc.pid for proc in self.procs}
+        found = set()
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(ProcessLookupError):
+                    if os.getpgid(int(entry.name)) in groups:
+                        found.add(int(entry.name))
+        return found
 
     def stop(self) -> None:
         self.thaw()
@@ -304,7 +316,11 @@ def running_layout(home: Path, **extra: str) -> Iterator[Layout]:
                 env,
             )
         hosts["beat"].spawn(
-            [sys.executable, "-m", "celery", "-A", "config", "beat", "--max-interval", "1"], env
+            [
+                *(sys.executable, "-m", "celery", "-A", "config", "beat", "--max-interval", "1"),
+                *("--schedule", str(home / "beat-schedule")),
+            ],
+            env,
         )
         layout = Layout(
             postgres,

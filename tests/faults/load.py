@@ -114,15 +114,9 @@ def until(what: str, holds: Callable[[], bool], seconds: float = 60) -> None:
         time.sleep(0.1)
 
 
-def fault_under_load(
-    target: Target,
-    fault: Callable[[], None],
-    *,
-    during: Callable[[str, str], None] = lambda call_id, run_id: None,
-) -> Answers:
+def fault_under_load(target: Target, fault: Callable[[], None]) -> Answers:
     """Approve a third of the parked calls, followed by open streams, then the next third while
-    ``fault`` happens (the first third's refunds executing), then the rest after it; ``during``:
-    what else befalls each call of the second third once it is approved."""
+    ``fault`` happens (the first third's refunds executing), then the rest after it."""
     answers = Answers()
     with httpx.Client(base_url=target.web, timeout=30) as client:
         calls = parked(target, client)
@@ -133,11 +127,12 @@ def fault_under_load(
             follower.start()
             answers.followers.append(follower)
             approve(client, call_id, answers)
+        flying = "SELECT count(*) FROM agent_core_run WHERE status = 'running'"
+        until("a run in flight when the fault hits", lambda: target.rows(flying)[0][0] > 0, 10)
         faulting = threading.Thread(target=fault)
         faulting.start()
-        for call_id, run_id in middle:
+        for call_id, _ in middle:
             approve(client, call_id, answers)
-            during(call_id, run_id)
         faulting.join()
         answers.healed = time.monotonic()
         for call_id, _ in after:

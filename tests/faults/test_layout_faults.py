@@ -30,6 +30,7 @@ from tests.faults.load import (
     check_settled,
     fault_under_load,
     unended_streams,
+    until,
 )
 from tests.live.conftest import ALICE
 
@@ -38,6 +39,9 @@ pytestmark = [pytest.mark.slow]
 # Past LEASE + SWEEP after the fault: the runs approved after it (a third of them) take their
 # model, tool and model steps on two workers of two processes each, on a 2-core machine.
 MARGIN = 30
+# A frozen worker's open transaction ends this soon (``IDLE_IN_TRANSACTION_SECONDS``); a refund
+# sleeps 1 s inside its own.
+IDLE = 3
 SETTLED_WITHIN = LEASE + SWEEP + MARGIN
 
 
@@ -46,7 +50,11 @@ def layout(django_db_blocker: object) -> Iterator[Layout]:
     # Not pytest's temporary directories: another pytest run on the machine may prune them.
     home = Path(tempfile.mkdtemp(prefix="airlock-layout-"))
     try:
-        with running_layout(home, DEMO_REFUND_DELAY="1") as running:
+        with running_layout(
+            home,
+            DEMO_REFUND_DELAY="1",
+            AIRLOCK_TEST_IDLE_IN_TRANSACTION_SECONDS=str(IDLE),
+        ) as running:
             yield running
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -82,18 +90,52 @@ def test_redis_restarted_empty_under_load(layout: Layout) -> None:
 
 def test_a_worker_frozen_past_its_lease_under_load(layout: Layout) -> None:
     worker = layout.hosts["w1"]
+    held: dict[str, int] = {}  # the runs the worker drove when it froze: their lease tokens
+    taken: dict[str, int] = {}  # their lease tokens just before it thawed
+
+    def driven_by_worker() -> dict[str, int]:
+        owners = {f":{pid}:" for pid in worker.pids()}
+        return {
+            run_id: token
+            for run_id, owner, token in layout.rows(
+                "SELECT id, lease_owner, lease_token FROM agent_core_run WHERE status = 'running'"
+            )
+            if any(pid in owner for pid in owners)
+        }
+
+    def frozen_driving() -> bool:
+        """Frozen while it drives a run (read after the freeze: nothing it holds moves)."""
+        worker.freeze()
+        held.update(driven_by_worker())
+        if not held:
+            worker.thaw()
+            time.sleep(0.05)
+        return bool(held)
 
     def freeze() -> None:
-        worker.freeze()
-        time.sleep(LEASE + SWEEP + 2)
+        until("the worker to freeze while it drives a run", frozen_driving, 10)
+        # Past its lease, and past the end of its session if it froze inside a transaction.
+        time.sleep(max(LEASE, IDLE) + SWEEP + 2)
+        taken.update(
+            layout.rows(
+                "SELECT id, lease_token FROM agent_core_run WHERE id = ANY(%s)", [list(held)]
+            )
+        )
         worker.thaw()
 
-    _check(layout, fault_under_load(_target(layout), freeze))
+    answers = fault_under_load(_target(layout), freeze)
+    _check(layout, answers)
+    # Taken over while the worker was frozen: another driver leased each run meanwhile.
+    assert held, "the worker drove no run when it froze"
+    assert all(taken[run_id] > token for run_id, token in held.items()), (held, taken)
 
 
 def test_a_task_delivered_twice_under_load(layout: Layout) -> None:
-    def twice(call_id: str, run_id: str) -> None:
-        for queue in ("agent.tool", "agent.llm"):
-            layout.deliver(run_id, queue)
+    def twice() -> None:
+        """A second copy of a step task of every run, parked, executing or just approved."""
+        active = "SELECT id FROM agent_core_run WHERE status IN ('queued', 'running', 'waiting')"
+        for (run_id,) in layout.rows(active):
+            for queue in ("agent.tool", "agent.llm"):
+                layout.deliver(run_id, queue)
 
-    _check(layout, fault_under_load(_target(layout), lambda: time.sleep(2), during=twice))
+    _check(layout, fault_under_load(_target(layout), twice))
