@@ -1,6 +1,7 @@
 """The production layout as separate processes on "hosts" of their own, against the fault tests'
-own PostgreSQL and Redis (``tests.faults.services``), with the durable runner and short leases:
-web (gunicorn), streams (uvicorn), two Celery workers and beat, each on its own host.
+own PostgreSQL and Redis (``tests.faults.services``), with short leases: for the durable runner
+web (gunicorn), streams (uvicorn), two Celery workers and beat (``running_layout``); for the
+inline runner two web hosts and streams (``running_inline_layout``); each on its own host.
 
 Where the machine allows it (root on Linux, ``ip netns``), a host is a network namespace with an
 address of its own on a private /24, joined by a veth pair to a bridge in this (the test's)
@@ -212,16 +213,23 @@ class Host:
 
 @dataclass
 class Layout:
-    """The running layout: ``hosts`` by name (``web``, ``streams``, ``w1``, ``w2``, ``beat``)."""
+    """The running layout: its ``hosts`` by name."""
 
     postgres: Postgres
     redis: Redis
     network: Network
     database: str  # the test's own URL of the database (a unix socket: never cut)
     hosts: dict[str, Host]
-    web: str
-    streams: str
+    urls: dict[str, str]  # the HTTP servers' URLs, by host
     home: Path
+
+    @property
+    def web(self) -> str:
+        return self.urls["web"]
+
+    @property
+    def streams(self) -> str:
+        return self.urls["streams"]
 
     def rows(self, statement: str, params: Any = None) -> list[tuple[Any, ...]]:
         with psycopg.connect(self.database) as conn:
@@ -257,8 +265,56 @@ SHOP = (
 
 @contextlib.contextmanager
 def running_layout(home: Path, **extra: str) -> Iterator[Layout]:
-    """Start PostgreSQL, Redis and the five hosts under ``home`` (``extra``: more environment
-    for every process: tool delays, ...); stop and remove everything after."""
+    """The durable runner's layout under ``home``: hosts ``web`` (gunicorn), ``streams``
+    (uvicorn), ``w1`` and ``w2`` (Celery workers, two processes each) and ``beat`` (``extra``:
+    more environment for every process: tool delays, ...); stopped and removed after."""
+    names = ("web", "streams", "w1", "w2", "beat")
+    with _services(home, names, AGENT_RUNNER="durable", **extra) as (layout, env):
+        _gunicorn(layout, "web", env)
+        _uvicorn(layout, "streams", env)
+        for name in ("w1", "w2"):
+            layout.hosts[name].spawn(
+                [
+                    *(sys.executable, "-m", "celery", "-A", "config", "worker"),
+                    *("-Q", "agent.llm,agent.tool", "--concurrency", "2", "-n", f"{name}@faults"),
+                    *("-l", "info", "--without-gossip", "--without-mingle"),
+                ],
+                env,
+            )
+        layout.hosts["beat"].spawn(
+            [
+                *(sys.executable, "-m", "celery", "-A", "config", "beat", "--max-interval", "1"),
+                *("--schedule", str(home / "beat-schedule")),
+            ],
+            env,
+        )
+        _wait_until_up(layout)
+        for name in ("w1", "w2"):
+            _until_logged(layout, name, f"{name}@faults ready")
+        yield layout
+
+
+@contextlib.contextmanager
+def running_inline_layout(home: Path, **extra: str) -> Iterator[Layout]:
+    """The inline runner's layout under ``home``: hosts ``web`` and ``web2`` (gunicorn, each
+    driving the runs it dispatches and sweeping for the other) and ``streams`` (uvicorn)."""
+    with _services(home, ("web", "web2", "streams"), AGENT_RUNNER="inline", **extra) as (
+        layout,
+        env,
+    ):
+        for name in ("web", "web2"):
+            _gunicorn(layout, name, env)
+        _uvicorn(layout, "streams", env)
+        _wait_until_up(layout)
+        yield layout
+
+
+@contextlib.contextmanager
+def _services(
+    home: Path, names: tuple[str, ...], **extra: str
+) -> Iterator[tuple[Layout, dict[str, str]]]:
+    """PostgreSQL, Redis and a host per name, none of them running anything yet; the layout and
+    the environment of its processes. Everything stopped and removed after."""
     net = network()
     net.create()
     postgres: Postgres | None = None
@@ -272,68 +328,22 @@ def running_layout(home: Path, **extra: str) -> Iterator[Layout]:
         local = migrated_database(postgres, "airlock_faults")
         shop = manage("shell", "--no-imports", "-c", SHOP, DATABASE_URL=local)
         assert shop.returncode == 0, shop.stderr
+        for index, name in enumerate(names, start=1):
+            address, namespace, link = net.add_host(index, name)
+            hosts[name] = Host(name, address, namespace, link, home)
         env = django_env(
             DJANGO_SETTINGS_MODULE="tests.live.settings",
             DATABASE_URL=postgres.tcp_url("airlock_faults", net.hub) if net.isolated else local,
             REDIS_URL=redis.url,
-            AGENT_RUNNER="durable",
             CONN_MAX_AGE="60",  # persistent connections: they must survive a restart
             AIRLOCK_TEST_LEASE_SECONDS=str(LEASE),
             AIRLOCK_SWEEP_SECONDS=str(SWEEP),
-            PYTHONPATH=str(ROOT),
-            ALLOWED_HOSTS=f"localhost,127.0.0.1,{net.prefix}.11,{net.prefix}.12",  # web, streams
+            ALLOWED_HOSTS=",".join(
+                ["localhost", "127.0.0.1", *(h.address for h in hosts.values())]
+            ),
             **extra,
         )
-        for index, name in enumerate(("web", "streams", "w1", "w2", "beat"), start=1):
-            address, namespace, link = net.add_host(index, name)
-            hosts[name] = Host(name, address, namespace, link, home)
-        web_port, streams_port = _port(hosts["web"]), _port(hosts["streams"])
-        hosts["web"].spawn(
-            [
-                str(BIN / "gunicorn"),
-                *("config.wsgi", "-c", "python:agent_core.gunicorn"),
-                *("--workers", "2", "--threads", "4"),
-                *("--bind", f"{hosts['web'].address}:{web_port}"),
-            ],
-            env,
-        )
-        hosts["streams"].spawn(
-            [
-                str(BIN / "uvicorn"),
-                "config.asgi:application",
-                *("--host", hosts["streams"].address, "--port", str(streams_port)),
-                "--no-access-log",
-            ],
-            env,
-        )
-        for name in ("w1", "w2"):
-            hosts[name].spawn(
-                [
-                    *(sys.executable, "-m", "celery", "-A", "config", "worker"),
-                    *("-Q", "agent.llm,agent.tool", "--concurrency", "2", "-n", f"{name}@faults"),
-                    *("-l", "info", "--without-gossip", "--without-mingle"),
-                ],
-                env,
-            )
-        hosts["beat"].spawn(
-            [
-                *(sys.executable, "-m", "celery", "-A", "config", "beat", "--max-interval", "1"),
-                *("--schedule", str(home / "beat-schedule")),
-            ],
-            env,
-        )
-        layout = Layout(
-            postgres,
-            redis,
-            net,
-            local,
-            hosts,
-            f"http://{hosts['web'].address}:{web_port}",
-            f"http://{hosts['streams'].address}:{streams_port}",
-            home,
-        )
-        _wait_until_up(layout)
-        yield layout
+        yield Layout(postgres, redis, net, local, hosts, {}, home), env
     finally:
         for host in hosts.values():
             host.stop()
@@ -344,6 +354,33 @@ def running_layout(home: Path, **extra: str) -> Iterator[Layout]:
         net.remove()
 
 
+def _gunicorn(layout: Layout, name: str, env: dict[str, str]) -> None:
+    host = layout.hosts[name]
+    port = _port(host)
+    host.spawn(
+        [
+            str(BIN / "gunicorn"),
+            *("config.wsgi", "-c", "python:agent_core.gunicorn"),
+            *("--workers", "2", "--threads", "4", "--bind", f"{host.address}:{port}"),
+        ],
+        env,
+    )
+    layout.urls[name] = f"http://{host.address}:{port}"
+
+
+def _uvicorn(layout: Layout, name: str, env: dict[str, str]) -> None:
+    host = layout.hosts[name]
+    port = _port(host)
+    host.spawn(
+        [
+            *(str(BIN / "uvicorn"), "config.asgi:application"),
+            *("--host", host.address, "--port", str(port), "--no-access-log"),
+        ],
+        env,
+    )
+    layout.urls[name] = f"http://{host.address}:{port}"
+
+
 def _port(host: Host) -> int:
     """A free port: on the host's own address nothing else listens, on 127.0.0.1 ask."""
     with socket.socket() as sock:
@@ -352,8 +389,9 @@ def _port(host: Host) -> int:
 
 
 def _wait_until_up(layout: Layout) -> None:
+    """Until every HTTP server of the layout answers."""
     deadline = time.monotonic() + GUARD_SECONDS * 2
-    for url in (layout.web, layout.streams):
+    for url in layout.urls.values():
         while True:
             try:
                 httpx.get(f"{url}/agent/runs", timeout=30)  # 401 without an actor: it answers
@@ -362,8 +400,11 @@ def _wait_until_up(layout: Layout) -> None:
                 assert layout.alive(), layout.tail()
                 assert time.monotonic() < deadline, f"{url} did not start\n{layout.tail()}"
                 time.sleep(0.2)
-    for name in ("w1", "w2"):
-        while f"{name}@faults ready" not in layout.hosts[name].log():
-            assert layout.alive(), layout.tail()
-            assert time.monotonic() < deadline, f"{name} did not start\n{layout.tail()}"
-            time.sleep(0.2)
+
+
+def _until_logged(layout: Layout, name: str, line: str) -> None:
+    deadline = time.monotonic() + GUARD_SECONDS * 2
+    while line not in layout.hosts[name].log():
+        assert layout.alive(), layout.tail()
+        assert time.monotonic() < deadline, f"{name} did not start\n{layout.tail()}"
+        time.sleep(0.2)

@@ -24,10 +24,10 @@ Rows = Callable[[str], list[tuple[Any, ...]]]
 
 @dataclass
 class Target:
-    """Where the load goes: the API (``web``), the streams (``streams``), and the database the
-    checks read (``rows``: a statement's rows)."""
+    """Where the load goes: the API (``webs``: each request to the next in turn), the streams
+    (``streams``), and the database the checks read (``rows``: a statement's rows)."""
 
-    web: str
+    webs: tuple[str, ...]
     streams: str
     rows: Rows
 
@@ -94,9 +94,9 @@ def approve(client: httpx.Client, call_id: str, answers: Answers) -> None:
         answers.approved.append(call_id)
 
 
-def parked(target: Target, client: httpx.Client) -> list[tuple[str, str]]:
+def parked(target: Target, clients: list[httpx.Client]) -> list[tuple[str, str]]:
     """``RUNS`` runs parked on a refund: their calls' and runs' ids."""
-    runs = [start(client, refund(50), ALICE)["run_id"] for _ in range(RUNS)]
+    runs = [start(clients[i % len(clients)], refund(50), ALICE)["run_id"] for i in range(RUNS)]
     wait = f"SELECT count(*) FROM agent_core_run WHERE status = 'waiting' AND id IN {in_(runs)}"
     until("every run parks", lambda: target.rows(wait)[0][0] == RUNS)
     calls = f"SELECT id, run_id FROM agent_core_toolcall WHERE run_id IN {in_(runs)}"
@@ -118,25 +118,29 @@ def fault_under_load(target: Target, fault: Callable[[], None]) -> Answers:
     """Approve a third of the parked calls, followed by open streams, then the next third while
     ``fault`` happens (the first third's refunds executing), then the rest after it."""
     answers = Answers()
-    with httpx.Client(base_url=target.web, timeout=30) as client:
-        calls = parked(target, client)
+    clients = [httpx.Client(base_url=web, timeout=30) for web in target.webs]
+    try:
+        calls = parked(target, clients)
         third = RUNS // 3
         first, middle, after = calls[:third], calls[third : 2 * third], calls[2 * third :]
-        for call_id, run_id in first:
+        for i, (call_id, run_id) in enumerate(first):
             follower = Follower(target.streams, run_id)
             follower.start()
             answers.followers.append(follower)
-            approve(client, call_id, answers)
+            approve(clients[i % len(clients)], call_id, answers)
         flying = "SELECT count(*) FROM agent_core_run WHERE status = 'running'"
         until("a run in flight when the fault hits", lambda: target.rows(flying)[0][0] > 0, 10)
         faulting = threading.Thread(target=fault)
         faulting.start()
-        for call_id, _ in middle:
-            approve(client, call_id, answers)
+        for i, (call_id, _) in enumerate(middle):
+            approve(clients[i % len(clients)], call_id, answers)
         faulting.join()
         answers.healed = time.monotonic()
-        for call_id, _ in after:
-            approve(client, call_id, answers)
+        for i, (call_id, _) in enumerate(after):
+            approve(clients[i % len(clients)], call_id, answers)
+    finally:
+        for client in clients:
+            client.close()
     return answers
 
 

@@ -12,6 +12,7 @@ stream delivered every stored frame once and in order, the API answered 503 with
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import time
@@ -21,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.faults.layout import LEASE, SWEEP, Layout, running_layout
+from tests.faults.layout import LEASE, SWEEP, Layout, running_inline_layout, running_layout
 from tests.faults.load import (
     Answers,
     Target,
@@ -42,26 +43,36 @@ MARGIN = 30
 # A frozen worker's open transaction ends this soon (``IDLE_IN_TRANSACTION_SECONDS``); a refund
 # sleeps 1 s inside its own.
 IDLE = 3
+ENV = {"DEMO_REFUND_DELAY": "1", "AIRLOCK_TEST_IDLE_IN_TRANSACTION_SECONDS": str(IDLE)}
 SETTLED_WITHIN = LEASE + SWEEP + MARGIN
 
 
 @pytest.fixture(scope="module")
-def layout(django_db_blocker: object) -> Iterator[Layout]:
+def layout() -> Iterator[Layout]:
+    with _home() as home, running_layout(home, **ENV) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def inline_layout() -> Iterator[Layout]:
+    with _home() as home, running_inline_layout(home, **ENV) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def _home() -> Iterator[Path]:
     # Not pytest's temporary directories: another pytest run on the machine may prune them.
     home = Path(tempfile.mkdtemp(prefix="airlock-layout-"))
     try:
-        with running_layout(
-            home,
-            DEMO_REFUND_DELAY="1",
-            AIRLOCK_TEST_IDLE_IN_TRANSACTION_SECONDS=str(IDLE),
-        ) as running:
-            yield running
+        yield home
     finally:
         shutil.rmtree(home, ignore_errors=True)
 
 
 def _target(layout: Layout) -> Target:
-    return Target(layout.web, layout.streams, layout.rows)
+    """The load on every web host of the layout in turn."""
+    webs = tuple(url for name, url in layout.urls.items() if name.startswith("web"))
+    return Target(webs, layout.streams, layout.rows)
 
 
 def _check(layout: Layout, answers: Answers) -> None:
@@ -73,8 +84,9 @@ def _check(layout: Layout, answers: Answers) -> None:
     assert not unended, unended
     # Every process recovered on its own: the ones the layout started, answering.
     assert layout.alive(), layout.tail()
-    with httpx.Client(base_url=layout.web, timeout=30) as client:
-        assert client.get("/agent/approvals/pending", headers=ALICE).status_code == 200
+    for web in target.webs:
+        with httpx.Client(base_url=web, timeout=30) as client:
+            assert client.get("/agent/approvals/pending", headers=ALICE).status_code == 200
 
 
 @pytest.mark.parametrize("mode", ["fast", "immediate"])
@@ -88,46 +100,60 @@ def test_redis_restarted_empty_under_load(layout: Layout) -> None:
     _check(layout, answers)
 
 
-def test_a_worker_frozen_past_its_lease_under_load(layout: Layout) -> None:
-    worker = layout.hosts["w1"]
-    held: dict[str, int] = {}  # the runs the worker drove when it froze: their lease tokens
-    taken: dict[str, int] = {}  # their lease tokens just before it thawed
+class Freeze:
+    """SIGSTOP a host while it drives runs, past its lease and its transaction's end, then
+    SIGCONT: the runs it drove (their lease tokens then) and their tokens just before it thawed."""
 
-    def driven_by_worker() -> dict[str, int]:
-        owners = {f":{pid}:" for pid in worker.pids()}
-        return {
-            run_id: token
-            for run_id, owner, token in layout.rows(
+    def __init__(self, layout: Layout, name: str) -> None:
+        self.layout, self.host = layout, layout.hosts[name]
+        self.held: dict[str, int] = {}
+        self.taken: dict[str, int] = {}
+
+    def __call__(self) -> None:
+        until("the host to freeze while it drives a run", self._frozen_driving, 10)
+        time.sleep(max(LEASE, IDLE) + SWEEP + 2)
+        self.taken.update(
+            self.layout.rows(
+                "SELECT id, lease_token FROM agent_core_run WHERE id = ANY(%s)", [list(self.held)]
+            )
+        )
+        self.host.thaw()
+
+    def _frozen_driving(self) -> bool:
+        """Frozen while it drives a run (read after the freeze: nothing it holds moves)."""
+        self.host.freeze()
+        owners = {f":{pid}:" for pid in self.host.pids()}
+        self.held.update(
+            (run_id, token)
+            for run_id, owner, token in self.layout.rows(
                 "SELECT id, lease_owner, lease_token FROM agent_core_run WHERE status = 'running'"
             )
             if any(pid in owner for pid in owners)
-        }
-
-    def frozen_driving() -> bool:
-        """Frozen while it drives a run (read after the freeze: nothing it holds moves)."""
-        worker.freeze()
-        held.update(driven_by_worker())
-        if not held:
-            worker.thaw()
-            time.sleep(0.05)
-        return bool(held)
-
-    def freeze() -> None:
-        until("the worker to freeze while it drives a run", frozen_driving, 10)
-        # Past its lease, and past the end of its session if it froze inside a transaction.
-        time.sleep(max(LEASE, IDLE) + SWEEP + 2)
-        taken.update(
-            layout.rows(
-                "SELECT id, lease_token FROM agent_core_run WHERE id = ANY(%s)", [list(held)]
-            )
         )
-        worker.thaw()
+        if not self.held:
+            self.host.thaw()
+            time.sleep(0.05)
+        return bool(self.held)
 
-    answers = fault_under_load(_target(layout), freeze)
-    _check(layout, answers)
-    # Taken over while the worker was frozen: another driver leased each run meanwhile.
-    assert held, "the worker drove no run when it froze"
-    assert all(taken[run_id] > token for run_id, token in held.items()), (held, taken)
+    def check_taken_over(self) -> None:
+        """Another driver leased each run while the host was frozen."""
+        assert self.held, "the host drove no run when it froze"
+        assert all(self.taken[run] > token for run, token in self.held.items()), self.__dict__
+
+
+def test_a_worker_frozen_past_its_lease_under_load(layout: Layout) -> None:
+    freeze = Freeze(layout, "w1")
+    _check(layout, fault_under_load(_target(layout), freeze))
+    freeze.check_taken_over()
+
+
+def test_a_web_process_of_the_inline_runner_frozen_past_its_lease_under_load(
+    inline_layout: Layout,
+) -> None:
+    freeze = Freeze(inline_layout, "web")
+    # Requests go to both web hosts in turn: those to the frozen one are held until it thaws.
+    _check(inline_layout, fault_under_load(_target(inline_layout), freeze))
+    freeze.check_taken_over()
 
 
 def test_a_task_delivered_twice_under_load(layout: Layout) -> None:

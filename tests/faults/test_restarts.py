@@ -86,7 +86,7 @@ def layout() -> Iterator[Layout]:
 
 
 def _target(layout: Layout) -> Target:
-    return Target(layout.web.url, layout.web.url, layout.rows)
+    return Target((layout.web.url,), layout.web.url, layout.rows)
 
 
 def _check(layout: Layout, answers: Answers) -> None:
