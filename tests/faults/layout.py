@@ -21,12 +21,14 @@ the faults that need no network (freeze, restarts) run; ``cut`` skips the test.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -49,6 +51,11 @@ from tests.processes import GUARD_SECONDS, ROOT, django_env, manage
 
 BIN = Path(sys.executable).parent
 LEASE, SWEEP = 3, 1
+# The server ends a session idle in a transaction this soon (``IDLE_IN_TRANSACTION_SECONDS``): a
+# frozen process's row locks are free before its lease runs out. A refund (``DEMO_REFUND_DELAY``)
+# must sleep less inside its own.
+IDLE = 3
+_networks = itertools.count()
 
 
 @dataclass
@@ -111,10 +118,11 @@ def _ip(*args: str) -> None:
 
 
 def network() -> Network:
-    """A network of hosts for this test process: namespaces if this machine lets us make them."""
-    tag = f"af{os.getpid() % 100000}"
-    # A /24 of 10.0.0.0/8 of this process's own, far from the usual 10.0.x and 10.1.x.
-    prefix = f"10.{200 + os.getpid() % 50}.{(os.getpid() // 50) % 256}"
+    """A network of hosts of its own: namespaces if this machine lets us make them."""
+    key = os.getpid() * 8 + next(_networks) % 8  # this process's, then this network's
+    tag = f"af{key % 1_000_000}"
+    # A /24 of 10.0.0.0/8 of its own, far from the usual 10.0.x and 10.1.x.
+    prefix = f"10.{200 + (key // 256) % 50}.{key % 256}"
     return Network(tag, prefix, isolated=_namespaces_work(tag))
 
 
@@ -264,6 +272,17 @@ SHOP = (
 
 
 @contextlib.contextmanager
+def layout_home() -> Iterator[Path]:
+    """A directory for a layout's data and logs, removed after."""
+    # Not pytest's temporary directories: another pytest run on the machine may prune them.
+    home = Path(tempfile.mkdtemp(prefix="airlock-layout-"))
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def running_layout(home: Path, **extra: str) -> Iterator[Layout]:
     """The durable runner's layout under ``home``: hosts ``web`` (gunicorn), ``streams``
     (uvicorn), ``w1`` and ``w2`` (Celery workers, two processes each) and ``beat`` (``extra``:
@@ -338,6 +357,7 @@ def _services(
             CONN_MAX_AGE="60",  # persistent connections: they must survive a restart
             AIRLOCK_TEST_LEASE_SECONDS=str(LEASE),
             AIRLOCK_SWEEP_SECONDS=str(SWEEP),
+            AIRLOCK_TEST_IDLE_IN_TRANSACTION_SECONDS=str(IDLE),
             ALLOWED_HOSTS=",".join(
                 ["localhost", "127.0.0.1", *(h.address for h in hosts.values())]
             ),

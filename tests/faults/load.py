@@ -15,6 +15,7 @@ import httpx
 from httpx_sse import connect_sse
 
 from tests.conftest import refund
+from tests.faults.layout import IDLE, LEASE, SWEEP, Layout
 from tests.live.conftest import ALICE, start
 
 RUNS = 20
@@ -189,3 +190,72 @@ def unended_streams(target: Target, followers: list[Follower], within: float) ->
         )
         assert follower.got == [seq for (seq,) in stored], follower.run_id
     return unended
+
+
+# Past LEASE + SWEEP after a fault of a layout: the runs approved after it (a third of them) take
+# their model, tool and model steps, on a 2-core machine that runs the whole layout.
+MARGIN = 30
+SETTLED_WITHIN = LEASE + SWEEP + MARGIN
+
+
+def target_of(layout: Layout) -> Target:
+    """The load on every web host of ``layout`` in turn."""
+    webs = tuple(url for name, url in layout.urls.items() if name.startswith("web"))
+    return Target(webs, layout.streams, layout.rows)
+
+
+def check_layout(layout: Layout, answers: Answers) -> None:
+    """Every invariant after a fault of ``layout``, and every process recovered on its own: the
+    ones the layout started, answering."""
+    target = target_of(layout)
+    check_answers(answers)
+    check_settled(target, answers, SETTLED_WITHIN)
+    check_decisions_and_effects(target, answers)
+    unended = unended_streams(target, answers.followers, SETTLED_WITHIN)
+    assert not unended, unended
+    assert layout.alive(), layout.tail()
+    for web in target.webs:
+        with httpx.Client(base_url=web, timeout=30) as client:
+            assert client.get("/agent/approvals/pending", headers=ALICE).status_code == 200
+
+
+class Freeze:
+    """The fault of a host frozen past its lease: SIGSTOP the host while it drives runs, wait past
+    its lease and its open transaction's end, then SIGCONT. It keeps the runs the host drove
+    (their lease tokens then) and their tokens just before it thawed."""
+
+    def __init__(self, layout: Layout, name: str) -> None:
+        self.layout, self.host = layout, layout.hosts[name]
+        self.held: dict[str, int] = {}
+        self.taken: dict[str, int] = {}
+
+    def __call__(self) -> None:
+        until("the host to freeze while it drives a run", self._frozen_driving, 10)
+        time.sleep(max(LEASE, IDLE) + SWEEP + 2)
+        self.taken.update(
+            self.layout.rows(
+                "SELECT id, lease_token FROM agent_core_run WHERE id = ANY(%s)", [list(self.held)]
+            )
+        )
+        self.host.thaw()
+
+    def _frozen_driving(self) -> bool:
+        """Frozen while it drives a run (read after the freeze: nothing it holds moves)."""
+        self.host.freeze()
+        owners = {f":{pid}:" for pid in self.host.pids()}
+        self.held.update(
+            (run_id, token)
+            for run_id, owner, token in self.layout.rows(
+                "SELECT id, lease_owner, lease_token FROM agent_core_run WHERE status = 'running'"
+            )
+            if any(pid in owner for pid in owners)
+        )
+        if not self.held:
+            self.host.thaw()
+            time.sleep(0.05)
+        return bool(self.held)
+
+    def check_taken_over(self) -> None:
+        """Another driver leased each run while the host was frozen (SPEC §20)."""
+        assert self.held, "the host drove no run when it froze"
+        assert all(self.taken[run] > token for run, token in self.held.items()), self.__dict__
