@@ -79,7 +79,9 @@ class Answers:
 
     statuses: list[tuple[int, str | None]] = field(default_factory=list)
     approved: list[str] = field(default_factory=list)
+    unanswered: list[str] = field(default_factory=list)  # 503, or no answer: to try again
     followers: list[Follower] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
     healed: float = 0.0
 
 
@@ -89,10 +91,36 @@ def approve(client: httpx.Client, call_id: str, answers: Answers) -> None:
             "/agent/tool-call/approve", json={"tool_call_id": call_id}, headers=ALICE
         )
     except httpx.TransportError:
-        return  # no answer: nothing acknowledged
+        answers.unanswered.append(call_id)  # no answer: nothing acknowledged
+        return
     answers.statuses.append((response.status_code, response.headers.get("Retry-After")))
     if response.status_code == 200:
         answers.approved.append(call_id)
+    else:
+        answers.unanswered.append(call_id)
+
+
+def approve_again(client: httpx.Client, call_id: str) -> None:
+    """What a client told 503 (or nothing) does after the fault: approve again until it is
+    answered. ``already_decided``: the first try committed after all (its answer was lost with
+    the connection), which the audit shows."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            response = client.post(
+                "/agent/tool-call/approve", json={"tool_call_id": call_id}, headers=ALICE
+            )
+        except httpx.TransportError:
+            time.sleep(1)
+            continue
+        if response.status_code == 200:
+            return
+        if response.status_code == 409:
+            assert response.json()["code"] == "already_decided", response.text
+            return
+        assert response.status_code == 503, response.text
+        time.sleep(1)  # Retry-After says 5: shorter here, to keep the test short
+    raise AssertionError(f"{call_id} was never approved")
 
 
 def parked(target: Target, clients: list[httpx.Client]) -> list[tuple[str, str]]:
@@ -139,6 +167,9 @@ def fault_under_load(target: Target, fault: Callable[[], None]) -> Answers:
         answers.healed = time.monotonic()
         for i, (call_id, _) in enumerate(after):
             approve(clients[i % len(clients)], call_id, answers)
+        for i, call_id in enumerate(answers.unanswered):
+            approve_again(clients[i % len(clients)], call_id)
+        answers.runs = [run_id for _, run_id in calls]
     finally:
         for client in clients:
             client.close()
@@ -152,10 +183,15 @@ def check_answers(answers: Answers) -> None:
 
 
 def check_settled(target: Target, answers: Answers, within: float) -> None:
-    """Every run ends or parks within ``within`` seconds of the fault's end."""
+    """Every run ends or parks within ``within`` seconds of the fault's end; every run of the
+    load (all of them approved in the end) completes."""
     active = "SELECT count(*) FROM agent_core_run WHERE status IN ('queued', 'running')"
     left = within - (time.monotonic() - answers.healed)
     until("every run to end or park", lambda: target.rows(active)[0][0] == 0, left)
+    ended = target.rows(
+        f"SELECT id, status, error_code FROM agent_core_run WHERE id IN {in_(answers.runs)}"
+    )
+    assert all(status == "completed" for _, status, _ in ended), ended
 
 
 def check_decisions_and_effects(target: Target, answers: Answers) -> None:
