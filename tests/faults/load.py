@@ -40,6 +40,7 @@ class Follower(threading.Thread):
     def __init__(self, url: str, run_id: str) -> None:
         super().__init__(daemon=True)
         self.url, self.run_id, self.got = url, run_id, list[int]()
+        self.statuses: list[int] = []  # of every attach
         self.ended = False
 
     def run(self) -> None:
@@ -61,6 +62,7 @@ class Follower(threading.Thread):
                 headers={**ALICE, "Last-Event-ID": last},
             ) as source,
         ):
+            self.statuses.append(source.response.status_code)
             if source.response.status_code == 503:
                 time.sleep(1)
                 return
@@ -212,11 +214,13 @@ def check_decisions_and_effects(target: Target, answers: Answers) -> None:
 
 
 def unended_streams(target: Target, followers: list[Follower], within: float) -> list[str]:
-    """Open streams delivered every frame, in order, across the fault, and each frame once
-    (asserted); the ones that did not end within ``within`` seconds (returned)."""
+    """Open streams attached with a 200 or a 503 (never a 500) and delivered every frame, in
+    order, across the fault, and each frame once (asserted); the ones that did not end within
+    ``within`` seconds (returned)."""
     unended = []
     for follower in followers:
         follower.join(within)
+        assert all(status in (200, 503) for status in follower.statuses), follower.statuses
         if not follower.ended:
             unended.append(f"{follower.run_id}: not ended after {follower.got}")
             continue
