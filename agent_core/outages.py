@@ -31,10 +31,13 @@ def database_lost(exc: BaseException) -> bool:
     while seen is not None:
         if isinstance(seen, InterfaceError | psycopg.InterfaceError):
             return True  # the connection was already closed
-        if isinstance(seen, psycopg.OperationalError):
+        if isinstance(seen, psycopg.Error):
             state = seen.sqlstate
-            # No SQLSTATE: the client found the socket closed (no answer from the server).
-            return state is None or state.startswith("08") or state in _NOT_THE_STEP
+            if state is None:
+                # The client found the socket closed (no answer from the server).
+                return isinstance(seen, psycopg.OperationalError)
+            # Not only OperationalErrors: psycopg raises 25P03 as an InternalError.
+            return state.startswith("08") or state in _NOT_THE_STEP
         seen = seen.__cause__
     return False
 

@@ -5,11 +5,12 @@ stalled session after ``IDLE_IN_TRANSACTION_SECONDS``, which frees the run for t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import OperationalError, connection, connections
+from django.db import InternalError, OperationalError, connection, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from agent_core import leases, outages
@@ -57,3 +58,18 @@ def test_every_connection_has_the_timeouts(stalled: tuple[Run, BaseDatabaseWrapp
         assert cursor.fetchone() == ("200ms",)
         cursor.execute("SHOW idle_in_transaction_session_timeout")
         assert cursor.fetchone() == ("1min",)
+
+
+def test_a_session_the_server_ended_for_idling_in_a_transaction_is_a_lost_database(
+    settings: Any,
+) -> None:
+    # A driver that sat in its transaction past IDLE_IN_TRANSACTION_SECONDS (a frozen worker, or
+    # one starved of CPU between two statements) finds its session gone: not the step's failure
+    # (psycopg raises it as an InternalError, class 25, not an OperationalError).
+    settings.AGENT = {**settings.AGENT, "IDLE_IN_TRANSACTION_SECONDS": 0.1}
+    connection.close()  # the next one is set up with that
+    with pytest.raises(InternalError) as raised, transaction.atomic():
+        Run.objects.exists()
+        time.sleep(0.5)
+        Run.objects.exists()
+    assert outages.database_lost(raised.value)
