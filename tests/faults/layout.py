@@ -27,7 +27,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,11 +135,13 @@ class Host:
     namespace: str | None
     link: str | None
     logs: Path
+    env: dict[str, str] = field(default_factory=dict)  # this host's own, over every process's
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def spawn(self, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         """Start ``argv`` on this host (a session of its own: ``freeze`` stops its children
         too), its output appended to ``<name>.log``."""
+        env = {**env, **self.env}
         prefix = ["ip", "netns", "exec", self.namespace] if self.namespace else []
         with (self.logs / f"{self.name}.log").open("ab") as log:
             proc = subprocess.Popen(
@@ -244,9 +246,12 @@ SHOP = (
 
 
 @contextlib.contextmanager
-def running_layout(home: Path, **extra: str) -> Iterator[Layout]:
+def running_layout(
+    home: Path, hosts_env: Mapping[str, Mapping[str, str]] | None = None, **extra: str
+) -> Iterator[Layout]:
     """Start PostgreSQL, Redis and the five hosts under ``home`` (``extra``: more environment
-    for every process: tool delays, ...); stop and remove everything after."""
+    for every process: tool delays, ...; ``hosts_env``: more for one host's processes by its
+    name, such as a skewed clock); stop and remove everything after."""
     net = network()
     net.create()
     postgres: Postgres | None = None
@@ -274,7 +279,8 @@ def running_layout(home: Path, **extra: str) -> Iterator[Layout]:
         )
         for index, name in enumerate(("web", "streams", "w1", "w2", "beat"), start=1):
             address, namespace, link = net.add_host(index, name)
-            hosts[name] = Host(name, address, namespace, link, home)
+            own = dict((hosts_env or {}).get(name, {}))
+            hosts[name] = Host(name, address, namespace, link, home, own)
         web_port, streams_port = _port(hosts["web"]), _port(hosts["streams"])
         hosts["web"].spawn(
             [
