@@ -51,6 +51,10 @@ _agent: dict[str, Any] = {
     },
     "LEASE_SECONDS": int(os.environ.get("AIRLOCK_TEST_LEASE_SECONDS", "30")),
     "SWEEP_SECONDS": int(os.environ.get("AIRLOCK_TEST_SWEEP_SECONDS", "5")),
+    # A host cut off inside a transaction (tests/faults/test_partition.py) loses it this soon.
+    "IDLE_IN_TRANSACTION_SECONDS": float(
+        os.environ.get("AIRLOCK_TEST_IDLE_IN_TRANSACTION_SECONDS", "60")
+    ),
     "CHAIN_MAX_STEPS": int(os.environ.get("AIRLOCK_TEST_CHAIN_MAX_STEPS", "16")),
     # No test reaches a real model vendor: unless a test points a provider at its own fake
     # server, it talks to a closed local port (the environment's OPENAI_* / ANTHROPIC_* unused).
