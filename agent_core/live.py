@@ -163,7 +163,7 @@ async def _catch_up_unless_away(
     except (DatabaseError, InterfaceError) as exc:
         if not outages.database_lost(exc):
             raise
-        logger.info("cannot read the stream of %s: the database is away", run_id, exc_info=True)
+        logger.info("cannot read the stream of %s, the database is away: %s", run_id, exc)
         return None, None
 
 
