@@ -4,7 +4,9 @@ Order matters so that nothing falls between the table and the live feed: subscri
 live feed first (``fanout``: one per run per process, shared by its local followers), then read
 the table after the client's last id, then take live frames, dropping the ones already sent (by
 ``seq``) and reading the table again whenever a gap shows up or a keep-alive interval passes
-quietly (live delivery is best effort; the table is the truth).
+quietly (live delivery is best effort; the table is the truth). While PostgreSQL is away (a
+restart, a failover) the stream stays open and reads the table again every ``_REREAD_SECONDS``
+until it is back (SPEC §20).
 
 An open stream holds no database connection while it waits (SPEC §15): every read runs through
 ``read``, on a few threads of its own, so however many streams a process serves, at most
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import select
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -26,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, ParamSpec, TypeVar, cast
 
 from asgiref.sync import sync_to_async
-from django.db import connections
+from django.db import DatabaseError, InterfaceError, connections
 
-from . import fanout, follow_sql, frames, rows
+from . import fanout, follow_sql, frames, outages, rows
 from .choices import RUN_TERMINAL, RunStatus
 from .conf import agent_settings
 from .models import Run
@@ -37,7 +40,11 @@ GENERIC_FAILURE = "The run failed."
 
 EventKind = Literal["meta", "frame", "done", "error", "keepalive"]
 
+logger = logging.getLogger(__name__)
+
 READER_THREADS = 4
+# How soon a follower reads the table again after it found the database away.
+_REREAD_SECONDS = 1.0
 _readers = ThreadPoolExecutor(max_workers=READER_THREADS, thread_name_prefix="airlock-stream-read")
 # Reads queued or running, counted on the event loop's thread (one loop per process serves them).
 _in_flight = 0
@@ -142,6 +149,22 @@ async def _read_shared(fn: Callable[..., T], *args: Any) -> T:
     return cast(T, await asyncio.shield(shared.task))
 
 
+async def _catch_up_unless_away(
+    run_id: str, after: int
+) -> tuple[Event | None, list[tuple[Event, bool]] | None]:
+    """``_catch_up`` (shared), or no frames (``None``) while PostgreSQL is away (a restart, a
+    failover): the stream stays open, and its follower reads the table again later. Raised, the
+    error ended the stream without its end, and daphne, whose error page cannot follow a started
+    response, left the client waiting on an open connection."""
+    try:
+        return await _read_shared(_catch_up, run_id, after)
+    except (DatabaseError, InterfaceError) as exc:
+        if not outages.database_lost(exc):
+            raise
+        logger.info("cannot read the stream of %s, the database is away: %s", run_id, exc)
+        return None, None
+
+
 def _catch_up(run_id: str, after: int) -> tuple[Event | None, list[tuple[Event, bool]]]:
     """The closing event if the run has ended, and its frames after ``after`` as Events, each
     with whether it ends the stream.
@@ -192,9 +215,9 @@ async def batches(run: Run, after: int) -> AsyncGenerator[list[Event], None]:
         last, read_table, batch = after, True, []
         while True:
             if read_table:
-                read_table = False
-                ending, caught_up = await _read_shared(_catch_up, run.pk, last)
-                for event, ends in caught_up:
+                ending, caught_up = await _catch_up_unless_away(run.pk, last)
+                read_table = caught_up is None
+                for event, ends in caught_up or ():
                     last = cast(int, event.seq)
                     batch.append(event)
                     if ends:
@@ -207,7 +230,14 @@ async def batches(run: Run, after: int) -> AsyncGenerator[list[Event], None]:
             if batch:
                 yield batch
                 batch = []
-            messages = await feed.take()
+            try:
+                # The table could not be read: read it again after a while, or sooner if the
+                # feed has a message (keep-alives go on meanwhile).
+                messages = await asyncio.wait_for(
+                    feed.take(), _REREAD_SECONDS if read_table else None
+                )
+            except TimeoutError:
+                messages = []
             for message in messages:
                 if message is fanout.QUIET:
                     batch.append(Event("keepalive"))
@@ -219,9 +249,8 @@ async def batches(run: Run, after: int) -> AsyncGenerator[list[Event], None]:
                 for event, ends in fresh:
                     last = cast(int, event.seq)
                     batch.append(event)
-                    if ends:
-                        yield [*batch, await _final(run.pk, last)]
-                        return
+                    if ends:  # the run's end: the table has it (it commits with the frame)
+                        read_table = True
 
 
 def _following(message: dict[str, Any], last: int) -> tuple[list[tuple[Event, bool]], bool]:
@@ -254,10 +283,3 @@ def _shared(message: dict[str, Any]) -> list[tuple[Event, bool]]:
             for f in ordered
         ]
     return cast(list[tuple[Event, bool]], shared)
-
-
-async def _final(run_id: str, last: int) -> Event:
-    """The run's end, once a live frame ended its stream (``last``: that frame's seq)."""
-    ending, _ = await _read_shared(_catch_up, run_id, last)
-    assert ending is not None, "a finish frame commits with the run's end"
-    return ending

@@ -51,8 +51,9 @@ _agent: dict[str, Any] = {
     },
     "LEASE_SECONDS": int(os.environ.get("AIRLOCK_TEST_LEASE_SECONDS", "30")),
     "SWEEP_SECONDS": int(os.environ.get("AIRLOCK_TEST_SWEEP_SECONDS", "5")),
-    # A fault test's frozen worker loses its open transaction (and the row locks it held) this
-    # soon, so the run is taken over while it is still frozen.
+    # A fault test's frozen worker, or a host cut off inside a transaction
+    # (tests/faults/test_partition.py), loses its open transaction (and the row locks it held)
+    # this soon, so the run is taken over while it is still away.
     "IDLE_IN_TRANSACTION_SECONDS": float(
         os.environ.get("AIRLOCK_TEST_IDLE_IN_TRANSACTION_SECONDS", "60")
     ),

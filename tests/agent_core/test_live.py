@@ -232,3 +232,47 @@ def test_followers_attaching_together_share_the_events_they_catch_up_on(turn):
     assert len(first) == StreamFrame.objects.filter(run=run).count() + 1
     # The same objects: a frame replayed to a thousand followers is encoded once (``Event.encoded``)
     assert all(a is b for a, b in zip(first, second, strict=True))
+
+
+def _allow_connections(allowed: bool) -> None:
+    """Let sessions into the test database, or refuse them as a server that is restarting does
+    (existing sessions stay; the statement runs from the maintenance database)."""
+    settings = connection.settings_dict
+    name = settings["NAME"]
+    with psycopg.connect(
+        host=settings["HOST"],
+        port=settings["PORT"],
+        user=settings["USER"],
+        dbname="postgres",
+        autocommit=True,
+    ) as maintenance:
+        maintenance.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {str(allowed).lower()}')
+
+
+async def _followed_through_an_outage(run: Run) -> tuple[bool, list[live.Event]]:
+    """The run followed while its table cannot be read for a while: whether the stream was still
+    open when the database came back, and the events after ``meta``."""
+    got: list[live.Event] = []
+    async with aclosing(live.batches(run, 0)) as batches:
+        assert [event.kind for event in await anext(batches)] == ["meta"]
+        await asyncio.to_thread(_allow_connections, False)
+        try:
+            following = asyncio.ensure_future(anext(batches))
+            await asyncio.sleep(2 * live._REREAD_SECONDS)  # reads that find the database away
+            open_through = not following.done()
+        finally:
+            await asyncio.to_thread(_allow_connections, True)
+        got += await following
+        async for batch in batches:
+            got += batch
+    return open_through, got
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stream_stays_open_while_the_database_is_away_and_ends_when_it_is_back(turn):
+    run = turn("hello there")
+    open_through, got = asyncio.run(_followed_through_an_outage(run))
+    assert open_through  # not ended by the error of a read: it ended no stream with its end
+    stored = list(StreamFrame.objects.filter(run=run).order_by("seq").values_list("seq", flat=True))
+    assert [event.seq for event in got if event.kind == "frame"] == stored
+    assert got[-1] == live.Event("done", {"status": "completed"})

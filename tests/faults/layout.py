@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,11 +144,13 @@ class Host:
     namespace: str | None
     link: str | None
     logs: Path
+    env: dict[str, str] = field(default_factory=dict)  # this host's own, over every process's
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def spawn(self, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         """Start ``argv`` on this host (a session of its own: ``freeze`` stops its children
         too), its output appended to ``<name>.log``."""
+        env = {**env, **self.env}
         prefix = ["ip", "netns", "exec", self.namespace] if self.namespace else []
         with (self.logs / f"{self.name}.log").open("ab") as log:
             proc = subprocess.Popen(
@@ -283,12 +285,15 @@ def layout_home() -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def running_layout(home: Path, **extra: str) -> Iterator[Layout]:
+def running_layout(
+    home: Path, hosts_env: Mapping[str, Mapping[str, str]] | None = None, **extra: str
+) -> Iterator[Layout]:
     """The durable runner's layout under ``home``: hosts ``web`` (gunicorn), ``streams``
     (uvicorn), ``w1`` and ``w2`` (Celery workers, two processes each) and ``beat`` (``extra``:
-    more environment for every process: tool delays, ...); stopped and removed after."""
+    more environment for every process: tool delays, ...; ``hosts_env``: more for one host's
+    processes by its name, such as a skewed clock); stopped and removed after."""
     names = ("web", "streams", "w1", "w2", "beat")
-    with _services(home, names, AGENT_RUNNER="durable", **extra) as (layout, env):
+    with _services(home, names, hosts_env, AGENT_RUNNER="durable", **extra) as (layout, env):
         _gunicorn(layout, "web", env)
         _uvicorn(layout, "streams", env)
         for name in ("w1", "w2"):
@@ -317,7 +322,7 @@ def running_layout(home: Path, **extra: str) -> Iterator[Layout]:
 def running_inline_layout(home: Path, **extra: str) -> Iterator[Layout]:
     """The inline runner's layout under ``home``: hosts ``web`` and ``web2`` (gunicorn, each
     driving the runs it dispatches and sweeping for the other) and ``streams`` (uvicorn)."""
-    with _services(home, ("web", "web2", "streams"), AGENT_RUNNER="inline", **extra) as (
+    with _services(home, ("web", "web2", "streams"), None, AGENT_RUNNER="inline", **extra) as (
         layout,
         env,
     ):
@@ -330,10 +335,14 @@ def running_inline_layout(home: Path, **extra: str) -> Iterator[Layout]:
 
 @contextlib.contextmanager
 def _services(
-    home: Path, names: tuple[str, ...], **extra: str
+    home: Path,
+    names: tuple[str, ...],
+    hosts_env: Mapping[str, Mapping[str, str]] | None,
+    **extra: str,
 ) -> Iterator[tuple[Layout, dict[str, str]]]:
-    """PostgreSQL, Redis and a host per name, none of them running anything yet; the layout and
-    the environment of its processes. Everything stopped and removed after."""
+    """PostgreSQL, Redis and a host per name (with its own environment from ``hosts_env``), none
+    of them running anything yet; the layout and the environment of its processes. Everything
+    stopped and removed after."""
     net = network()
     net.create()
     postgres: Postgres | None = None
@@ -349,7 +358,8 @@ def _services(
         assert shop.returncode == 0, shop.stderr
         for index, name in enumerate(names, start=1):
             address, namespace, link = net.add_host(index, name)
-            hosts[name] = Host(name, address, namespace, link, home)
+            own = dict((hosts_env or {}).get(name, {}))
+            hosts[name] = Host(name, address, namespace, link, home, own)
         env = django_env(
             DJANGO_SETTINGS_MODULE="tests.live.settings",
             DATABASE_URL=postgres.tcp_url("airlock_faults", net.hub) if net.isolated else local,
