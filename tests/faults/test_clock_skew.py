@@ -7,7 +7,6 @@ refunds and streaming."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -26,12 +25,12 @@ from agent_core.runner.inline import InlineRunner
 from tests.conftest import ALICE, calls_of, refund
 from tests.faults.layout import LEASE, SWEEP, Layout, running_layout
 from tests.faults.load import (
-    Target,
     check_answers,
     check_decisions_and_effects,
     check_settled,
     fault_under_load,
     in_,
+    target_of,
     unended_streams,
     until,
 )
@@ -53,10 +52,6 @@ print({run!r} in stale_runs(), expire_due(), leases.acquire({run!r}, "skewed") i
 
 
 def _faketime() -> Path:
-    if not LIBFAKETIME.exists() and shutil.which("apt-get"):
-        subprocess.run(
-            ["apt-get", "install", "-y", "-q", "faketime"], capture_output=True, check=False
-        )
     if not LIBFAKETIME.exists():
         pytest.skip("libfaketime is not installed (Debian: apt-get install faketime)")
     return LIBFAKETIME
@@ -127,7 +122,7 @@ RELEASE = (
 @pytest.mark.slow
 def test_hosts_an_hour_apart_under_load(skewed_layout: Layout) -> None:
     layout = skewed_layout
-    target = Target(layout.web, layout.streams, layout.rows)
+    target = target_of(layout)
     with httpx.Client(base_url=layout.web, timeout=30) as client:
         expiring, held = (start(client, refund(50), HEADERS)["run_id"] for _ in range(2))
     both = in_([expiring, held])

@@ -17,12 +17,12 @@ import pytest
 
 from tests.faults.layout import LEASE, SWEEP, Layout, running_layout
 from tests.faults.load import (
-    Target,
     check_answers,
     check_decisions_and_effects,
     check_settled,
     fault_under_load,
     in_,
+    target_of,
     unended_streams,
 )
 
@@ -58,7 +58,7 @@ def test_a_worker_cut_off_past_its_leases_then_healed_under_load(layout: Layout)
         finally:
             worker.heal()
 
-    target = Target(layout.web, layout.streams, layout.rows)
+    target = target_of(layout)
     answers = fault_under_load(target, partition)
     check_answers(answers)
     check_settled(target, answers, SETTLED_WITHIN)
