@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
@@ -21,6 +21,9 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import Model, signals
 from django.db.models.base import ModelState
+
+# A statement's parameters: named (``%(name)s``, a mapping) or, in order, a sequence.
+Params = Sequence[Any] | Mapping[str, Any]
 
 
 def json_rows(rows: Sequence[Model]) -> str:
@@ -69,7 +72,7 @@ def in_one_statement() -> bool:
     return _alone.get()
 
 
-def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
+def fetch_one(statement: str, params: Params) -> tuple[Any, ...] | None:
     """Run ``statement``; its first row (``None``: no row)."""
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
@@ -78,7 +81,7 @@ def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
 
 
 def fetch_models(
-    statement: str, params: list[Any], *models: type[Model]
+    statement: str, params: Params, *models: type[Model]
 ) -> tuple[list[Model], tuple[Any, ...]] | None:
     """Run ``statement`` (the columns of each of ``models`` as ``sql.model_columns`` lists them,
     then others); its first row as instances of ``models``, made as the ORM would have read them,
@@ -139,14 +142,36 @@ def _converters(model: type[Model]) -> list[tuple[int, Any]]:
     ]
 
 
-def fetch_all(statement: str, params: list[Any]) -> list[tuple[Any, ...]]:
+def fetch_all(statement: str, params: Params) -> list[tuple[Any, ...]]:
     """Run ``statement``; every row."""
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         return list(cursor.fetchall())
 
 
-def execute(statement: str, params: list[Any]) -> int:
+def fetch_named(statement: str, params: Params) -> list[dict[str, Any]]:
+    """Run ``statement``; every row, each column by the name the statement gives it."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        names = [column.name for column in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def fetch_models_named(
+    statement: str, params: Params, *models: type[Model]
+) -> tuple[list[Model], dict[str, Any]] | None:
+    """``fetch_models``, the columns after the models' by the names the statement gives them."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        names = [column.name for column in cursor.description]
+    found, others = models_of(row, *models)
+    return found, dict(zip(names[len(row) - len(others) :], others, strict=True))
+
+
+def execute(statement: str, params: Params) -> int:
     """Run ``statement``; the number of rows it wrote."""
     with connection.cursor() as cursor:
         cursor.execute(statement, params)

@@ -367,76 +367,72 @@ END_RUN_AND_FINISH = state.writes(
     *_ENDS,
 )
 
-# A lock held to commit, by name (quotas: an actor's starts; idempotency: one key): the name.
-ADVISORY_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s))"
-TRY_ADVISORY_LOCK = "SELECT pg_try_advisory_xact_lock(hashtext(%s))"
-
-
 # ---- Decisions (agent_core.decisions, the approval port) and streams attaching ----
 
-
-def lock_call(columns: str = "", joins: str = "") -> str:
-    """Lock a call's run and the call, and read both, whole (decisions.decision): call id.
-
-    ``columns`` and ``joins`` read more with them (the approval port: the call's quorum). The run
-    is locked first, then the call (the order every writer takes them); both rows are locked, so
-    when the statement waited for a writer, PostgreSQL reads them again as that writer committed
-    them (a row read but not locked would be the one the statement's snapshot saw). What the
-    joins read must therefore be rows that never change once the call is visible.
-    """
-    return (
-        f"SELECT {model_columns(Run, 'r')}, {model_columns(ToolCall, 'c')}{columns} FROM {_CALL} c"
-        f" JOIN {_RUN} r ON r.id = c.run_id{joins} WHERE c.id = %s"
-        " FOR UPDATE OF r FOR NO KEY UPDATE OF c"
-    )
-
-
-LOCK_CALL = lock_call()
+# Lock a call's run and the call, and read both, whole (decisions.decision): ``%(call_id)s``.
+# The run is locked first, then the call (the order every writer takes them); both rows are
+# locked, so when the statement waited for a writer, PostgreSQL reads them again as that writer
+# committed them (a row read but not locked would be the one the statement's snapshot saw).
+LOCK_CALL = (
+    f"SELECT {model_columns(Run, 'r')}, {model_columns(ToolCall, 'c')}"
+    f" FROM {_CALL} c JOIN {_RUN} r ON r.id = c.run_id WHERE c.id = %(call_id)s"
+    " FOR UPDATE OF r FOR NO KEY UPDATE OF c"
+)
 
 
 # What a run that a decision frees (``waiting → queued``) has emptied, beside its new status and
-# lease deadline: the error of its last park, and the lease's owner (``settle_call``, and
-# ``runs.resume_if_unblocked`` for the other ways a run is freed).
+# lease deadline: the error of its last park, and the lease's owner (spelled out in SETTLE_CALL,
+# and ``runs.resume_if_unblocked`` for the other ways a run is freed).
 FREED_CLEARS = ("error_code", "error_message", "lease_owner")
 
+# A decision on a pending call, as one compare-and-set with its stream frames
+# (decisions.Decision.settle), which frees the run (``waiting → queued``, a new lease deadline,
+# FREED_CLEARS emptied) when no other call of it waits on a person (``runs.resume_if_unblocked``).
+# Parameters: ``%(status)s`` (the new one), ``%(decided_by_ref)s``, ``%(decided_via)s``,
+# ``%(decided_at)s``, ``%(reason)s``, ``%(remember)s``, ``%(edited_args)s`` (JSON; NULL:
+# unchanged; the old ones are kept as ``original_args``), ``%(edited_args_digest)s`` (NULL: same),
+# ``%(finished_at)s`` (NULL: unchanged), ``%(call_id)s``, ``%(source)s`` (the status it must
+# still have), ``%(open)s`` (the statuses ``runs.open_calls`` asks about), ``%(blocking)s`` (the
+# blocking ones), ``%(lease_expires_at)s`` (the freed run's deadline); the frames' as
+# ``decisions.frame_parameters`` makes them: ``%(run_id)s``, ``%(n)s``, ``%(created_at)s``,
+# ``%(frames)s`` (one JSON array of ``[kind, data]`` pairs). Answers a row per frame: its
+# ``seq``, the run's ``parent_run_id`` and ``parent_tool_call_id`` (whose stream mirrors it),
+# ``others`` (the statuses among ``%(open)s`` of the run's other calls: every writer of a call
+# holds its run's lock, which the decision holds) and ``run_status`` (after it); no row and no
+# frame when the call was no longer pending. Each assignment of the run reads its row as it was.
+SETTLE_CALL = state.writes(
+    f"WITH c AS (UPDATE {_CALL} c SET status = %(status)s, decided_by_ref = %(decided_by_ref)s,"
+    " decided_via = %(decided_via)s, decided_at = %(decided_at)s, reason = %(reason)s,"
+    " remember = %(remember)s, args = COALESCE(%(edited_args)s::jsonb, c.args),"
+    " original_args = CASE WHEN %(edited_args)s::jsonb IS NULL THEN c.original_args"
+    " ELSE c.args END, args_digest = COALESCE(%(edited_args_digest)s, c.args_digest),"
+    " finished_at = COALESCE(%(finished_at)s, c.finished_at)"
+    " WHERE c.id = %(call_id)s AND c.status = %(source)s"
+    f" RETURNING ARRAY(SELECT DISTINCT o.status FROM {_CALL} o"
+    " WHERE o.run_id = c.run_id AND o.id <> c.id AND o.status = ANY(%(open)s)) AS open),"
+    " u AS (SELECT NOT (open && %(blocking)s::varchar[]) AS unblocked FROM c),"
+    f" r AS (UPDATE {_RUN} SET last_seq = last_seq + %(n)s,"
+    " status = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN 'queued' ELSE status END,"
+    " error_code = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN '' ELSE error_code END,"
+    " error_message = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN '' ELSE error_message END,"
+    " lease_owner = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN '' ELSE lease_owner END,"
+    " lease_expires_at = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN %(lease_expires_at)s ELSE lease_expires_at END"
+    " WHERE id = %(run_id)s AND EXISTS (SELECT FROM c)"
+    " RETURNING id, last_seq, parent_run_id, parent_tool_call_id, status),"
+    f" f AS (INSERT INTO {_FRAME} (run_id, seq, kind, data, superseded, created_at)"
+    " SELECT %(run_id)s, r.last_seq - %(n)s + f.n, f.frame ->> 0, f.frame -> 1, false,"
+    " %(created_at)s FROM r, jsonb_array_elements(%(frames)s::jsonb) WITH ORDINALITY AS f(frame, n)"
+    " RETURNING seq)"
+    " SELECT f.seq, r.parent_run_id, r.parent_tool_call_id, (SELECT open FROM c) AS others,"
+    " r.status AS run_status FROM f, r",
+    *SETTLES,
+)
 
-def settle_call(also: str = "") -> str:
-    """A decision on a pending call, as one compare-and-set with its stream frames
-    (decisions.Decision.settle), which frees the run when no other call of it waits on a person
-    (``runs.resume_if_unblocked``): the new status, decided by, via, at, reason, remember, edited
-    args as JSON (NULL: unchanged; the old ones are kept as ``original_args``) twice, their
-    digest, finished at (NULL: unchanged), call id, the status it must still have, the statuses
-    ``runs.open_calls`` asks about, the blocking ones; then the parameters of ``also``, more common
-    table expressions riding on it (each ending with a comma: the approval port's audit row), then
-    the frames' (as ``with_frames``, with the freed run's status and lease deadline as those of
-    ``sets``). Answers, after the frames' columns, the statuses among those of the run's other
-    calls (every writer of a call holds its run's lock, which the decision holds) and the run's
-    status after it; no row and no frame when the call was no longer pending."""
-    settle = (
-        f"c AS (UPDATE {_CALL} c SET status = %s, decided_by_ref = %s, decided_via = %s,"
-        " decided_at = %s, reason = %s, remember = %s, args = COALESCE(%s::jsonb, c.args),"
-        " original_args = CASE WHEN %s::jsonb IS NULL THEN c.original_args ELSE c.args END,"
-        " args_digest = COALESCE(%s, c.args_digest), finished_at = COALESCE(%s, c.finished_at)"
-        " WHERE c.id = %s AND c.status = %s"
-        f" RETURNING ARRAY(SELECT DISTINCT o.status FROM {_CALL} o"
-        " WHERE o.run_id = c.run_id AND o.id <> c.id AND o.status = ANY(%s)) AS open),"
-        " u AS (SELECT NOT (open && %s::varchar[]) AS unblocked FROM c),"
-    )
-    # Each assignment reads the row as it was: a waiting run that nothing blocks any more.
-    freed = f"status = '{RunStatus.WAITING.value}' AND (SELECT unblocked FROM u)"
-    cleared = "".join(
-        f" {column} = CASE WHEN {freed} THEN '' ELSE {column} END," for column in FREED_CLEARS
-    )
-    frees = (
-        f", status = CASE WHEN {freed} THEN %s ELSE status END,{cleared}"
-        f" lease_expires_at = CASE WHEN {freed} THEN %s ELSE lease_expires_at END"
-    )
-    return with_frames(
-        before=settle + also,
-        sets=frees,
-        only=" AND EXISTS (SELECT FROM c)",
-        extra=", (SELECT open FROM c), r.status",
-    )
-
-
-SETTLE_CALL = state.writes(settle_call(), *SETTLES)
+# A lock held to commit, by name (quotas: an actor's starts; idempotency: one key): ``%(name)s``.
+ADVISORY_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%(name)s))"
+TRY_ADVISORY_LOCK = "SELECT pg_try_advisory_xact_lock(hashtext(%(name)s))"

@@ -61,7 +61,17 @@ def emit_if(run_id: str, frames: Sequence[Frame], riding: Riding) -> tuple[Any, 
     row = _write(riding, run_id, frames)
     if row is None:
         return None
-    parent, extra = row[1:3], row[3:]
+    mirror(run_id, frames, row[1], row[2])
+    return row[3:]
+
+
+def mirror(
+    run_id: str, frames: Sequence[Frame], parent_run_id: str | None, parent_tool_call_id: str | None
+) -> None:
+    """Append ``frames``, just written to the run's stream, to the stream of each ancestor
+    waiting on it (``parent_run_id``, ``parent_tool_call_id``: the run's, as the statement that
+    wrote them read them)."""
+    parent = (parent_run_id, parent_tool_call_id)
     origin = {"run_id": run_id, "parent_tool_call_id": parent[1]}
     while parent[0] is not None and parent[1] is not None:
         assert connection.in_atomic_block, "a mirrored frame is a second statement"
@@ -72,7 +82,6 @@ def emit_if(run_id: str, frames: Sequence[Frame], riding: Riding) -> tuple[Any, 
         if found is None:  # the ancestor has ended: its stream is closed
             break
         parent = found[1:3]
-    return extra
 
 
 def _write(riding: Riding, run_id: str, frames: Sequence[Frame]) -> tuple[Any, ...] | None:
@@ -84,14 +93,18 @@ def _write(riding: Riding, run_id: str, frames: Sequence[Frame]) -> tuple[Any, .
     written = rows.fetch_all(riding.statement, params)
     if not written:
         return None
-    seqs = sorted(row[0] for row in written)
-    assert len(seqs) == n, f"no run {run_id}"
-    published = [
-        {"seq": seq, "kind": kind, "data": data}
-        for seq, (kind, data) in zip(seqs, frames, strict=True)
-    ]
-    transaction.on_commit(lambda: publish(run_id, published), robust=True)
+    published(run_id, frames, [row[0] for row in written])
     return written[0]
+
+
+def published(run_id: str, frames: Sequence[Frame], seqs: list[int]) -> None:
+    """Publish after commit ``frames``, which a statement numbered ``seqs`` in the run's stream."""
+    assert len(seqs) == len(frames), f"no run {run_id}"
+    numbered = [
+        {"seq": seq, "kind": kind, "data": data}
+        for seq, (kind, data) in zip(sorted(seqs), frames, strict=True)
+    ]
+    transaction.on_commit(lambda: publish(run_id, numbered), robust=True)
 
 
 def publish(run_id: str, frames: list[dict[str, Any]]) -> None:

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from agent_core import approvers, sql, state
 from agent_core.choices import REQUESTER, CallStatus
-from agent_core.models import Run, Thread, ToolCall
+from agent_core.models import Run, StreamFrame, Thread, ToolCall
 
 from .models import (
     Approval,
@@ -27,6 +27,8 @@ from .models import (
 )
 
 _CALL = ToolCall._meta.db_table
+_RUN = Run._meta.db_table
+_FRAME = StreamFrame._meta.db_table
 
 # The rows of one page of pending calls (pending.rows): ``{keys}`` is the SQL of the page's
 # ``(id, sort key)`` pairs (the ORM compiles it from the filters, the cursor and the policy's
@@ -61,20 +63,29 @@ PENDING_ROWS = (
 
 # The decision path (the approval port).
 # A call and its run locked and read, with the call's quorum (attempts.attempt, quorum.vote),
-# as ``sql.LOCK_CALL``: call id. The quorum's columns are NULL for a call without one. A quorum is
-# written with its call and never changes, so the row the statement's snapshot saw is current.
-LOCK_CALL_WITH_QUORUM = sql.lock_call(
-    ", q.needed, q.requester_counts",
-    f" LEFT JOIN {Quorum._meta.db_table} q ON q.tool_call_id = c.id",
+# as ``sql.LOCK_CALL``: ``%(call_id)s``. Answers, after the run's and the call's columns,
+# ``quorum_needed`` and ``quorum_requester_counts`` (NULL for a call without a quorum). A quorum
+# is written with its call and never changes, so the row the statement's snapshot saw is current.
+LOCK_CALL_WITH_QUORUM = (
+    f"SELECT {sql.model_columns(Run, 'r')}, {sql.model_columns(ToolCall, 'c')},"
+    " q.needed AS quorum_needed, q.requester_counts AS quorum_requester_counts"
+    f" FROM {_CALL} c JOIN {Run._meta.db_table} r ON r.id = c.run_id"
+    f" LEFT JOIN {Quorum._meta.db_table} q ON q.tool_call_id = c.id WHERE c.id = %(call_id)s"
+    " FOR UPDATE OF r FOR NO KEY UPDATE OF c"
 )
 
-# Append a decision attempt (attempts.audit): call id, run id, thread id, tool name, action,
-# actor ref, via, outcome, detail, created at, card digest, policy digest, approved args' digest
-# (the table's trigger chains the row: ``approvals.evidence``).
+# Append a decision attempt (attempts.audit): ``%(tool_call_id)s``, ``%(run_id)s``,
+# ``%(thread_id)s``, ``%(tool_name)s``, ``%(action)s``, ``%(actor_ref)s``, ``%(via)s``,
+# ``%(outcome)s``, ``%(detail)s``, ``%(created_at)s``, ``%(card_digest)s``,
+# ``%(policy_digest)s``, ``%(args_digest)s`` (the approved args'); the table's trigger chains the
+# row (``approvals.evidence``).
+_ATTEMPT = DecisionAttempt._meta.db_table
 AUDIT_ATTEMPT = (
-    f"INSERT INTO {DecisionAttempt._meta.db_table} (tool_call_id, run_id, thread_id, tool_name,"
+    f"INSERT INTO {_ATTEMPT} (tool_call_id, run_id, thread_id, tool_name,"
     " action, actor_ref, via, outcome, detail, created_at, card_digest, policy_digest,"
-    " args_digest) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " args_digest) VALUES (%(tool_call_id)s, %(run_id)s, %(thread_id)s, %(tool_name)s,"
+    " %(action)s, %(actor_ref)s, %(via)s, %(outcome)s, %(detail)s, %(created_at)s,"
+    " %(card_digest)s, %(policy_digest)s, %(args_digest)s)"
 )
 
 # Record notifications in the transaction that asks (notify.delivery.record), leaving out the
@@ -141,10 +152,47 @@ RESUME_LOST = (
 )
 
 # A decision's compare-and-set and frames with the attempt's audit row, in one round trip
-# (services: an approval or rejection that settles the call): as ``sql.SETTLE_CALL``, the audit
-# row's parameters (as AUDIT_ATTEMPT's) where ``also``'s go. The row is appended whatever the
-# compare-and-set found, as ``attempts.attempt`` would.
-SETTLE_AUDITED = state.writes(sql.settle_call(f"a AS ({AUDIT_ATTEMPT}),"), *sql.SETTLES)
+# (services: an approval or rejection that settles the call): ``sql.SETTLE_CALL`` with the
+# audit row first (``a``), appended whatever the compare-and-set found, as ``attempts.attempt``
+# would. Parameters: SETTLE_CALL's, then AUDIT_ATTEMPT's but those SETTLE_CALL has already: the
+# call (``%(call_id)s``), its run (``%(run_id)s``) and the time (``%(decided_at)s``).
+SETTLE_AUDITED = state.writes(
+    f"WITH a AS (INSERT INTO {_ATTEMPT} (tool_call_id, run_id, thread_id, tool_name,"
+    " action, actor_ref, via, outcome, detail, created_at, card_digest, policy_digest,"
+    " args_digest) VALUES (%(call_id)s, %(run_id)s, %(thread_id)s, %(tool_name)s,"
+    " %(action)s, %(actor_ref)s, %(via)s, %(outcome)s, %(detail)s, %(decided_at)s,"
+    " %(card_digest)s, %(policy_digest)s, %(args_digest)s)),"
+    f" c AS (UPDATE {_CALL} c SET status = %(status)s, decided_by_ref = %(decided_by_ref)s,"
+    " decided_via = %(decided_via)s, decided_at = %(decided_at)s, reason = %(reason)s,"
+    " remember = %(remember)s, args = COALESCE(%(edited_args)s::jsonb, c.args),"
+    " original_args = CASE WHEN %(edited_args)s::jsonb IS NULL THEN c.original_args"
+    " ELSE c.args END, args_digest = COALESCE(%(edited_args_digest)s, c.args_digest),"
+    " finished_at = COALESCE(%(finished_at)s, c.finished_at)"
+    " WHERE c.id = %(call_id)s AND c.status = %(source)s"
+    f" RETURNING ARRAY(SELECT DISTINCT o.status FROM {_CALL} o"
+    " WHERE o.run_id = c.run_id AND o.id <> c.id AND o.status = ANY(%(open)s)) AS open),"
+    " u AS (SELECT NOT (open && %(blocking)s::varchar[]) AS unblocked FROM c),"
+    f" r AS (UPDATE {_RUN} SET last_seq = last_seq + %(n)s,"
+    " status = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN 'queued' ELSE status END,"
+    " error_code = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN '' ELSE error_code END,"
+    " error_message = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN '' ELSE error_message END,"
+    " lease_owner = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN '' ELSE lease_owner END,"
+    " lease_expires_at = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN %(lease_expires_at)s ELSE lease_expires_at END"
+    " WHERE id = %(run_id)s AND EXISTS (SELECT FROM c)"
+    " RETURNING id, last_seq, parent_run_id, parent_tool_call_id, status),"
+    f" f AS (INSERT INTO {_FRAME} (run_id, seq, kind, data, superseded, created_at)"
+    " SELECT %(run_id)s, r.last_seq - %(n)s + f.n, f.frame ->> 0, f.frame -> 1, false,"
+    " %(created_at)s FROM r, jsonb_array_elements(%(frames)s::jsonb) WITH ORDINALITY AS f(frame, n)"
+    " RETURNING seq)"
+    " SELECT f.seq, r.parent_run_id, r.parent_tool_call_id, (SELECT open FROM c) AS others,"
+    " r.status AS run_status FROM f, r",
+    *sql.SETTLES,
+)
 
 # Who may decide a waiting call by default (``ApprovalPolicy.decidable``), said once: the cases,
 # each a status and a condition on the call's columns (``{c}``: the alias of its table;

@@ -65,9 +65,9 @@ def test_an_approval_takes_one_statement_per_thing_it_does(turn, people):
     statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
     assert len(statements) == 3, statements
     assert "authtoken_token" in statements[0]
-    locking = approvals_sql.LOCK_CALL_WITH_QUORUM.split("%s")
+    locking = approvals_sql.LOCK_CALL_WITH_QUORUM.split("%(call_id)s")
     assert statements[1].startswith(locking[0]) and statements[1].endswith(locking[1])
-    assert statements[2].startswith(approvals_sql.SETTLE_AUDITED.split("%s")[0])
+    assert statements[2].startswith(approvals_sql.SETTLE_AUDITED.split("%(")[0])
     run.refresh_from_db()
     assert run.status == RunStatus.QUEUED  # waiting → queued: none waits (the test drives none)
     assert DecisionAttempt.objects.get().outcome == "applied"
