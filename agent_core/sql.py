@@ -3,7 +3,7 @@
 The hot path uses these where the ORM cannot say it in one statement (``RETURNING``, ``ON
 CONFLICT``, a row and its journal in one read) or where compiling the query costs more than
 running it. Everything else goes through the ORM. ``%s`` placeholders, in the order documented
-above each statement. The reads of following a run's stream are in ``follow_sql``.
+above each statement; the decision path's and streams attaching's (at the end), ``%(name)s``.
 """
 
 from __future__ import annotations
@@ -436,3 +436,31 @@ SETTLE_CALL = state.writes(
 # A lock held to commit, by name (quotas: an actor's starts; idempotency: one key): ``%(name)s``.
 ADVISORY_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%(name)s))"
 TRY_ADVISORY_LOCK = "SELECT pg_try_advisory_xact_lock(hashtext(%(name)s))"
+
+# A run as its thread's owner follows it (access.visible_run: a stream attaching):
+# ``%(run_id)s``, ``%(owner_ref)s``.
+OWNED_RUN = (
+    f"SELECT {model_columns(Run, 'r')} FROM {_RUN} r JOIN {Thread._meta.db_table} t"
+    " ON t.id = r.thread_id WHERE r.id = %(run_id)s AND t.owner_ref = %(owner_ref)s"
+)
+
+# A run's end and its frames after a seq, in one statement and so one snapshot (live._catch_up:
+# a stream attaching, catching up, or ending): ``%(run_id)s``, ``%(after)s``. The run's row first
+# (its ``status``, ``error_code`` and ``error_message``), then a row per frame in seq order (its
+# ``seq``, ``kind``, ``data`` and whether ``superseded``), each with NULL in the other's
+# columns; none when the run is gone (its frames go with it, in the same transaction).
+CATCH_UP = (
+    "SELECT status, error_code, error_message, NULL AS seq, NULL AS kind, NULL AS data,"
+    f" NULL AS superseded FROM {_RUN} WHERE id = %(run_id)s"
+    " UNION ALL SELECT NULL, NULL, NULL, seq, kind, data, superseded"
+    f" FROM {_FRAME} WHERE run_id = %(run_id)s AND seq > %(after)s ORDER BY seq NULLS FIRST"
+)
+
+# A token's user, whole, and the names of the user's groups (its roles) in one read
+# (api.auth.TokenAuthentication): ``%(key)s``. Formatted once per process with the tables and
+# columns of the configured token and user models (swappable: known once the apps are loaded).
+TOKEN_USER = (
+    "SELECT {columns}, ARRAY(SELECT g.{group_name} FROM {user_groups} ug"
+    " JOIN {group} g ON g.{group_pk} = ug.{group_fk} WHERE ug.{user_fk} = u.{user_pk}) AS roles"
+    " FROM {token} t JOIN {user} u ON u.{user_pk} = t.{token_user_fk} WHERE t.{token_key} = %(key)s"
+)

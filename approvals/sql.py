@@ -89,15 +89,15 @@ AUDIT_ATTEMPT = (
 )
 
 # Record notifications in the transaction that asks (notify.delivery.record), leaving out the
-# people who opted out: the rows as a JSON array of ``Delivery`` columns by name (no ``id``).
-# Returns each inserted row's id and status.
+# people who opted out: ``%(rows)s``, the rows as a JSON array of ``Delivery`` columns by name
+# (no ``id``). Returns each inserted row's ``id`` and ``status``.
 _DELIVERY = Delivery._meta.db_table
 _DELIVERY_COLUMNS = ", ".join(
     f"{f.column}" for f in Delivery._meta.concrete_fields if not f.primary_key
 )
 RECORD_DELIVERIES = (
     f"INSERT INTO {_DELIVERY} ({_DELIVERY_COLUMNS}) SELECT {_DELIVERY_COLUMNS}"
-    f" FROM jsonb_populate_recordset(NULL::{_DELIVERY}, %s::jsonb) d"
+    f" FROM jsonb_populate_recordset(NULL::{_DELIVERY}, %(rows)s::jsonb) d"
     f" WHERE NOT EXISTS (SELECT 1 FROM {NotificationOptOut._meta.db_table} o"
     "  WHERE o.actor_ref = d.recipient_ref AND d.recipient_ref <> '')"
     " RETURNING id, status"
@@ -110,25 +110,27 @@ RECORD_DELIVERIES = (
 # those its task was scheduled with (its ticket) — or, once an attempt in flight outlived its
 # lease (it died), by whichever task comes first; never once the attempts are used up. Any other
 # task (a copy the sweep queued for a late one, a redelivered one) gets no row.
-# NOTIFICATION_LEASE (s), delivery id, NOTIFICATION_ATTEMPTS, ticket, NOTIFICATION_LEASE (s).
-# Returns the attempt's number. The database's clock times every lease.
+# ``%(lease)s`` (NOTIFICATION_LEASE, s), ``%(delivery_id)s``, ``%(attempts)s``
+# (NOTIFICATION_ATTEMPTS), ``%(ticket)s``. Returns the attempt's number (``attempts``). The
+# database's clock times every lease.
 _PENDING = f"'{DeliveryStatus.PENDING.value}'"
-_LEASE_ON = "statement_timestamp() + make_interval(secs => %s)"
 CLAIM_DELIVERY = (
     f"UPDATE {_DELIVERY} SET attempts = attempts + 1, claimed_at = statement_timestamp(),"
-    f" due_at = {_LEASE_ON}, sweeps = 0 WHERE id = %s AND status = {_PENDING} AND attempts < %s"
-    " AND (claimed_at IS NULL AND attempts = %s"
-    "  OR claimed_at <= statement_timestamp() - make_interval(secs => %s))"
+    " due_at = statement_timestamp() + make_interval(secs => %(lease)s), sweeps = 0"
+    f" WHERE id = %(delivery_id)s AND status = {_PENDING} AND attempts < %(attempts)s"
+    " AND (claimed_at IS NULL AND attempts = %(ticket)s"
+    "  OR claimed_at <= statement_timestamp() - make_interval(secs => %(lease)s))"
     " RETURNING attempts"
 )
 
 # Why a pending delivery could not be claimed (notify.delivery.attempt): its attempts so far,
 # whether one of them is unfinished, the seconds left of its lease (0 when over) and the last
-# error. NOTIFICATION_LEASE (s), delivery id. No row: it is settled.
+# error: ``attempts``, ``unfinished``, ``lease_left``, ``error``. ``%(lease)s``
+# (NOTIFICATION_LEASE, s), ``%(delivery_id)s``. No row: it is settled.
 CLAIM_REFUSED = (
-    "SELECT attempts, claimed_at IS NOT NULL, GREATEST(0, EXTRACT(EPOCH FROM"
-    "  claimed_at + make_interval(secs => %s) - statement_timestamp()))::float, error"
-    f" FROM {_DELIVERY} WHERE id = %s AND status = {_PENDING}"
+    "SELECT attempts, claimed_at IS NOT NULL AS unfinished, GREATEST(0, EXTRACT(EPOCH FROM"
+    "  claimed_at + make_interval(secs => %(lease)s) - statement_timestamp()))::float"
+    f" AS lease_left, error FROM {_DELIVERY} WHERE id = %(delivery_id)s AND status = {_PENDING}"
 )
 
 # Pending deliveries nobody is working on (notify.delivery.resume_lost, the sweep): their next
@@ -139,15 +141,17 @@ CLAIM_REFUSED = (
 # attempt this one schedules until then and a lease more. So a task late in a backed-up queue
 # gets copies ever further apart (2, 3, 5, 9, … leases), not one every other lease, and a copy
 # that was lost too is still followed by another. (The exponent stops at 60: 2^60 leases is past
-# any maximum, and the power does not overflow.) NOTIFICATION_SWEEP_BACKOFF_MAX (s),
-# NOTIFICATION_LEASE (s), NOTIFICATION_LEASE (s), limit. Returns their ids and attempts (the
-# ticket of the attempt scheduled: if the one it stands for was merely late, only one claims).
+# any maximum, and the power does not overflow.) ``%(longest)s``
+# (NOTIFICATION_SWEEP_BACKOFF_MAX, s), ``%(lease)s`` (NOTIFICATION_LEASE, s), ``%(limit)s``.
+# Returns their ``id`` and ``attempts`` (the ticket of the attempt scheduled: if the one it
+# stands for was merely late, only one claims).
 RESUME_LOST = (
     f"UPDATE {_DELIVERY} SET sweeps = sweeps + 1, due_at = statement_timestamp()"
-    "  + make_interval(secs => LEAST(%s, %s * power(2, LEAST(sweeps, 60))))"
+    "  + make_interval(secs => LEAST(%(longest)s, %(lease)s * power(2, LEAST(sweeps, 60))))"
     f" WHERE id IN (SELECT id FROM {_DELIVERY}"
-    f"  WHERE status = {_PENDING} AND due_at <= statement_timestamp() - make_interval(secs => %s)"
-    "  ORDER BY due_at LIMIT %s FOR UPDATE SKIP LOCKED)"
+    f"  WHERE status = {_PENDING}"
+    "  AND due_at <= statement_timestamp() - make_interval(secs => %(lease)s)"
+    "  ORDER BY due_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
     " RETURNING id, attempts"
 )
 
