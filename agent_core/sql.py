@@ -35,7 +35,7 @@ _ENDS = (
 )
 _FINISHES = _moves(ToolCall, {_C.APPROVED, _C.EXECUTING}, {_C.SUCCEEDED, _C.FAILED})
 _PARKS = _moves(Run, {_R.RUNNING}, {_R.WAITING})
-# A decision settles a pending call and may free its run (``settle_call``).
+# A decision settles a pending call and may free its run (``SETTLE_CALL``).
 SETTLES = (
     _moves(
         ToolCall,

@@ -53,8 +53,8 @@ def emit(run_id: str, frames: Sequence[Frame], riding: Riding | None = None) -> 
 
 def emit_if(run_id: str, frames: Sequence[Frame], riding: Riding) -> tuple[Any, ...] | None:
     """``emit``, with writes that may match nothing (a compare-and-set whose frames are written
-    only when it wins, ``sql.settle_call``): ``None`` when the statement answered no row, and
-    no frame was written."""
+    only when it wins, ``sql.END_RUN_AND_FINISH``): ``None`` when the statement answered no row,
+    and no frame was written."""
     assert connection.in_atomic_block or rows.in_one_statement(), (
         "frames are written with the state they announce"
     )

@@ -34,27 +34,29 @@ _FRAME = StreamFrame._meta.db_table
 # ``(id, sort key)`` pairs (the ORM compiles it from the filters, the cursor and the policy's
 # ``decidable``), ``{order}`` the page's order. Only those rows are joined to their run and read,
 # with their quorum, the approvals given since they last started waiting (only for calls that
-# need several), the role they were escalated to, their amount and the call each duplicates.
-# Parameters: those of ``{keys}``.
+# need several), the role they were escalated to, their amount and the call each duplicates:
+# each column named as ``pending.PendingRow`` names it. Parameters: those of ``{keys}``.
 PENDING_ROWS = (
     "SELECT c.id, c.status, c.tool_name, c.kind, c.args, c.confirmation, c.summary, c.approver,"
     " c.requester_ref, c.thread_id, c.run_id, r.agent, r.parent_run_id, c.requested_at,"
-    " c.expires_at, COALESCE(q.needed, 1),"
+    " c.expires_at, COALESCE(q.needed, 1) AS approvals_needed,"
     " CASE WHEN q.needed > 1 THEN ARRAY("
     f"  SELECT a.by_ref FROM {Approval._meta.db_table} a"
-    "   WHERE a.tool_call_id = c.id AND a.at >= c.requested_at ORDER BY a.at, a.id) END,"
+    "   WHERE a.tool_call_id = c.id AND a.at >= c.requested_at ORDER BY a.at, a.id)"
+    " END AS approved_by,"
     " CASE WHEN q.needed > 1 THEN ARRAY("
     f"  SELECT a.at FROM {Approval._meta.db_table} a"
-    "   WHERE a.tool_call_id = c.id AND a.at >= c.requested_at ORDER BY a.at, a.id) END,"
+    "   WHERE a.tool_call_id = c.id AND a.at >= c.requested_at ORDER BY a.at, a.id)"
+    " END AS approved_at,"
     f" (SELECT e.role FROM {Escalation._meta.db_table} e"
-    "   WHERE e.tool_call_id = c.id AND e.escalated_at IS NOT NULL),"
+    "   WHERE e.tool_call_id = c.id AND e.escalated_at IS NOT NULL) AS escalated_to,"
     " c.amount,"
     # The oldest pending call of the same tool and args, if older than this one: this one
     # duplicates it.
     f" (SELECT d.id FROM {_CALL} d WHERE d.args_digest = c.args_digest"
     f"   AND d.status = '{CallStatus.PENDING_APPROVAL.value}' AND d.tool_name = c.tool_name"
     "   AND (d.requested_at, d.id) < (c.requested_at, c.id) ORDER BY d.requested_at, d.id"
-    "   LIMIT 1)"
+    "   LIMIT 1) AS duplicates"
     f" FROM ({{keys}}) AS page JOIN {_CALL} c ON c.id = page.id"
     f" JOIN {Run._meta.db_table} r ON r.id = c.run_id"
     f" LEFT JOIN {Quorum._meta.db_table} q ON q.tool_call_id = c.id"
