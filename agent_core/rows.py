@@ -149,11 +149,23 @@ def fetch_all(statement: str, params: Params) -> list[tuple[Any, ...]]:
         return list(cursor.fetchall())
 
 
+# The names of a named statement's columns, by its text: read once per process (psycopg makes
+# a ``Column`` of each column every time ``cursor.description`` is read: a lock's ~70, each time).
+_names: dict[str, list[str]] = {}
+
+
+def _names_of(statement: str, cursor: Any) -> list[str]:
+    names = _names.get(statement)
+    if names is None:
+        names = _names[statement] = [column.name for column in cursor.description]
+    return names
+
+
 def fetch_named(statement: str, params: Params) -> list[dict[str, Any]]:
     """Run ``statement``; every row, each column by the name the statement gives it."""
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
-        names = [column.name for column in cursor.description]
+        names = _names_of(statement, cursor)
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
@@ -166,7 +178,7 @@ def fetch_models_named(
         row = cursor.fetchone()
         if row is None:
             return None
-        names = [column.name for column in cursor.description]
+        names = _names_of(statement, cursor)
     found, others = models_of(row, *models)
     return found, dict(zip(names[len(row) - len(others) :], others, strict=True))
 
