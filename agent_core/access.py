@@ -20,7 +20,7 @@ from typing import Any, cast
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from . import approvers, follow_sql, rows
+from . import approvers, rows, sql
 from .actors import Actor
 from .choices import REQUESTER
 from .conf import agent_settings
@@ -108,7 +108,7 @@ def visible_run(actor: Actor, run_id: str) -> Run | None:
     compiling even the plain lookup was most of a reader thread's time while a thousand streams
     attached at once.
     """
-    owned = rows.fetch_models(follow_sql.OWNED_RUN, [run_id, actor.ref], Run)
+    owned = rows.fetch_models(sql.OWNED_RUN, {"run_id": run_id, "owner_ref": actor.ref}, Run)
     if owned is not None:
         return cast(Run, owned[0][0])
     return visible_runs(actor).filter(pk=run_id).first()

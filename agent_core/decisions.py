@@ -3,19 +3,19 @@ doubt — each under the run's row lock, which ``decision`` takes itself.
 
 ``with decision(call_id) as d:`` opens a transaction, locks the call's run and then the call (a
 run before its calls: the order every writer takes them) and reads both as the lock found them,
-in one statement (``sql.lock_call``); ``d``'s methods are the only way to write a decision, so
+in one statement (``sql.LOCK_CALL``); ``d``'s methods are the only way to write a decision, so
 none is ever made without the lock. A settlement is one more statement, with its frames,
 whatever rides on it and, when the decision was the last thing the run waited for, the run's
-``waiting → queued`` (``sql.settle_call``); the run is dispatched after commit.
+``waiting → queued`` (``sql.SETTLE_CALL``); the run is dispatched after commit.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
@@ -28,7 +28,6 @@ from .frames import Frames
 from .leases import deadline
 from .models import Run, ToolCall
 from .runs import BLOCKING, OPEN, resume_if_unblocked, resumed
-from .streams import Riding
 from .tools import args_digest
 
 logger = logging.getLogger(__name__)
@@ -42,9 +41,10 @@ def decision(call_id: str, statement: str = sql.LOCK_CALL) -> Iterator[Decision 
     """A transaction holding the lock of the call's run, with the call read under it (``None``:
     there is no such call). Whatever the body writes commits with it, or not at all.
 
-    ``statement``: ``sql.lock_call`` with more columns (``Decision.joined``)."""
+    ``statement``: ``sql.LOCK_CALL`` reading more columns after the call's, by name
+    (``Decision.joined``)."""
     with transaction.atomic():
-        found = rows.fetch_models(statement, [call_id], Run, ToolCall)
+        found = rows.fetch_models_named(statement, {"call_id": call_id}, Run, ToolCall)
         if found is None:
             yield None
         else:
@@ -53,13 +53,22 @@ def decision(call_id: str, statement: str = sql.LOCK_CALL) -> Iterator[Decision 
 
 
 @dataclass(frozen=True)
+class Settling:
+    """A statement that settles a call as ``sql.SETTLE_CALL`` does (its parameters, the columns
+    it answers) with more writes riding on it, and the named parameters of those writes."""
+
+    statement: str
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class Decision:
     """A call and its run, the run's row locked (only ``decision`` makes one), and the more
-    columns its statement read with them."""
+    columns its statement read with them, by name."""
 
     run: Run
     call: ToolCall
-    joined: tuple[Any, ...] = ()
+    joined: Mapping[str, Any] = field(default_factory=dict)
 
     def settle(
         self,
@@ -70,13 +79,13 @@ class Decision:
         reason: str = "",
         remember: bool = False,
         args: dict[str, Any] | None = None,
-        riding: Riding | None = None,
+        settling: Settling | None = None,
     ) -> bool:
         """``pending_approval → approved | rejected | expired | cancelled``, announced in the same
         statement; resumes the run when it was the last call waiting. ``False``: the call was no
-        longer pending. ``riding``: ``sql.settle_call`` with more writes, and their parameters."""
+        longer pending. ``settling``: ``sql.SETTLE_CALL`` with more writes."""
         run, call = self.run, self.call
-        statement = riding.statement if riding else sql.SETTLE_CALL
+        statement = settling.statement if settling else sql.SETTLE_CALL
         (source,) = state.check_statement(statement, ToolCall, CallStatus.PENDING_APPROVAL, status)
         # The run it may free.
         (freed,) = state.check_statement(statement, Run, RunStatus.WAITING, RunStatus.QUEUED)
@@ -97,41 +106,45 @@ class Decision:
         finished_at = None if status == CallStatus.APPROVED else now
         if finished_at is not None:
             fields["finished_at"] = finished_at
-        settle = [
-            status,
-            decided_by_ref,
-            decided_via,
-            now,
-            reason,
-            remember,
-            edited,
-            edited,
-            fields.get("args_digest"),
-            finished_at,
-            call.pk,
-            source,
-            OPEN,
-            sorted(BLOCKING),
-        ]
+        params: dict[str, Any] = {
+            "status": status,
+            "decided_by_ref": decided_by_ref,
+            "decided_via": decided_via,
+            "decided_at": now,
+            "reason": reason,
+            "remember": remember,
+            "edited_args": edited,
+            "edited_args_digest": fields.get("args_digest"),
+            "finished_at": finished_at,
+            "call_id": call.pk,
+            "source": source,
+            "open": list(OPEN),
+            "blocking": sorted(BLOCKING),
+            "lease_expires_at": deadline(),
+        }
         for key, value in fields.items():
             setattr(call, key, value)
         announce: Frames = [frames.approval_settled(call)]
         if status != CallStatus.APPROVED:
             denied = "approval expired" if status == CallStatus.EXPIRED else reason or status.value
             announce.append(frames.tool_output_denied(call.pk, denied))
-        queued = [RunStatus.QUEUED.value, deadline()]
-        riding = Riding(statement, [*settle, *(riding.before if riding else [])], queued)
-        found = streams.emit_if(run.pk, announce, riding)
-        if found is None:
+        params.update(_frame_parameters(run.pk, announce, now))
+        if settling is not None:
+            assert not params.keys() & settling.params.keys(), "a riding write names its own"
+            params.update(settling.params)
+        written = rows.fetch_rows(statement, params)
+        if not written:
             call.refresh_from_db()  # not what this decision wrote: what is there
             return False
+        streams.published(run.pk, announce, max(row["seq"] for row in written))
+        first = written[0]
+        streams.mirror(run.pk, announce, first["parent_run_id"], first["parent_tool_call_id"])
         transaction.on_commit(
             lambda: signals.approval_settled.send(ToolCall, call=call), robust=True
         )
-        others, after = found
-        if run.status == freed and after == RunStatus.QUEUED:
+        if run.status == freed and first["run_status"] == RunStatus.QUEUED:
             # The run's other open calls, and this one if it is still open (approved).
-            resumed(run, {*others, *({status} & set(OPEN))})
+            resumed(run, {*first["others"], *({status} & set(OPEN))})
         return True
 
     def answer(self, answer: Any, *, decided_by_ref: str, via: str) -> bool:
@@ -202,3 +215,12 @@ class Decision:
         )
         resume_if_unblocked(self.run)
         return True
+
+
+def _frame_parameters(
+    run_id: str, announce: Sequence[frames.Frame], now: datetime
+) -> dict[str, Any]:
+    """The named parameters of the frames a decision's statement writes (``sql.SETTLE_CALL``):
+    the run, how many, when, and the frames as one JSON array of ``[kind, data]`` pairs."""
+    written = json.dumps([[kind, data] for kind, data in announce])
+    return {"run_id": run_id, "n": len(announce), "created_at": now, "frames": written}

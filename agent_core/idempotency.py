@@ -50,7 +50,7 @@ def start_once(
     """``start()`` once per ``(actor_ref, key)``; the stored answer for a repeat of ``body``."""
     wanted = digest(body)
     # Held to commit: while one request with the key works, another cannot start or replay.
-    row = rows.fetch_one(sql.TRY_ADVISORY_LOCK, [f"airlock-idem:{actor_ref}:{key}"])
+    row = rows.fetch_one(sql.TRY_ADVISORY_LOCK, {"name": f"airlock-idem:{actor_ref}:{key}"})
     if not (row and row[0]):
         raise RunBusy(retry_after=BUSY_RETRY_SECONDS)
     now = timezone.now()

@@ -31,7 +31,7 @@ from typing import Any, Literal, ParamSpec, TypeVar, cast
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, InterfaceError, connections
 
-from . import fanout, follow_sql, frames, outages, rows
+from . import fanout, frames, outages, rows, sql
 from .choices import RUN_TERMINAL, RunStatus
 from .conf import agent_settings
 from .models import Run
@@ -169,25 +169,31 @@ def _catch_up(run_id: str, after: int) -> tuple[Event | None, list[tuple[Event, 
     """The closing event if the run has ended, and its frames after ``after`` as Events, each
     with whether it ends the stream.
 
-    One statement (``follow_sql.CATCH_UP``), so one snapshot: a run read as ended comes with
+    One statement (``sql.CATCH_UP``), so one snapshot: a run read as ended comes with
     every frame (its ``finish`` frame commits with its end). Read as two, the end had to be read
     first, and a finish frame among the frames then needed a third read for the end. The Events
     are shared by the followers that share the read (``_read_shared``), and so is their encoding,
     as a live frame's is (``_shared``).
     """
-    read = rows.fetch_all(follow_sql.CATCH_UP, [run_id, run_id, after])
+    read = rows.fetch_rows(sql.CATCH_UP, {"run_id": run_id, "after": after})
     if not read:  # its thread was deleted while we followed it
         return Event("error", {"code": "not_found", "message": "The run was deleted."}), []
-    (status, code, message, *_), *frame_rows = read
-    ending = _closing(status, code, message) if status in RUN_TERMINAL else None
+    run, *frame_rows = read
+    status = run["status"]
+    ending = (
+        _closing(status, run["error_code"], run["error_message"])
+        if status in RUN_TERMINAL
+        else None
+    )
     found = []
-    for *_, seq, kind, text, superseded in frame_rows:
-        data = json.loads(text)  # Django reads jsonb as text (``JSONField`` decodes it)
-        if superseded:
+    for row in frame_rows:
+        kind = row["kind"]
+        data = json.loads(row["data"])  # Django reads jsonb as text (``JSONField`` decodes it)
+        if row["superseded"]:
             # Text of a model attempt a crash cut short is replayed as it was streamed live, so
             # ids stay the same on every attach, flagged (a field added, never a kind changed).
             data["superseded"] = True
-        event = Event("frame", {"kind": kind, **data}, seq)
+        event = Event("frame", {"kind": kind, **data}, row["seq"])
         found.append((event, frames.ends_stream(kind, data)))
     return ending, found
 

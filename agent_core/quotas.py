@@ -144,7 +144,7 @@ def check_start(actor: Actor, agent: str, *, starts_now: bool) -> None:
     """Refuse a start over a limit with ``QuotaExceeded``. Called inside the start's transaction:
     a per-actor lock held to its commit makes concurrent starts of one actor count each other."""
     policy = get_policy()
-    rows.fetch_one(sql.ADVISORY_LOCK, [f"airlock-quota:{actor.ref}"])
+    rows.fetch_one(sql.ADVISORY_LOCK, {"name": f"airlock-quota:{actor.ref}"})
     found = policy.check_start(actor, agent, starts_now=starts_now)
     if found is not None:
         signals.quota_exceeded.send(Run, run=None, actor_ref=actor.ref, reason=found.limit)

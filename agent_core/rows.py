@@ -21,7 +21,9 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, connection, models
 from django.db.models import Model, signals
 from django.db.models.base import ModelState
-from psycopg.rows import dict_row
+
+# A statement's parameters: named (``%(name)s``, a mapping) or, in order, a sequence.
+Params = Sequence[Any] | Mapping[str, Any]
 
 
 def json_rows(rows: Sequence[Model]) -> str:
@@ -56,7 +58,7 @@ def one_statement() -> Iterator[None]:
     whose writes are that one statement: no signal receiver, no mirrored frame, nothing else.
     ``transaction.on_commit`` callbacks registered in it run at once, when registered: after the
     statement, whose data every reader sees by then. ``in_one_statement`` says whether the caller
-    is in such a block (``streams.emit_if``: frames written with their state, by one statement).
+    is in such a block (``streams.emit_with``: frames written with their state, by one statement).
     """
     token = _alone.set(True)
     try:
@@ -68,24 +70,6 @@ def one_statement() -> Iterator[None]:
 def in_one_statement() -> bool:
     """Whether the caller runs in ``one_statement`` (in autocommit, or joined to a transaction)."""
     return _alone.get()
-
-
-def fetch_row(statement: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Run ``statement`` with its named parameters; its first row by column name (``None``: no
-    row)."""
-    with connection.cursor() as cursor:
-        cursor.cursor.row_factory = dict_row  # psycopg's own: each row a dict by column name
-        cursor.execute(statement, params)
-        row: dict[str, Any] | None = cursor.fetchone()
-        return row
-
-
-def fetch_rows(statement: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Run ``statement`` with its named parameters; every row by column name."""
-    with connection.cursor() as cursor:
-        cursor.cursor.row_factory = dict_row
-        cursor.execute(statement, params)
-        return list(cursor.fetchall())
 
 
 def from_json(model: type[Model], row: dict[str, Any]) -> Model:
@@ -111,7 +95,7 @@ def _times(model: type[Model]) -> list[str]:
     ]
 
 
-def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
+def fetch_one(statement: str, params: Params) -> tuple[Any, ...] | None:
     """Run ``statement``; its first row (``None``: no row)."""
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
@@ -120,7 +104,7 @@ def fetch_one(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
 
 
 def fetch_models(
-    statement: str, params: list[Any], *models: type[Model]
+    statement: str, params: Params, *models: type[Model]
 ) -> tuple[list[Model], tuple[Any, ...]] | None:
     """Run ``statement`` (the columns of each of ``models`` as ``sql.model_columns`` lists them,
     then others); its first row as instances of ``models``, made as the ORM would have read them,
@@ -181,14 +165,57 @@ def _converters(model: type[Model]) -> list[tuple[int, Any]]:
     ]
 
 
-def fetch_all(statement: str, params: list[Any]) -> list[tuple[Any, ...]]:
+def fetch_all(statement: str, params: Params) -> list[tuple[Any, ...]]:
     """Run ``statement``; every row."""
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         return list(cursor.fetchall())
 
 
-def execute(statement: str, params: list[Any]) -> int:
+# The names of a named statement's columns, by its text: read once per process (psycopg makes
+# a ``Column`` of each column every time ``cursor.description`` is read: a lock's ~70, each time).
+_names: dict[str, list[str]] = {}
+
+
+def _names_of(statement: str, cursor: Any) -> list[str]:
+    names = _names.get(statement)
+    if names is None:
+        names = _names[statement] = [column.name for column in cursor.description]
+    return names
+
+
+def fetch_row(statement: str, params: Params) -> dict[str, Any] | None:
+    """Run ``statement``; its first row, each column by the name the statement gives it
+    (``None``: no row)."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        row = cursor.fetchone()
+        return None if row is None else dict(zip(_names_of(statement, cursor), row, strict=True))
+
+
+def fetch_rows(statement: str, params: Params) -> list[dict[str, Any]]:
+    """Run ``statement``; every row, each column by the name the statement gives it."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        names = _names_of(statement, cursor)
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def fetch_models_named(
+    statement: str, params: Params, *models: type[Model]
+) -> tuple[list[Model], dict[str, Any]] | None:
+    """``fetch_models``, the columns after the models' by the names the statement gives them."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        names = _names_of(statement, cursor)
+    found, others = models_of(row, *models)
+    return found, dict(zip(names[len(row) - len(others) :], others, strict=True))
+
+
+def execute(statement: str, params: Params) -> int:
     """Run ``statement``; the number of rows it wrote."""
     with connection.cursor() as cursor:
         cursor.execute(statement, params)

@@ -12,8 +12,8 @@ The statements that write a run's stream frames (``streams.emit_with``) all end 
 run's frames), ``f`` inserts the frames that take those numbers (``%(frames)s``: one JSON array
 of ``[kind, data]`` pairs, written at ``%(frames_at)s``), and the statement answers one row with
 ``last_seq``, ``parent_run_id`` and ``parent_tool_call_id`` (whose stream the frames are
-mirrored into), or no row when ``r`` matched no run (nothing was written). The reads of following
-a run's stream are in ``follow_sql``.
+mirrored into), or no row when ``r`` matched no run (nothing was written). The decisions' and
+streams attaching's statements are at the end.
 """
 
 from __future__ import annotations
@@ -443,8 +443,7 @@ END_RUN_AND_FINISH = state.writes(
     *_ENDS,
 )
 
-# ---- Used only by the decision statements below (being made whole by the decision path's
-# own change; remove with their last use) ----
+# ---- A model's columns, for the statements that read whole rows ----
 
 
 def model_columns(model: type[Model], alias: str, prefix: str = "") -> str:
@@ -455,98 +454,100 @@ def model_columns(model: type[Model], alias: str, prefix: str = "") -> str:
     )
 
 
-def with_frames(
-    *,
-    before: str = "",
-    sets: str = "",
-    only: str = "",
-    extra: str = "",
-) -> str:
-    """A statement that numbers and inserts a run's frames with writes riding on it
-    (``streams.emit_if``): ``before``, common table expressions (each ending with a comma);
-    ``sets``, more assignments of the run's row; ``only``, more conditions on it; ``extra``,
-    more columns answered. Parameters: those of ``before``, count, those of ``sets``, run id,
-    run id, count, created at, the frames as one JSON array of ``[kind, data]`` pairs."""
-    return (
-        f"WITH {before}r AS (UPDATE {_RUN} SET last_seq = last_seq + %s{sets} WHERE id = %s{only}"
-        " RETURNING id, thread_id, last_seq, parent_run_id, parent_tool_call_id, status),"
-        f" f AS (INSERT INTO {_FRAME} (run_id, seq, kind, data, superseded, created_at)"
-        " SELECT %s, r.last_seq - %s + f.n, f.frame ->> 0, f.frame -> 1, false, %s"
-        " FROM r, jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS f(frame, n)"
-        f" RETURNING seq) SELECT f.seq, r.parent_run_id, r.parent_tool_call_id{extra} FROM f, r"
-    )
-
-
-# A lock held to commit, by name (quotas: an actor's starts; idempotency: one key): the name.
-ADVISORY_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s))"
-TRY_ADVISORY_LOCK = "SELECT pg_try_advisory_xact_lock(hashtext(%s))"
-
-
 # ---- Decisions (agent_core.decisions, the approval port) and streams attaching ----
 
-
-def lock_call(columns: str = "", joins: str = "") -> str:
-    """Lock a call's run and the call, and read both, whole (decisions.decision): call id.
-
-    ``columns`` and ``joins`` read more with them (the approval port: the call's quorum). The run
-    is locked first, then the call (the order every writer takes them); both rows are locked, so
-    when the statement waited for a writer, PostgreSQL reads them again as that writer committed
-    them (a row read but not locked would be the one the statement's snapshot saw). What the
-    joins read must therefore be rows that never change once the call is visible.
-    """
-    return (
-        f"SELECT {model_columns(Run, 'r')}, {model_columns(ToolCall, 'c')}{columns} FROM {_CALL} c"
-        f" JOIN {_RUN} r ON r.id = c.run_id{joins} WHERE c.id = %s"
-        " FOR UPDATE OF r FOR NO KEY UPDATE OF c"
-    )
-
-
-LOCK_CALL = lock_call()
+# Lock a call's run and the call, and read both, whole (decisions.decision): ``%(call_id)s``.
+# The run is locked first, then the call (the order every writer takes them); both rows are
+# locked, so when the statement waited for a writer, PostgreSQL reads them again as that writer
+# committed them (a row read but not locked would be the one the statement's snapshot saw).
+LOCK_CALL = (
+    f"SELECT {model_columns(Run, 'r')}, {model_columns(ToolCall, 'c')}"
+    f" FROM {_CALL} c JOIN {_RUN} r ON r.id = c.run_id WHERE c.id = %(call_id)s"
+    " FOR UPDATE OF r FOR NO KEY UPDATE OF c"
+)
 
 
 # What a run that a decision frees (``waiting → queued``) has emptied, beside its new status and
-# lease deadline: the error of its last park, and the lease's owner (``settle_call``, and
-# ``runs.resume_if_unblocked`` for the other ways a run is freed).
+# lease deadline: the error of its last park, and the lease's owner (spelled out in SETTLE_CALL,
+# and ``runs.resume_if_unblocked`` for the other ways a run is freed).
 FREED_CLEARS = ("error_code", "error_message", "lease_owner")
 
+# A decision on a pending call, as one compare-and-set with its stream frames
+# (decisions.Decision.settle), which frees the run (``waiting → queued``, a new lease deadline,
+# FREED_CLEARS emptied) when no other call of it waits on a person (``runs.resume_if_unblocked``).
+# Parameters: ``%(status)s`` (the new one), ``%(decided_by_ref)s``, ``%(decided_via)s``,
+# ``%(decided_at)s``, ``%(reason)s``, ``%(remember)s``, ``%(edited_args)s`` (JSON; NULL:
+# unchanged; the old ones are kept as ``original_args``), ``%(edited_args_digest)s`` (NULL: same),
+# ``%(finished_at)s`` (NULL: unchanged), ``%(call_id)s``, ``%(source)s`` (the status it must
+# still have), ``%(open)s`` (the statuses ``runs.open_calls`` asks about), ``%(blocking)s`` (the
+# blocking ones), ``%(lease_expires_at)s`` (the freed run's deadline); the frames' as
+# ``decisions.frame_parameters`` makes them: ``%(run_id)s``, ``%(n)s``, ``%(created_at)s``,
+# ``%(frames)s`` (one JSON array of ``[kind, data]`` pairs). Answers a row per frame: its
+# ``seq``, the run's ``parent_run_id`` and ``parent_tool_call_id`` (whose stream mirrors it),
+# ``others`` (the statuses among ``%(open)s`` of the run's other calls: every writer of a call
+# holds its run's lock, which the decision holds) and ``run_status`` (after it); no row and no
+# frame when the call was no longer pending. Each assignment of the run reads its row as it was.
+SETTLE_CALL = state.writes(
+    f"WITH c AS (UPDATE {_CALL} c SET status = %(status)s, decided_by_ref = %(decided_by_ref)s,"
+    " decided_via = %(decided_via)s, decided_at = %(decided_at)s, reason = %(reason)s,"
+    " remember = %(remember)s, args = COALESCE(%(edited_args)s::jsonb, c.args),"
+    " original_args = CASE WHEN %(edited_args)s::jsonb IS NULL THEN c.original_args"
+    " ELSE c.args END, args_digest = COALESCE(%(edited_args_digest)s, c.args_digest),"
+    " finished_at = COALESCE(%(finished_at)s, c.finished_at)"
+    " WHERE c.id = %(call_id)s AND c.status = %(source)s"
+    f" RETURNING ARRAY(SELECT DISTINCT o.status FROM {_CALL} o"
+    " WHERE o.run_id = c.run_id AND o.id <> c.id AND o.status = ANY(%(open)s)) AS open),"
+    " u AS (SELECT NOT (open && %(blocking)s::varchar[]) AS unblocked FROM c),"
+    f" r AS (UPDATE {_RUN} SET last_seq = last_seq + %(n)s,"
+    " status = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN 'queued' ELSE status END,"
+    " error_code = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN '' ELSE error_code END,"
+    " error_message = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN '' ELSE error_message END,"
+    " lease_owner = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN '' ELSE lease_owner END,"
+    " lease_expires_at = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN %(lease_expires_at)s ELSE lease_expires_at END"
+    " WHERE id = %(run_id)s AND EXISTS (SELECT FROM c)"
+    " RETURNING id, last_seq, parent_run_id, parent_tool_call_id, status),"
+    f" f AS (INSERT INTO {_FRAME} (run_id, seq, kind, data, superseded, created_at)"
+    " SELECT %(run_id)s, r.last_seq - %(n)s + f.n, f.frame ->> 0, f.frame -> 1, false,"
+    " %(created_at)s FROM r, jsonb_array_elements(%(frames)s::jsonb) WITH ORDINALITY AS f(frame, n)"
+    " RETURNING seq)"
+    " SELECT f.seq, r.parent_run_id, r.parent_tool_call_id, (SELECT open FROM c) AS others,"
+    " r.status AS run_status FROM f, r",
+    *SETTLES,
+)
 
-def settle_call(also: str = "") -> str:
-    """A decision on a pending call, as one compare-and-set with its stream frames
-    (decisions.Decision.settle), which frees the run when no other call of it waits on a person
-    (``runs.resume_if_unblocked``): the new status, decided by, via, at, reason, remember, edited
-    args as JSON (NULL: unchanged; the old ones are kept as ``original_args``) twice, their
-    digest, finished at (NULL: unchanged), call id, the status it must still have, the statuses
-    ``runs.open_calls`` asks about, the blocking ones; then the parameters of ``also``, more common
-    table expressions riding on it (each ending with a comma: the approval port's audit row), then
-    the frames' (as ``with_frames``, with the freed run's status and lease deadline as those of
-    ``sets``). Answers, after the frames' columns, the statuses among those of the run's other
-    calls (every writer of a call holds its run's lock, which the decision holds) and the run's
-    status after it; no row and no frame when the call was no longer pending."""
-    settle = (
-        f"c AS (UPDATE {_CALL} c SET status = %s, decided_by_ref = %s, decided_via = %s,"
-        " decided_at = %s, reason = %s, remember = %s, args = COALESCE(%s::jsonb, c.args),"
-        " original_args = CASE WHEN %s::jsonb IS NULL THEN c.original_args ELSE c.args END,"
-        " args_digest = COALESCE(%s, c.args_digest), finished_at = COALESCE(%s, c.finished_at)"
-        " WHERE c.id = %s AND c.status = %s"
-        f" RETURNING ARRAY(SELECT DISTINCT o.status FROM {_CALL} o"
-        " WHERE o.run_id = c.run_id AND o.id <> c.id AND o.status = ANY(%s)) AS open),"
-        " u AS (SELECT NOT (open && %s::varchar[]) AS unblocked FROM c),"
-    )
-    # Each assignment reads the row as it was: a waiting run that nothing blocks any more.
-    freed = f"status = '{RunStatus.WAITING.value}' AND (SELECT unblocked FROM u)"
-    cleared = "".join(
-        f" {column} = CASE WHEN {freed} THEN '' ELSE {column} END," for column in FREED_CLEARS
-    )
-    frees = (
-        f", status = CASE WHEN {freed} THEN %s ELSE status END,{cleared}"
-        f" lease_expires_at = CASE WHEN {freed} THEN %s ELSE lease_expires_at END"
-    )
-    return with_frames(
-        before=settle + also,
-        sets=frees,
-        only=" AND EXISTS (SELECT FROM c)",
-        extra=", (SELECT open FROM c), r.status",
-    )
+# A lock held to commit, by name (quotas: an actor's starts; idempotency: one key): ``%(name)s``.
+ADVISORY_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%(name)s))"
+TRY_ADVISORY_LOCK = "SELECT pg_try_advisory_xact_lock(hashtext(%(name)s))"
 
+# A run as its thread's owner follows it (access.visible_run: a stream attaching):
+# ``%(run_id)s``, ``%(owner_ref)s``.
+OWNED_RUN = (
+    f"SELECT {model_columns(Run, 'r')} FROM {_RUN} r JOIN agent_core_thread t"
+    " ON t.id = r.thread_id WHERE r.id = %(run_id)s AND t.owner_ref = %(owner_ref)s"
+)
 
-SETTLE_CALL = state.writes(settle_call(), *SETTLES)
+# A run's end and its frames after a seq, in one statement and so one snapshot (live._catch_up:
+# a stream attaching, catching up, or ending): ``%(run_id)s``, ``%(after)s``. The run's row first
+# (its ``status``, ``error_code`` and ``error_message``), then a row per frame in seq order (its
+# ``seq``, ``kind``, ``data`` and whether ``superseded``), each with NULL in the other's
+# columns; none when the run is gone (its frames go with it, in the same transaction).
+CATCH_UP = (
+    "SELECT status, error_code, error_message, NULL AS seq, NULL AS kind, NULL AS data,"
+    f" NULL AS superseded FROM {_RUN} WHERE id = %(run_id)s"
+    " UNION ALL SELECT NULL, NULL, NULL, seq, kind, data, superseded"
+    f" FROM {_FRAME} WHERE run_id = %(run_id)s AND seq > %(after)s ORDER BY seq NULLS FIRST"
+)
+
+# A token's user, whole, and the names of the user's groups (its roles) in one read
+# (api.auth.TokenAuthentication): ``%(key)s``. Formatted once per process with the tables and
+# columns of the configured token and user models (swappable: known once the apps are loaded).
+TOKEN_USER = (
+    "SELECT {columns}, ARRAY(SELECT g.{group_name} FROM {user_groups} ug"
+    " JOIN {group} g ON g.{group_pk} = ug.{group_fk} WHERE ug.{user_fk} = u.{user_pk}) AS roles"
+    " FROM {token} t JOIN {user} u ON u.{user_pk} = t.{token_user_fk} WHERE t.{token_key} = %(key)s"
+)

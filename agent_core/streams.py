@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
@@ -48,8 +47,8 @@ def emit_with(
     row = rows.fetch_row(statement, {**params, **_numbered(run_id, frames)})
     if row is None:
         return None
-    _published(run_id, frames, row["last_seq"])
-    _mirror(run_id, frames, row["parent_run_id"], row["parent_tool_call_id"])
+    published(run_id, frames, row["last_seq"])
+    mirror(run_id, frames, row["parent_run_id"], row["parent_tool_call_id"])
     return row
 
 
@@ -65,7 +64,7 @@ def _numbered(run_id: str, frames: Sequence[Frame]) -> dict[str, Any]:
     }
 
 
-def _published(run_id: str, frames: Sequence[Frame], last_seq: int) -> None:
+def published(run_id: str, frames: Sequence[Frame], last_seq: int) -> None:
     """Publish ``frames``, numbered up to ``last_seq``, once the transaction commits."""
     first = last_seq - len(frames) + 1
     published = [
@@ -74,7 +73,7 @@ def _published(run_id: str, frames: Sequence[Frame], last_seq: int) -> None:
     transaction.on_commit(lambda: publish(run_id, published), robust=True)
 
 
-def _mirror(
+def mirror(
     run_id: str, frames: Sequence[Frame], parent_run_id: str | None, call_id: str | None
 ) -> None:
     """Copy a child's frames into the stream of each ancestor waiting on it, up the chain."""
@@ -86,36 +85,8 @@ def _mirror(
         found = rows.fetch_row(sql.MIRROR_FRAMES, _numbered(parent_run_id, frames))
         if found is None:  # the ancestor has ended: its stream is closed
             break
-        _published(parent_run_id, frames, found["last_seq"])
+        published(parent_run_id, frames, found["last_seq"])
         parent_run_id, call_id = found["parent_run_id"], found["parent_tool_call_id"]
-
-
-@dataclass(frozen=True)
-class Riding:
-    """Writes that ride on the statement numbering a run's frames, the way the decision
-    statements are still built (``sql.with_frames``): the statement and the parameters of its
-    ``before`` and ``sets`` parts. ``emit_with`` takes a whole named statement instead."""
-
-    statement: str
-    before: Sequence[Any] = ()
-    sets: Sequence[Any] = ()
-
-
-def emit_if(run_id: str, frames: Sequence[Frame], riding: Riding) -> tuple[Any, ...] | None:
-    """``emit_with`` for a statement built by ``sql.with_frames`` (positional parameters): its
-    ``extra`` columns, or ``None`` when it answered no row, and no frame was written."""
-    assert frames and (connection.in_atomic_block or rows.in_one_statement()), (
-        "frames are written with the state they announce"
-    )
-    n = len(frames)
-    written_frames = json.dumps([[kind, data] for kind, data in frames])
-    params = [*riding.before, n, *riding.sets, run_id, run_id, n, timezone.now(), written_frames]
-    written = rows.fetch_all(riding.statement, params)
-    if not written:
-        return None
-    _published(run_id, frames, max(row[0] for row in written))
-    _mirror(run_id, frames, written[0][1], written[0][2])
-    return tuple(written[0][3:])
 
 
 def publish(run_id: str, frames: list[dict[str, Any]]) -> None:

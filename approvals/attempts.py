@@ -20,10 +20,9 @@ from django.utils import timezone
 from agent_core import clock, rows, state, tracing
 from agent_core.actors import SYSTEM, Actor
 from agent_core.choices import CallStatus
-from agent_core.decisions import Decision, decision
+from agent_core.decisions import Decision, Settling, decision
 from agent_core.exceptions import AgentCoreError, AlreadyDecided, NotFound, RunNotActive
 from agent_core.models import Run, ToolCall
-from agent_core.streams import Riding
 
 from . import evidence, guards, sql
 from .exceptions import ApprovalExpired
@@ -67,12 +66,16 @@ class Attempt:
     card_digest: str = ""
     args_digest: str = ""
 
-    def audited_by(self, status: CallStatus) -> Riding:
+    def audited_by(self, status: CallStatus) -> Settling:
         """The statement settling the call as ``status`` with this attempt's audit row riding on
-        it (one round trip): the attempt is applied, and ``attempt`` appends no row of its own."""
+        it (one round trip): the attempt is applied, and ``attempt`` appends no row of its own.
+        The settlement names the call, its run and the time the row keeps."""
         state.check_statement(sql.SETTLE_AUDITED, ToolCall, CallStatus.PENDING_APPROVAL, status)
         self.audited = True
-        return Riding(sql.SETTLE_AUDITED, self.entry(Result.APPLIED).params())
+        params = self.entry(Result.APPLIED).params()
+        for settled in ("tool_call_id", "run_id", "created_at"):
+            del params[settled]
+        return Settling(sql.SETTLE_AUDITED, params)
 
     def entry(self, outcome: str) -> Entry:
         """This attempt's audit row, ending in ``outcome`` (a result or a refusal's code), with
@@ -136,23 +139,23 @@ class Entry:
     def noted(self, detail: str) -> Entry:
         return replace(self, detail=detail)
 
-    def params(self) -> list[Any]:
-        """The parameters of ``sql.AUDIT_ATTEMPT``."""
-        return [
-            self.tool_call_id,
-            self.run_id,
-            self.thread_id,
-            self.tool_name,
-            self.action,
-            self.actor_ref,
-            self.via,
-            self.outcome,
-            self.detail,
-            timezone.now(),
-            self.card_digest,
-            evidence.policy_digest(),
-            self.args_digest,
-        ]
+    def params(self) -> dict[str, Any]:
+        """The named parameters of ``sql.AUDIT_ATTEMPT``."""
+        return {
+            "tool_call_id": self.tool_call_id,
+            "run_id": self.run_id,
+            "thread_id": self.thread_id,
+            "tool_name": self.tool_name,
+            "action": self.action,
+            "actor_ref": self.actor_ref,
+            "via": self.via,
+            "outcome": self.outcome,
+            "detail": self.detail,
+            "created_at": timezone.now(),
+            "card_digest": self.card_digest,
+            "policy_digest": evidence.policy_digest(),
+            "args_digest": self.args_digest,
+        }
 
     def trace(self) -> None:
         """Trace the attempt (SPEC §13), as ``audit`` does with every row it writes."""
@@ -202,7 +205,8 @@ def attempt(
             )
         else:
             current = Attempt(found, action, actor, via)
-            current.card_digest = evidence.CallCard.of(found.call, found.joined[0] or 1).digest
+            needed = found.joined["quorum_needed"] or 1
+            current.card_digest = evidence.CallCard.of(found.call, needed).digest
             try:
                 result = decide(current)
             except AgentCoreError as exc:

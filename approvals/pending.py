@@ -108,9 +108,15 @@ def read(query: str, params: Any) -> list[PendingRow]:
     """The rows ``query`` (``statement`` of some keys) reads with ``params``."""
     with connection.cursor() as cursor:
         cursor.execute(query, params)
+        names = [column.name for column in cursor.description]
         found = cursor.fetchall()
-    # Django reads jsonb as text (its JSONField decodes it); so does this raw read.
-    return [PendingRow._make((*row[:4], json.loads(row[4]), *row[5:])) for row in found]
+    made = []
+    for row in found:
+        values = dict(zip(names, row, strict=True))
+        # Django reads jsonb as text (its JSONField decodes it); so does this raw read.
+        values["args"] = json.loads(values["args"])
+        made.append(PendingRow(**values))
+    return made
 
 
 def order_of(ordering: Ordering, field: str, pk: str = "c.id") -> str:

@@ -70,7 +70,8 @@ def vote(held: Decision, actor: Actor, via: str, *, remember: bool, args: Any) -
     """Count ``actor``'s yes towards the call's quorum, under the run's lock the decision holds;
     the caller has checked that ``actor`` may decide the call and that it is still pending."""
     call = held.call
-    needed, requester_counts = held.joined  # read with the call (LOCK_CALL_WITH_QUORUM)
+    # Read with the call (LOCK_CALL_WITH_QUORUM).
+    needed, requester_counts = held.joined["quorum_needed"], held.joined["quorum_requester_counts"]
     if needed is None:
         return Tally(Vote.COMPLETE, "", (1, []))
     if remember:

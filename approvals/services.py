@@ -185,7 +185,7 @@ def _settle(
         reason=reason,
         remember=remember,
         args=args,
-        riding=current.audited_by(wanted),
+        settling=current.audited_by(wanted),
     )
     if scope is not None and run.kind != RunKind.PROPOSAL:
         grants.grant(call, actor, scope)  # a proposal's grant waits for its execution (the gate's)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from agent_core import approvers, sql, state
 from agent_core.choices import REQUESTER, CallStatus
-from agent_core.models import Run, Thread, ToolCall
+from agent_core.models import Run, StreamFrame, Thread, ToolCall
 
 from .models import (
     Approval,
@@ -27,32 +27,36 @@ from .models import (
 )
 
 _CALL = ToolCall._meta.db_table
+_RUN = Run._meta.db_table
+_FRAME = StreamFrame._meta.db_table
 
 # The rows of one page of pending calls (pending.rows): ``{keys}`` is the SQL of the page's
 # ``(id, sort key)`` pairs (the ORM compiles it from the filters, the cursor and the policy's
 # ``decidable``), ``{order}`` the page's order. Only those rows are joined to their run and read,
 # with their quorum, the approvals given since they last started waiting (only for calls that
-# need several), the role they were escalated to, their amount and the call each duplicates.
-# Parameters: those of ``{keys}``.
+# need several), the role they were escalated to, their amount and the call each duplicates:
+# each column named as ``pending.PendingRow`` names it. Parameters: those of ``{keys}``.
 PENDING_ROWS = (
     "SELECT c.id, c.status, c.tool_name, c.kind, c.args, c.confirmation, c.summary, c.approver,"
     " c.requester_ref, c.thread_id, c.run_id, r.agent, r.parent_run_id, c.requested_at,"
-    " c.expires_at, COALESCE(q.needed, 1),"
+    " c.expires_at, COALESCE(q.needed, 1) AS approvals_needed,"
     " CASE WHEN q.needed > 1 THEN ARRAY("
     f"  SELECT a.by_ref FROM {Approval._meta.db_table} a"
-    "   WHERE a.tool_call_id = c.id AND a.at >= c.requested_at ORDER BY a.at, a.id) END,"
+    "   WHERE a.tool_call_id = c.id AND a.at >= c.requested_at ORDER BY a.at, a.id)"
+    " END AS approved_by,"
     " CASE WHEN q.needed > 1 THEN ARRAY("
     f"  SELECT a.at FROM {Approval._meta.db_table} a"
-    "   WHERE a.tool_call_id = c.id AND a.at >= c.requested_at ORDER BY a.at, a.id) END,"
+    "   WHERE a.tool_call_id = c.id AND a.at >= c.requested_at ORDER BY a.at, a.id)"
+    " END AS approved_at,"
     f" (SELECT e.role FROM {Escalation._meta.db_table} e"
-    "   WHERE e.tool_call_id = c.id AND e.escalated_at IS NOT NULL),"
+    "   WHERE e.tool_call_id = c.id AND e.escalated_at IS NOT NULL) AS escalated_to,"
     " c.amount,"
     # The oldest pending call of the same tool and args, if older than this one: this one
     # duplicates it.
     f" (SELECT d.id FROM {_CALL} d WHERE d.args_digest = c.args_digest"
     f"   AND d.status = '{CallStatus.PENDING_APPROVAL.value}' AND d.tool_name = c.tool_name"
     "   AND (d.requested_at, d.id) < (c.requested_at, c.id) ORDER BY d.requested_at, d.id"
-    "   LIMIT 1)"
+    "   LIMIT 1) AS duplicates"
     f" FROM ({{keys}}) AS page JOIN {_CALL} c ON c.id = page.id"
     f" JOIN {Run._meta.db_table} r ON r.id = c.run_id"
     f" LEFT JOIN {Quorum._meta.db_table} q ON q.tool_call_id = c.id"
@@ -61,32 +65,41 @@ PENDING_ROWS = (
 
 # The decision path (the approval port).
 # A call and its run locked and read, with the call's quorum (attempts.attempt, quorum.vote),
-# as ``sql.LOCK_CALL``: call id. The quorum's columns are NULL for a call without one. A quorum is
-# written with its call and never changes, so the row the statement's snapshot saw is current.
-LOCK_CALL_WITH_QUORUM = sql.lock_call(
-    ", q.needed, q.requester_counts",
-    f" LEFT JOIN {Quorum._meta.db_table} q ON q.tool_call_id = c.id",
+# as ``sql.LOCK_CALL``: ``%(call_id)s``. Answers, after the run's and the call's columns,
+# ``quorum_needed`` and ``quorum_requester_counts`` (NULL for a call without a quorum). A quorum
+# is written with its call and never changes, so the row the statement's snapshot saw is current.
+LOCK_CALL_WITH_QUORUM = (
+    f"SELECT {sql.model_columns(Run, 'r')}, {sql.model_columns(ToolCall, 'c')},"
+    " q.needed AS quorum_needed, q.requester_counts AS quorum_requester_counts"
+    f" FROM {_CALL} c JOIN {Run._meta.db_table} r ON r.id = c.run_id"
+    f" LEFT JOIN {Quorum._meta.db_table} q ON q.tool_call_id = c.id WHERE c.id = %(call_id)s"
+    " FOR UPDATE OF r FOR NO KEY UPDATE OF c"
 )
 
-# Append a decision attempt (attempts.audit): call id, run id, thread id, tool name, action,
-# actor ref, via, outcome, detail, created at, card digest, policy digest, approved args' digest
-# (the table's trigger chains the row: ``approvals.evidence``).
+# Append a decision attempt (attempts.audit): ``%(tool_call_id)s``, ``%(run_id)s``,
+# ``%(thread_id)s``, ``%(tool_name)s``, ``%(action)s``, ``%(actor_ref)s``, ``%(via)s``,
+# ``%(outcome)s``, ``%(detail)s``, ``%(created_at)s``, ``%(card_digest)s``,
+# ``%(policy_digest)s``, ``%(args_digest)s`` (the approved args'); the table's trigger chains the
+# row (``approvals.evidence``).
+_ATTEMPT = DecisionAttempt._meta.db_table
 AUDIT_ATTEMPT = (
-    f"INSERT INTO {DecisionAttempt._meta.db_table} (tool_call_id, run_id, thread_id, tool_name,"
+    f"INSERT INTO {_ATTEMPT} (tool_call_id, run_id, thread_id, tool_name,"
     " action, actor_ref, via, outcome, detail, created_at, card_digest, policy_digest,"
-    " args_digest) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " args_digest) VALUES (%(tool_call_id)s, %(run_id)s, %(thread_id)s, %(tool_name)s,"
+    " %(action)s, %(actor_ref)s, %(via)s, %(outcome)s, %(detail)s, %(created_at)s,"
+    " %(card_digest)s, %(policy_digest)s, %(args_digest)s)"
 )
 
 # Record notifications in the transaction that asks (notify.delivery.record), leaving out the
-# people who opted out: the rows as a JSON array of ``Delivery`` columns by name (no ``id``).
-# Returns each inserted row's id and status.
+# people who opted out: ``%(rows)s``, the rows as a JSON array of ``Delivery`` columns by name
+# (no ``id``). Returns each inserted row's ``id`` and ``status``.
 _DELIVERY = Delivery._meta.db_table
 _DELIVERY_COLUMNS = ", ".join(
     f"{f.column}" for f in Delivery._meta.concrete_fields if not f.primary_key
 )
 RECORD_DELIVERIES = (
     f"INSERT INTO {_DELIVERY} ({_DELIVERY_COLUMNS}) SELECT {_DELIVERY_COLUMNS}"
-    f" FROM jsonb_populate_recordset(NULL::{_DELIVERY}, %s::jsonb) d"
+    f" FROM jsonb_populate_recordset(NULL::{_DELIVERY}, %(rows)s::jsonb) d"
     f" WHERE NOT EXISTS (SELECT 1 FROM {NotificationOptOut._meta.db_table} o"
     "  WHERE o.actor_ref = d.recipient_ref AND d.recipient_ref <> '')"
     " RETURNING id, status"
@@ -99,25 +112,27 @@ RECORD_DELIVERIES = (
 # those its task was scheduled with (its ticket) — or, once an attempt in flight outlived its
 # lease (it died), by whichever task comes first; never once the attempts are used up. Any other
 # task (a copy the sweep queued for a late one, a redelivered one) gets no row.
-# NOTIFICATION_LEASE (s), delivery id, NOTIFICATION_ATTEMPTS, ticket, NOTIFICATION_LEASE (s).
-# Returns the attempt's number. The database's clock times every lease.
+# ``%(lease)s`` (NOTIFICATION_LEASE, s), ``%(delivery_id)s``, ``%(attempts)s``
+# (NOTIFICATION_ATTEMPTS), ``%(ticket)s``. Returns the attempt's number (``attempts``). The
+# database's clock times every lease.
 _PENDING = f"'{DeliveryStatus.PENDING.value}'"
-_LEASE_ON = "statement_timestamp() + make_interval(secs => %s)"
 CLAIM_DELIVERY = (
     f"UPDATE {_DELIVERY} SET attempts = attempts + 1, claimed_at = statement_timestamp(),"
-    f" due_at = {_LEASE_ON}, sweeps = 0 WHERE id = %s AND status = {_PENDING} AND attempts < %s"
-    " AND (claimed_at IS NULL AND attempts = %s"
-    "  OR claimed_at <= statement_timestamp() - make_interval(secs => %s))"
+    " due_at = statement_timestamp() + make_interval(secs => %(lease)s), sweeps = 0"
+    f" WHERE id = %(delivery_id)s AND status = {_PENDING} AND attempts < %(attempts)s"
+    " AND (claimed_at IS NULL AND attempts = %(ticket)s"
+    "  OR claimed_at <= statement_timestamp() - make_interval(secs => %(lease)s))"
     " RETURNING attempts"
 )
 
 # Why a pending delivery could not be claimed (notify.delivery.attempt): its attempts so far,
 # whether one of them is unfinished, the seconds left of its lease (0 when over) and the last
-# error. NOTIFICATION_LEASE (s), delivery id. No row: it is settled.
+# error: ``attempts``, ``unfinished``, ``lease_left``, ``error``. ``%(lease)s``
+# (NOTIFICATION_LEASE, s), ``%(delivery_id)s``. No row: it is settled.
 CLAIM_REFUSED = (
-    "SELECT attempts, claimed_at IS NOT NULL, GREATEST(0, EXTRACT(EPOCH FROM"
-    "  claimed_at + make_interval(secs => %s) - statement_timestamp()))::float, error"
-    f" FROM {_DELIVERY} WHERE id = %s AND status = {_PENDING}"
+    "SELECT attempts, claimed_at IS NOT NULL AS unfinished, GREATEST(0, EXTRACT(EPOCH FROM"
+    "  claimed_at + make_interval(secs => %(lease)s) - statement_timestamp()))::float"
+    f" AS lease_left, error FROM {_DELIVERY} WHERE id = %(delivery_id)s AND status = {_PENDING}"
 )
 
 # Pending deliveries nobody is working on (notify.delivery.resume_lost, the sweep): their next
@@ -128,23 +143,62 @@ CLAIM_REFUSED = (
 # attempt this one schedules until then and a lease more. So a task late in a backed-up queue
 # gets copies ever further apart (2, 3, 5, 9, … leases), not one every other lease, and a copy
 # that was lost too is still followed by another. (The exponent stops at 60: 2^60 leases is past
-# any maximum, and the power does not overflow.) NOTIFICATION_SWEEP_BACKOFF_MAX (s),
-# NOTIFICATION_LEASE (s), NOTIFICATION_LEASE (s), limit. Returns their ids and attempts (the
-# ticket of the attempt scheduled: if the one it stands for was merely late, only one claims).
+# any maximum, and the power does not overflow.) ``%(longest)s``
+# (NOTIFICATION_SWEEP_BACKOFF_MAX, s), ``%(lease)s`` (NOTIFICATION_LEASE, s), ``%(limit)s``.
+# Returns their ``id`` and ``attempts`` (the ticket of the attempt scheduled: if the one it
+# stands for was merely late, only one claims).
 RESUME_LOST = (
     f"UPDATE {_DELIVERY} SET sweeps = sweeps + 1, due_at = statement_timestamp()"
-    "  + make_interval(secs => LEAST(%s, %s * power(2, LEAST(sweeps, 60))))"
+    "  + make_interval(secs => LEAST(%(longest)s, %(lease)s * power(2, LEAST(sweeps, 60))))"
     f" WHERE id IN (SELECT id FROM {_DELIVERY}"
-    f"  WHERE status = {_PENDING} AND due_at <= statement_timestamp() - make_interval(secs => %s)"
-    "  ORDER BY due_at LIMIT %s FOR UPDATE SKIP LOCKED)"
+    f"  WHERE status = {_PENDING}"
+    "  AND due_at <= statement_timestamp() - make_interval(secs => %(lease)s)"
+    "  ORDER BY due_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
     " RETURNING id, attempts"
 )
 
 # A decision's compare-and-set and frames with the attempt's audit row, in one round trip
-# (services: an approval or rejection that settles the call): as ``sql.SETTLE_CALL``, the audit
-# row's parameters (as AUDIT_ATTEMPT's) where ``also``'s go. The row is appended whatever the
-# compare-and-set found, as ``attempts.attempt`` would.
-SETTLE_AUDITED = state.writes(sql.settle_call(f"a AS ({AUDIT_ATTEMPT}),"), *sql.SETTLES)
+# (services: an approval or rejection that settles the call): ``sql.SETTLE_CALL`` with the
+# audit row first (``a``), appended whatever the compare-and-set found, as ``attempts.attempt``
+# would. Parameters: SETTLE_CALL's, then AUDIT_ATTEMPT's but those SETTLE_CALL has already: the
+# call (``%(call_id)s``), its run (``%(run_id)s``) and the time (``%(decided_at)s``).
+SETTLE_AUDITED = state.writes(
+    f"WITH a AS (INSERT INTO {_ATTEMPT} (tool_call_id, run_id, thread_id, tool_name,"
+    " action, actor_ref, via, outcome, detail, created_at, card_digest, policy_digest,"
+    " args_digest) VALUES (%(call_id)s, %(run_id)s, %(thread_id)s, %(tool_name)s,"
+    " %(action)s, %(actor_ref)s, %(via)s, %(outcome)s, %(detail)s, %(decided_at)s,"
+    " %(card_digest)s, %(policy_digest)s, %(args_digest)s)),"
+    f" c AS (UPDATE {_CALL} c SET status = %(status)s, decided_by_ref = %(decided_by_ref)s,"
+    " decided_via = %(decided_via)s, decided_at = %(decided_at)s, reason = %(reason)s,"
+    " remember = %(remember)s, args = COALESCE(%(edited_args)s::jsonb, c.args),"
+    " original_args = CASE WHEN %(edited_args)s::jsonb IS NULL THEN c.original_args"
+    " ELSE c.args END, args_digest = COALESCE(%(edited_args_digest)s, c.args_digest),"
+    " finished_at = COALESCE(%(finished_at)s, c.finished_at)"
+    " WHERE c.id = %(call_id)s AND c.status = %(source)s"
+    f" RETURNING ARRAY(SELECT DISTINCT o.status FROM {_CALL} o"
+    " WHERE o.run_id = c.run_id AND o.id <> c.id AND o.status = ANY(%(open)s)) AS open),"
+    " u AS (SELECT NOT (open && %(blocking)s::varchar[]) AS unblocked FROM c),"
+    f" r AS (UPDATE {_RUN} SET last_seq = last_seq + %(n)s,"
+    " status = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN 'queued' ELSE status END,"
+    " error_code = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN '' ELSE error_code END,"
+    " error_message = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN '' ELSE error_message END,"
+    " lease_owner = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN '' ELSE lease_owner END,"
+    " lease_expires_at = CASE WHEN status = 'waiting' AND (SELECT unblocked FROM u)"
+    " THEN %(lease_expires_at)s ELSE lease_expires_at END"
+    " WHERE id = %(run_id)s AND EXISTS (SELECT FROM c)"
+    " RETURNING id, last_seq, parent_run_id, parent_tool_call_id, status),"
+    f" f AS (INSERT INTO {_FRAME} (run_id, seq, kind, data, superseded, created_at)"
+    " SELECT %(run_id)s, r.last_seq - %(n)s + f.n, f.frame ->> 0, f.frame -> 1, false,"
+    " %(created_at)s FROM r, jsonb_array_elements(%(frames)s::jsonb) WITH ORDINALITY AS f(frame, n)"
+    " RETURNING seq)"
+    " SELECT f.seq, r.parent_run_id, r.parent_tool_call_id, (SELECT open FROM c) AS others,"
+    " r.status AS run_status FROM f, r",
+    *sql.SETTLES,
+)
 
 # Who may decide a waiting call by default (``ApprovalPolicy.decidable``), said once: the cases,
 # each a status and a condition on the call's columns (``{c}``: the alias of its table;

@@ -2,7 +2,7 @@
 
 DRF's ``TokenAuthentication`` reads the token with its user, then the actor resolver reads the
 user's groups: two queries, each compiled by the ORM, on every API request. This one runs one named
-statement (``api.sql.TOKEN_USER``) and hands the groups to ``actors.actor_for_user`` on the user, so
+statement (``sql.TOKEN_USER``) and hands the groups to ``actors.actor_for_user`` on the user, so
 the default resolvers need no query of their own. Its answers (401 for an unknown key or an
 inactive user) are DRF's.
 """
@@ -18,22 +18,23 @@ from django.db.models import Model
 from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
 
-from .. import rows
+from .. import rows, sql
 from ..actors import ROLES_ATTRIBUTE
-from . import sql
 
 
 class TokenAuthentication(authentication.TokenAuthentication):
     """``Authorization: Token <key>``, as DRF's, in one query with the user's roles."""
 
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
-        found = rows.fetch_models(_token_user(self.get_model()), [key], get_user_model())
+        found = rows.fetch_models_named(
+            _token_user(self.get_model()), {"key": key}, get_user_model()
+        )
         if found is None:
             raise exceptions.AuthenticationFailed(_("Invalid token."))
-        [user], (roles,) = found
+        [user], read = found
         if not user.is_active:  # type: ignore[attr-defined]
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
-        setattr(user, ROLES_ATTRIBUTE, frozenset(roles))
+        setattr(user, ROLES_ATTRIBUTE, frozenset(read["roles"]))
         return user, self.get_model()(key=key, user=user)
 
 

@@ -74,8 +74,8 @@ def record(
     if not wanted:
         return 0
     # One statement: the rows, less whoever opted out.
-    inserted = rows.fetch_all(statements.RECORD_DELIVERIES, [rows.json_rows(wanted)])
-    pending = [(pk, 0) for pk, status in inserted if status == DeliveryStatus.PENDING]
+    inserted = rows.fetch_rows(statements.RECORD_DELIVERIES, {"rows": rows.json_rows(wanted)})
+    pending = [(row["id"], 0) for row in inserted if row["status"] == DeliveryStatus.PENDING]
     if pending:
         transaction.on_commit(functools.partial(_schedule_all, pending), robust=True)
     return len(inserted)
@@ -162,13 +162,18 @@ def attempt(delivery_id: int, ticket: int = 0) -> Next | None:
     """
     settings = approvals_settings()
     lease = settings.NOTIFICATION_LEASE
-    claimed = rows.fetch_one(
+    claimed = rows.fetch_rows(
         statements.CLAIM_DELIVERY,
-        [lease, delivery_id, settings.NOTIFICATION_ATTEMPTS, ticket, lease],
+        {
+            "lease": lease,
+            "delivery_id": delivery_id,
+            "attempts": settings.NOTIFICATION_ATTEMPTS,
+            "ticket": ticket,
+        },
     )
-    if claimed is None:
+    if not claimed:
         return _refused(delivery_id, ticket, settings)
-    tried = claimed[0]
+    tried = claimed[0]["attempts"]
     row = Delivery.objects.select_related("tool_call").filter(pk=delivery_id).first()
     if row is None:
         return None  # deleted with its call's thread since the claim
@@ -216,7 +221,10 @@ def resume_lost() -> int:
     settings = approvals_settings()
     lease, limit = settings.NOTIFICATION_LEASE, settings.NOTIFICATION_SWEEP_LIMIT
     longest = settings.NOTIFICATION_SWEEP_BACKOFF_MAX
-    lost = rows.fetch_all(statements.RESUME_LOST, [longest, lease, lease, limit])
+    found = rows.fetch_rows(
+        statements.RESUME_LOST, {"longest": longest, "lease": lease, "limit": limit}
+    )
+    lost = [(row["id"], row["attempts"]) for row in found]
     if lost:
         transaction.on_commit(functools.partial(_schedule_all, lost), robust=True)
     return len(lost)
@@ -227,10 +235,15 @@ def _refused(delivery_id: int, ticket: int, settings: ApprovalsSettings) -> Next
     (come back when it is over: it may have died), another attempt was made since (its own
     retries follow: ``None``), the row is settled (``None``), or every attempt is used up: the
     row fails, saying why — an attempt that died is only known by its lease running out."""
-    found = rows.fetch_one(statements.CLAIM_REFUSED, [settings.NOTIFICATION_LEASE, delivery_id])
-    if found is None:
+    found = rows.fetch_rows(
+        statements.CLAIM_REFUSED,
+        {"lease": settings.NOTIFICATION_LEASE, "delivery_id": delivery_id},
+    )
+    if not found:
         return None
-    attempts, unfinished, lease_left, last_error = found
+    [row] = found
+    attempts, unfinished = row["attempts"], row["unfinished"]
+    lease_left, last_error = row["lease_left"], row["error"]
     used_up = _used_up(attempts, settings)
     if lease_left > 0 or (unfinished and not used_up):
         return Next(float(lease_left), ticket)

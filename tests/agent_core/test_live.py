@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from django.db import connection, connections
 
-from agent_core import access, follow_sql, live, rows
+from agent_core import access, live, rows, sql
 from agent_core.choices import RunStatus
 from agent_core.models import Run, StreamFrame
 from tests.conftest import ALICE
@@ -47,10 +47,11 @@ def test_a_failed_run_with_many_frames_catches_up_with_its_error_read_once(turn,
     StreamFrame.objects.bulk_create(
         StreamFrame(run=run, seq=last + n, kind="data-note", data={"n": n}) for n in range(1, 301)
     )
-    read = rows.fetch_all(follow_sql.CATCH_UP, [run.pk, run.pk, 0])
+    read = rows.fetch_rows(sql.CATCH_UP, {"run_id": run.pk, "after": 0})
     # The run's columns once (its row first), not repeated on each of the frames' rows.
-    assert [row[2] for row in read].count(message) == 1 and read[0][2] == message
-    assert [row[3] for row in read[1:]] == list(range(1, last + 301))
+    assert [row["error_message"] for row in read].count(message) == 1
+    assert read[0]["error_message"] == message
+    assert [row["seq"] for row in read[1:]] == list(range(1, last + 301))
     ending, frames = live._catch_up(run.pk, 0)
     assert ending == live.Event("error", {"code": "model_error", "message": message})
     assert [event.seq for event, _ in frames] == list(range(1, last + 301))

@@ -4,11 +4,13 @@ on a person; it is dispatched after commit, once."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
+from agent_core import sql
 from agent_core.choices import CallStatus, RunStatus
 from agent_core.dispatch import NextStep, set_runner
 from agent_core.models import Run
@@ -55,3 +57,10 @@ def test_the_last_decision_queues_the_run_and_dispatches_it_once(turn, decide):
     assert queued.lease_expires_at - before >= timedelta(seconds=25)  # LEASE_SECONDS ahead
     assert runner.dispatched == [(run.pk, NextStep.TOOL)]  # the approved purge runs next
     assert calls_of(run)[1].status == CallStatus.APPROVED
+
+
+def test_a_decision_frees_its_run_as_every_other_way_does():
+    """``SETTLE_CALL`` spells out what a freed run empties; ``runs.resume_if_unblocked`` reads
+    ``FREED_CLEARS``: the same columns."""
+    freeing = r"(\w+) = CASE WHEN status = 'waiting' AND \(SELECT unblocked FROM u\) THEN ''"
+    assert set(re.findall(freeing, sql.SETTLE_CALL)) == set(sql.FREED_CLEARS)

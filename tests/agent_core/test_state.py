@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import re
+import textwrap
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -169,22 +172,35 @@ def test_no_status_is_written_around_the_helper():
     assert found == []
 
 
-# An UPDATE of the run or tool-call table whose SET writes ``status``.
+# An UPDATE of the run or tool-call table (or an INSERT into one that updates on a conflict)
+# whose SET writes ``status``: ``status = …``, or ``(…, status, …) = …``.
 _STATUS_SQL = re.compile(
-    r'UPDATE\s+"?(agent_core_run|agent_core_toolcall)"?\b(?:(?!\bWHERE\b).)*\bSET\b'
-    r"(?:(?!\bWHERE\b).)*\bstatus\s*=",
+    r'(?:UPDATE\s+"?(?:agent_core_run|agent_core_toolcall)"?\b'
+    r'|INSERT\s+INTO\s+"?(?:agent_core_run|agent_core_toolcall)"?\b(?:(?!;).)*?\bDO\s+UPDATE\b)'
+    r"(?:(?!\bWHERE\b).)*\bSET\b(?:(?!\bWHERE\b).)*"
+    r"(?:\bstatus\s*=|\(\s*(?:\w+\s*,\s*)*status\s*[,)])",
     re.IGNORECASE | re.DOTALL,
+)
+# The same in a fragment: ``SET status =``, ``, status =``, ``SET (…, status, …)``.
+_STATUS_FRAGMENT = re.compile(
+    r"(?:\bSET\b|,)\s*status\s*=|\bSET\s*\(\s*(?:\w+\s*,\s*)*status\s*[,)]", re.IGNORECASE
 )
 _APPS = ("agent_core", "approvals", "console")
 _ROOT = Path(__file__).resolve().parents[2]
+_TERMINAL = {Run: RUN_TERMINAL, ToolCall: CALL_TERMINAL}
 
 
-def _sources() -> list[Path]:
+def _writes_status(text: str) -> bool:
+    """Whether ``text`` is SQL that writes a Run or ToolCall status."""
+    return bool(_STATUS_SQL.search(text))
+
+
+def _sources(root: Path = _ROOT) -> list[Path]:
     """Every module of the apps (SQL modules included), but migrations."""
     return [
         path
         for app in _APPS
-        for path in sorted((_ROOT / app).rglob("*.py"))
+        for path in sorted((root / app).rglob("*.py"))
         if "migrations" not in path.parts
     ]
 
@@ -193,61 +209,120 @@ def _module_name(path: Path) -> str:
     return ".".join(path.relative_to(_ROOT).with_suffix("").parts).removesuffix(".__init__")
 
 
+def _strings_of(name: str, value: object, depth: int = 0) -> dict[str, str]:
+    """The strings a module-level value is or holds, by name: in tuples (named ones too),
+    lists, sets, a dict's values and a dataclass's fields (``NAME[key]``, ``NAME.field``)."""
+    if isinstance(value, str):
+        return {name: value}
+    if depth > 3:
+        return {}
+    found: dict[str, str] = {}
+    if isinstance(value, dict):
+        items = [(f"{name}[{key!r}]", item) for key, item in value.items()]
+    elif isinstance(value, tuple | list | set | frozenset):
+        items = [(f"{name}[{i}]", item) for i, item in enumerate(value)]
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = [(f"{name}.{f.name}", getattr(value, f.name)) for f in dataclasses.fields(value)]
+    else:
+        items = []
+    for inner, item in items:
+        found.update(_strings_of(inner, item, depth + 1))
+    return found
+
+
+def _module_statements(module: ModuleType) -> dict[str, str]:
+    found = {}
+    for name, value in vars(module).items():
+        found.update(_strings_of(f"{module.__name__}.{name}", value))
+        if isinstance(value, type) and value.__module__ == module.__name__:
+            for attribute, inner in vars(value).items():  # a class's own attributes
+                found.update(_strings_of(f"{module.__name__}.{name}.{attribute}", inner))
+    return found
+
+
 def _named_statements() -> dict[str, str]:
     """Every module-level string of every module of the apps, by ``module.NAME``."""
     found = {}
     for path in _sources():
-        module = importlib.import_module(_module_name(path))
-        for name, value in vars(module).items():
-            if isinstance(value, str):
-                found[f"{module.__name__}.{name}"] = value
+        found.update(_module_statements(importlib.import_module(_module_name(path))))
     return found
+
+
+def _undeclared(statements: dict[str, str]) -> set[str]:
+    """The names of the statements that write a status without declaring their moves."""
+    return {
+        name
+        for name, text in statements.items()
+        if _writes_status(text) and state.declared(text) is None
+    }
 
 
 def test_every_status_written_in_sql_is_a_declared_statement():
     """Every named statement of every module (the SQL modules too) that writes a Run or ToolCall
     status declares its moves (``state.writes``), and every declared statement is named."""
     statements = _named_statements()
-    writing = {name for name, text in statements.items() if _STATUS_SQL.search(text)}
-    undeclared = {name for name in writing if state.declared(statements[name]) is None}
-    assert undeclared == set()
+    assert _undeclared(statements) == set()
+    writing = {name for name, text in statements.items() if _writes_status(text)}
     assert "approvals.sql.SETTLE_AUDITED" in writing  # the approvals' SQL is scanned too
     named = set(statements.values())
     assert all(text in named for text in state.declared_statements())
 
 
-def test_no_status_is_written_in_sql_outside_a_named_statement():
-    """No string in a function body writes a status: only module-level, declared statements do
-    (fragments included, as ``", status = %s"``)."""
+# The functions whose strings write a status: fragments of statements that ``agent_core.sql``
+# names at module level (a call's, declared there: FINISH_CALL…; a journal step's, not a run's
+# or call's: RECORD_MODEL_STEP…). Any other is found.
+_FRAGMENT_BUILDERS = {"agent_core/sql.py:_finish", "agent_core/sql.py:_record"}
+_FUNCTIONS = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _status_writes_in_functions(root: Path = _ROOT) -> list[str]:
+    """``path:function`` of each string in a function body that writes a status (fragments
+    included, as ``", status = %s"``)."""
     found = []
-    for path in _sources():
+    for path in _sources(root):
         if path.name == "state.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef):
+            if isinstance(node, _FUNCTIONS):
                 for inner in ast.walk(node):
                     if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
-                        if re.search(r"(\bSET\b|,)\s*status\s*=", inner.value, re.I):
-                            found.append(f"{path.relative_to(_ROOT)}:{inner.lineno}")
-    # The statements of the core's SQL module built by functions (each named at module level).
-    assert all(place.startswith("agent_core/sql.py:") for place in found), found
+                        if _STATUS_FRAGMENT.search(inner.value):
+                            found.append(f"{path.relative_to(root)}:{node.name}")
+    return found
+
+
+def _outside_builders(places: list[str]) -> list[str]:
+    return [place for place in places if place not in _FRAGMENT_BUILDERS]
+
+
+def test_no_status_is_written_in_sql_outside_a_named_statement():
+    """No string in a function body writes a status: only module-level, declared statements do
+    (and the fragments ``agent_core.sql`` builds them from)."""
+    assert _outside_builders(_status_writes_in_functions()) == []
+
+
+def _undeclared_moves(text: str, moves: tuple[state.Writes, ...]) -> list[str]:
+    """The moves of a statement the table does not allow, and the statuses it spells out that
+    its declaration does not name."""
+    wrong = []
+    for move in moves:
+        for source in move.sources:
+            for target in move.targets:
+                if (source, target) not in state.ALLOWED[move.model] and not (
+                    source == target and target not in _TERMINAL[move.model]
+                ):
+                    wrong.append(f"{move.model.__name__} {source} → {target}")
+    # Written or compared (``status = 'x'``), or chosen by a ``CASE`` (``THEN 'x'``).
+    statuses = {str(s) for s in RunStatus} | {str(s) for s in CallStatus}
+    spelled = set(re.findall(r"(?:\bstatus\s*=\s*|\bTHEN\s+)'(\w+)'", text)) & statuses
+    named = {str(s) for m in moves for s in m.sources | m.targets}
+    wrong += sorted(spelled - named - {QueuedStatus.QUEUED.value})
+    return wrong
 
 
 @pytest.mark.parametrize("text", sorted(state.declared_statements()))
 def test_each_declared_statement_writes_only_moves_the_table_allows(text):
-    for move in state.declared(text) or ():
-        for source in move.sources:
-            for target in move.targets:
-                assert (source, target) in state.ALLOWED[move.model] or (
-                    source == target and target not in _TERMINAL[move.model]
-                ), (move.model.__name__, source, target)
-        # A status the statement spells out is one its declaration names.
-        spelled = set(re.findall(r"\bstatus\s*=\s*'(\w+)'", text))
-        named = {str(s) for m in state.declared(text) or () for s in m.sources | m.targets}
-        assert spelled <= named | {QueuedStatus.QUEUED.value}, spelled - named
-
-
-_TERMINAL = {Run: RUN_TERMINAL, ToolCall: CALL_TERMINAL}
+    assert _undeclared_moves(text, state.declared(text) or ()) == []
 
 
 @pytest.mark.parametrize(
@@ -275,35 +350,147 @@ def _references(function: ast.AST) -> set[str]:
     }
 
 
-def _checks_a_statement(function: ast.AST) -> bool:
-    return any(
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "check_statement"
-        and _root_name(node.func) == "state"
-        for node in ast.walk(function)
-    )
+def _checked(function: ast.AST) -> set[str]:
+    """The names the statements given to ``state.check_statement`` in ``function`` reference,
+    through the function's own variables (``statement = … sql.SETTLE_CALL``) too."""
+    assigned: dict[str, set[str]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, set()).update(_references(node.value))
+    checked: set[str] = set()
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "check_statement"
+            and _root_name(node.func) == "state"
+            and node.args
+        ):
+            given = _references(node.args[0])
+            checked |= given.union(*(assigned.get(name, set()) for name in given))
+    return checked
+
+
+def _unchecked(paths: list[Path], writing: set[str]) -> tuple[list[str], set[str]]:
+    """The functions naming a statement of ``writing`` (by its name) that do not pass its move
+    through ``state.check_statement`` themselves; and the names used."""
+    unchecked, used = [], set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, _FUNCTIONS):
+                named = _references(node) & writing
+                used |= named
+                if named - _checked(node):
+                    unchecked.append(f"{path.name}:{node.name} {sorted(named - _checked(node))}")
+    return unchecked, used
 
 
 def test_every_function_running_a_status_statement_checks_its_move():
     """Each function that names a statement writing a status passes its move through
-    ``state.check_statement`` itself (a call in its body, not the text anywhere in its file)."""
+    ``state.check_statement`` itself: a call in its body, given that statement (not the text
+    anywhere in its file, nor a check of another statement)."""
     statements = _named_statements()
     writing = {
         name.rsplit(".", 1)[1]
         for name, text in statements.items()
-        if state.declared(text) is not None
+        if state.declared(text) is not None and "[" not in name
     }
-    unchecked, used = [], set()
-    for path in _sources():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef):
-                named = _references(node) & writing
-                used |= named
-                if named and not _checks_a_statement(node):
-                    unchecked.append(f"{path.relative_to(_ROOT)}:{node.name} {sorted(named)}")
+    unchecked, used = _unchecked(_sources(), writing)
     assert unchecked == []
     assert used == writing  # each is run somewhere
+
+
+# The guard's own holes: each a statement or a module it must catch.
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "UPDATE agent_core_toolcall SET (status, reason) = ('failed', 'x') WHERE id = %(id)s",
+        "INSERT INTO agent_core_run (id, status) VALUES (%(id)s, 'queued')"
+        " ON CONFLICT (id) DO UPDATE SET status = 'failed'",
+    ],
+)
+def test_the_scan_finds_every_form_of_a_status_write(text):
+    assert _writes_status(text)
+
+
+def _module(tmp_path: Path, source: str, relative: str = "agent_core/sneaky.py") -> Path:
+    path = tmp_path / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def test_the_scan_finds_a_statement_kept_in_a_container(tmp_path):
+    path = _module(
+        tmp_path,
+        """
+        STATEMENTS = {"end": "UPDATE agent_core_run SET status = 'failed' WHERE id = %(id)s"}
+        ENDS = ("UPDATE agent_core_toolcall SET status = 'failed' WHERE id = %(id)s",)
+        """,
+    )
+    module = ModuleType("sneaky")
+    exec(compile(path.read_text(), str(path), "exec"), vars(module))
+    assert len(_undeclared(_module_statements(module))) == 2
+
+
+def test_the_core_sql_module_may_not_hide_a_status_write_in_any_function(tmp_path):
+    _module(
+        tmp_path,
+        """
+        def _fails():
+            return "UPDATE agent_core_run SET status = 'failed' WHERE id = %(id)s"
+        """,
+        "agent_core/sql.py",
+    )
+    assert _outside_builders(_status_writes_in_functions(tmp_path)) == ["agent_core/sql.py:_fails"]
+
+
+def test_a_function_checks_the_statement_it_runs_not_another(tmp_path):
+    path = _module(
+        tmp_path,
+        """
+        def end(run):
+            state.check_statement(sql.CLAIM_CALL, ToolCall, "approved", "executing")
+            rows.execute(sql.END_RUN, {"id": run.pk})
+        """,
+    )
+    unchecked, _ = _unchecked([path], {"CLAIM_CALL", "END_RUN"})
+    assert unchecked == ["sneaky.py:end ['END_RUN']"]
+
+
+def test_a_coroutine_running_a_status_statement_checks_it_too(tmp_path):
+    path = _module(
+        tmp_path,
+        """
+        async def end(run):
+            rows.execute(sql.END_RUN, {"id": run.pk})
+        """,
+    )
+    unchecked, _ = _unchecked([path], {"END_RUN"})
+    assert unchecked == ["sneaky.py:end ['END_RUN']"]
+
+
+def test_a_status_written_by_a_case_is_one_the_statement_declares():
+    text = (
+        "UPDATE agent_core_run SET status = CASE WHEN status = 'waiting' THEN 'completed'"
+        " ELSE status END WHERE id = %(id)s"
+    )
+    moves = (state.Writes(Run, frozenset({R.WAITING}), frozenset({R.QUEUED})),)
+    assert _undeclared_moves(text, moves) == ["completed"]
+
+
+@pytest.mark.parametrize(
+    ("model", "status"), [(Run, s) for s in RUN_TERMINAL] + [(ToolCall, s) for s in CALL_TERMINAL]
+)
+def test_a_declared_terminal_status_never_moves_to_itself(model, status):
+    moves = (state.Writes(model, frozenset({status}), frozenset({status})),)
+    assert _undeclared_moves("", moves) == [f"{model.__name__} {status} → {status}"]
+    with pytest.raises(InvalidTransition):
+        state.writes("UPDATE agent_core_run SET status = status", *moves)
 
 
 def test_finishing_a_call_refuses_a_pair_the_table_does_not_allow(turn):

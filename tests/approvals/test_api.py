@@ -14,6 +14,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from agent_core import runs
+from agent_core import sql as agent_sql
 from agent_core.choices import SYSTEM_VIAS, CallStatus, RunStatus
 from agent_core.models import StreamFrame, ToolCall
 from approvals import services as port
@@ -65,14 +66,22 @@ def test_an_approval_takes_one_statement_per_thing_it_does(turn, people):
     statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
     assert len(statements) == 3, statements
     assert "authtoken_token" in statements[0]
-    locking = approvals_sql.LOCK_CALL_WITH_QUORUM.split("%s")
+    locking = approvals_sql.LOCK_CALL_WITH_QUORUM.split("%(call_id)s")
     assert statements[1].startswith(locking[0]) and statements[1].endswith(locking[1])
-    assert statements[2].startswith(approvals_sql.SETTLE_AUDITED.split("%s")[0])
+    assert statements[2].startswith(approvals_sql.SETTLE_AUDITED.split("%(")[0])
     run.refresh_from_db()
     assert run.status == RunStatus.QUEUED  # waiting → queued: none waits (the test drives none)
     assert DecisionAttempt.objects.get().outcome == "applied"
     [frame] = StreamFrame.objects.filter(run=run, kind="approval-settled")
     assert frame.data["decided_by"] == f"user:{people['alice'].pk}"
+
+
+def test_the_audited_settlement_is_the_settlement_with_its_audit_row_first():
+    """Both statements are written out whole: they may not drift apart."""
+    audited = approvals_sql.SETTLE_AUDITED
+    audit = audited[: audited.index(" c AS (UPDATE")]
+    assert audited == audit + agent_sql.SETTLE_CALL.removeprefix("WITH")
+    assert approvals_sql.AUDIT_ATTEMPT.split(" VALUES")[0] in audit
 
 
 @override_settings(APPROVALS={"RULES": {"issue_refund": {"approver": "finance", "ttl": 600}}})
