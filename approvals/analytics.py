@@ -178,7 +178,7 @@ def refresh_due() -> bool:
     """
     conf = approvals_settings()
     with transaction.atomic():
-        locked = rows.fetch_one(core_sql.TRY_ADVISORY_LOCK, [_REFRESHING])
+        locked = rows.fetch_one(core_sql.TRY_ADVISORY_LOCK, {"name": _REFRESHING})
         if locked is None or not locked[0]:
             return False
         last = (

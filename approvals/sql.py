@@ -3,8 +3,7 @@
 The pending inbox is read by the REST API and the console on every visit, every decision reads
 its call's quorum and appends an audit row, and every request records its notifications;
 compiled by the ORM (and built as model instances) these cost several times what running them
-does. ``%s``
-placeholders, in the order documented above each statement.
+does. Named parameters (``%(call_id)s``), documented above each statement.
 """
 
 from __future__ import annotations

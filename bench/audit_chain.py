@@ -54,21 +54,21 @@ def run(url: str, deciders: int, decisions: int, statement: str) -> dict[str, fl
                     run_id, thread_id, tool = cur.fetchone() or ("", "", "")
                     cur.execute(
                         statement,
-                        [
-                            call,
-                            run_id,
-                            thread_id,
-                            tool,
-                            "approve",
-                            "user:bench",
-                            "api",
-                            "applied",
-                            "",
-                            datetime.now(UTC),
-                            "c" * 64,
-                            "p" * 64,
-                            "a" * 64,
-                        ],
+                        {
+                            "tool_call_id": call,
+                            "run_id": run_id,
+                            "thread_id": thread_id,
+                            "tool_name": tool,
+                            "action": "approve",
+                            "actor_ref": "user:bench",
+                            "via": "api",
+                            "outcome": "applied",
+                            "detail": "",
+                            "created_at": datetime.now(UTC),
+                            "card_digest": "c" * 64,
+                            "policy_digest": "p" * 64,
+                            "args_digest": "a" * 64,
+                        },
                     )
                     cur.execute(
                         "UPDATE agent_core_toolcall SET attempts = attempts + 1 WHERE id = %s",

@@ -57,7 +57,7 @@ def test_a_sweeper_skips_while_another_refreshes():
     def other_process() -> None:
         try:
             with transaction.atomic():
-                rows.fetch_one(core_sql.TRY_ADVISORY_LOCK, [analytics._REFRESHING])
+                rows.fetch_one(core_sql.TRY_ADVISORY_LOCK, {"name": analytics._REFRESHING})
                 held.set()
                 done.wait(10)
         finally:
