@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import connections
-from playwright.sync_api import Browser, Page, ViewportSize, expect
+from playwright.sync_api import Browser, FloatRect, Page, ViewportSize, expect
 
 from agent_core import runs
 from agent_core.actors import actor_for_user
@@ -68,6 +68,26 @@ LAPTOP: ViewportSize = {"width": 1280, "height": 860}
 DESKTOP: ViewportSize = {"width": 1280, "height": 800}  # the manual's screenshots
 PHONE: ViewportSize = {"width": 390, "height": 844}
 CAMPAIGN = '/call send_campaign {"campaign_id": "spring-sale"}'
+# What a finger can press: links, buttons, fields and the summaries that open details.
+TARGETS = ", ".join(
+    f"{kind}:visible" for kind in ("a[href]", "button", "input", "select", "textarea", "summary")
+)
+
+
+def touchable(box: FloatRect | None) -> bool:
+    """At least 44 px wide and high: the touch target WCAG 2.5.5 asks for."""
+    return box is not None and box["width"] >= 44 and box["height"] >= 44
+
+
+def too_small_to_touch(page: Page) -> list[str]:
+    """The page's targets on screen under 44 px wide or high, each with its box. The skip link,
+    off screen until a keyboard focuses it, is not a finger's."""
+    small = []
+    for target in page.locator(TARGETS).all():
+        box = target.bounding_box()
+        if box is not None and box["x"] + box["width"] > 0 and not touchable(box):
+            small.append(f"{target.evaluate('e => e.outerHTML.slice(0, 90)')} {box}")
+    return small
 
 
 def open_as(

@@ -27,6 +27,7 @@ from tests.console.live.browser import (
     row,
     start,
     start_console_server,
+    touchable,
     wait_live,
 )
 
@@ -123,10 +124,6 @@ def _fits(box: Any, viewport: Any) -> bool:
     return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= viewport["height"]
 
 
-def _touchable(box: Any) -> bool:
-    return box is not None and box["width"] >= 44 and box["height"] >= 44
-
-
 def test_on_a_phone_the_first_row_and_approve_are_above_the_fold(
     server, browser, people, sync_runner
 ):
@@ -135,17 +132,17 @@ def test_on_a_phone_the_first_row_and_approve_are_above_the_fold(
     wait_live(fran)
     expect(fran.locator(".shortcuts-hint")).to_be_hidden()  # no keyboard on a phone
     assert _fits(row(fran, calls[0]).bounding_box(), PHONE)
-    assert _touchable(row(fran, calls[0]).locator("[data-select]").bounding_box())
+    assert touchable(row(fran, calls[0]).locator("[data-select]").bounding_box())
     approve = open_card(fran, calls[0]).get_by_role("button", name="Approve", exact=True)
     assert fran.evaluate("window.scrollY") == 0
-    assert _fits(approve.bounding_box(), PHONE) and _touchable(approve.bounding_box())
+    assert _fits(approve.bounding_box(), PHONE) and touchable(approve.bounding_box())
     nav = fran.get_by_role("navigation", name="Console")
     expect(nav).to_be_hidden()
     fran.get_by_role("button", name="Menu").click()
     for section in ("Inbox", "In doubt", "Remembered", "Runs", "Audit", "Metrics", "Notifications"):
         link = nav.get_by_role("link", name=re.compile(f"^{section}"))
         expect(link).to_be_visible()
-        assert _touchable(link.bounding_box()), section
+        assert touchable(link.bounding_box()), section
 
 
 def _refund(people: Any, order: str, amount: int) -> ToolCall:

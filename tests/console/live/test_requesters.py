@@ -25,6 +25,7 @@ from tests.console.live.browser import (
     open_as,
     open_card,
     start,
+    too_small_to_touch,
     wait_live,
 )
 from tests.console.live.test_busy_operator import _serious
@@ -94,7 +95,16 @@ def test_my_requests_follow_their_calls_live_and_open_their_cards(
     assert _serious(Axe(), alice) == []
     phone = open_as(browser, server, "alice", PHONE)
     phone.goto("/console/mine/")
+    wait_live(phone)
     expect(phone.locator(f'[data-call="{refund.pk}"]')).to_be_visible()
+    # On a phone every call reads whole without scrolling sideways, every target is a finger's.
+    overflow = phone.evaluate(
+        "(() => { const w = document.querySelector('[data-mine]').closest('.table-wrap');"
+        " return [w.scrollWidth - w.clientWidth, document.documentElement.scrollWidth]; })()"
+    )
+    assert too_small_to_touch(phone) == []
+    assert overflow[0] <= 0 and overflow[1] <= PHONE["width"], overflow
+    assert _serious(Axe(), phone) == []
     phone.screenshot(path=shots / "mine-390.png")
     in_thread(lambda: port.approve(refund.pk, actor=actor(people["fran"]), via="api"))
     expect(listed).to_have_count(0)  # decided elsewhere: it leaves
