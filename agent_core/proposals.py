@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +62,6 @@ def record_model_step(
     usage: dict[str, int],
     finish_reason: str,
     review: Callable[[ToolCall, Run], Verdict],
-    alone: bool,
 ) -> NextStep | Recorded:
     """The suspend transaction: the assistant message, its calls with the gate's answers, the
     frames announcing them and, when the step leaves only calls waiting on people, ``waiting``.
@@ -75,82 +73,76 @@ def record_model_step(
     change, build the record); the run is locked for the gate first when a call is proposed to
     it or the step parks, else by the statement that records the step.
 
-    ``alone``: ``records_alone(planned, calls)``, which the caller asked to know whether to open a
-    transaction around the record (``loop._recorded``).
+    Opens no transaction itself: it writes in the one its record is made in
+    (``runner.records``): its own, or none when it is one statement (``records_alone``).
     """
     reviewed = any(c.status == CallStatus.PROPOSED for c in calls)
     locking = not reviewed and not (calls and parks({c.status for c in calls}))
-    # No savepoint when nested (the inline driver opens the next step in it): one transaction;
-    # none at all when the record is one statement.
-    with nullcontext() if alone else transaction.atomic(savepoint=False):
-        run = planned if locking else lock(lease)
-        parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-        parts += [
-            {"type": "tool_call", "id": c.id, "name": c.tool_name, "args": c.args} for c in calls
-        ]
-        message = transcript.appended(run, Role.ASSISTANT, parts)
-        message_id = message["message_id"]
-        announce: Frames = [frames.text("".join(pending_text))] if pending_text else []
-        call_rows = [
-            _call_row(run, message_id, name, position, c) for position, c in enumerate(calls)
-        ]
-        for row in call_rows:
-            if row.status == CallStatus.PROPOSED and independent.is_independent(run, row):
-                independent.propose(run, row, lambda p, r: _apply_verdict(p, review(p, r)))
-            elif row.status == CallStatus.PROPOSED:
-                _apply_verdict(row, review(row, run))
-            state.check(ToolCall, CallStatus.PROPOSED, row.status)  # where a new call may go
-        for row, proposed in zip(call_rows, calls, strict=True):
-            announce += _proposal_frames(row, proposed)
-        announce.append(frames.step_finish(name, usage))
-        output = {"message_id": message_id, "usage": usage, "finish_reason": finish_reason}
-        statuses = {row.status for row in call_rows}
-        parking = bool(call_rows) and parks(statuses)
-        if parking:
-            state.check_statement(
-                sql.RECORD_MODEL_STEP_AND_PARK, Run, RunStatus.RUNNING, RunStatus.WAITING
+    run = planned if locking else lock(lease)
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    parts += [{"type": "tool_call", "id": c.id, "name": c.tool_name, "args": c.args} for c in calls]
+    message = transcript.appended(run, Role.ASSISTANT, parts)
+    message_id = message["message_id"]
+    announce: Frames = [frames.text("".join(pending_text))] if pending_text else []
+    call_rows = [_call_row(run, message_id, name, position, c) for position, c in enumerate(calls)]
+    for row in call_rows:
+        if row.status == CallStatus.PROPOSED and independent.is_independent(run, row):
+            independent.propose(run, row, lambda p, r: _apply_verdict(p, review(p, r)))
+        elif row.status == CallStatus.PROPOSED:
+            _apply_verdict(row, review(row, run))
+        state.check(ToolCall, CallStatus.PROPOSED, row.status)  # where a new call may go
+    for row, proposed in zip(call_rows, calls, strict=True):
+        announce += _proposal_frames(row, proposed)
+    announce.append(frames.step_finish(name, usage))
+    output = {"message_id": message_id, "usage": usage, "finish_reason": finish_reason}
+    statuses = {row.status for row in call_rows}
+    parking = bool(call_rows) and parks(statuses)
+    if parking:
+        state.check_statement(
+            sql.RECORD_MODEL_STEP_AND_PARK, Run, RunStatus.RUNNING, RunStatus.WAITING
+        )
+    # The message, the calls, the journal, the usage, the frames (and parking): one statement.
+    recorded = {
+        **message,
+        "calls": rows.json_rows(call_rows),
+        "step": name,
+        "step_status": StepStatus.COMPLETED.value,
+        "output": json.dumps(output),
+        "finished_at": timezone.now(),
+        **{field: usage.get(field, 0) for field in FIELDS},
+    }
+    if locking:
+        assert not parking
+        with rows.one_statement():
+            written = streams.emit_with(
+                sql.RECORD_MODEL_STEP_LOCKING, {**recorded, **fenced(lease)}, run.pk, announce
             )
-        # The message, the calls, the journal, the usage, the frames (and parking): one statement.
-        recorded = {
-            **message,
-            "calls": rows.json_rows(call_rows),
-            "step": name,
-            "step_status": StepStatus.COMPLETED.value,
-            "output": json.dumps(output),
-            "finished_at": timezone.now(),
-            **{field: usage.get(field, 0) for field in FIELDS},
-        }
-        if locking:
-            assert not parking
-            with rows.one_statement():
-                written = streams.emit_with(
-                    sql.RECORD_MODEL_STEP_LOCKING, {**recorded, **fenced(lease)}, run.pk, announce
-                )
-                run = locked(written)
-        else:
-            statement = sql.RECORD_MODEL_STEP_AND_PARK if parking else sql.RECORD_MODEL_STEP
-            written = streams.emit_with(statement, recorded, run.pk, announce)
-        assert written is not None, f"no run {run.pk}"
-        # A question waits on a person too: it is asked (notified) as an approval is.
-        waiting = (CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT)
-        asked = [row for row in call_rows if row.status in waiting]
-        if asked:
-            get_gate().requested(asked)
-        _announce_calls(call_rows)
-        if not calls:
-            complete_run(run)
-            return NextStep.STOP
-        if parking:
-            return NextStep.STOP
-        stored = [stored_call(call) for call in written["calls"]]
-        return Recorded(continue_or_park(run, statuses), run, name, stored)
+            run = locked(written)
+    else:
+        statement = sql.RECORD_MODEL_STEP_AND_PARK if parking else sql.RECORD_MODEL_STEP
+        written = streams.emit_with(statement, recorded, run.pk, announce)
+    assert written is not None, f"no run {run.pk}"
+    # A question waits on a person too: it is asked (notified) as an approval is.
+    waiting = (CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT)
+    asked = [row for row in call_rows if row.status in waiting]
+    if asked:
+        get_gate().requested(asked)
+    _announce_calls(call_rows)
+    if not calls:
+        complete_run(run)
+        return NextStep.STOP
+    if parking:
+        return NextStep.STOP
+    stored = [stored_call(call) for call in written["calls"]]
+    return Recorded(continue_or_park(run, statuses), run, name, stored)
 
 
 def records_alone(planned: Run, calls: list[ProposedCall]) -> bool:
     """Whether a model step's record is one statement after which a tool step comes, which
     opens without writing: no call for the gate, one approved (so none parks the run), no
     ancestor's stream to mirror the frames into. Then the record needs no transaction of its own
-    (``rows.one_statement``), nor does the opening of the step after it (``loop._recorded``)."""
+    (``rows.one_statement``), nor does the opening of the step after it
+    (``runner.records.OneStatement``)."""
     statuses = {c.status for c in calls}
     return (
         CallStatus.APPROVED in statuses

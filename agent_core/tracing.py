@@ -75,7 +75,8 @@ def _span(name: str, run_id: str, attributes: dict[str, Any]) -> Iterator[Any]:
 
 
 def step(fn: Callable[P, R]) -> Callable[P, R]:
-    """Decorate the loop's ``_take(lease, opened, …)``: one ``airlock.step`` span per step."""
+    """Decorate the loop's ``take`` and ``take_and_open`` (``(lease, opened, …)``): one
+    ``airlock.step`` span per step."""
 
     @functools.wraps(fn)
     def traced(*args: P.args, **kwargs: P.kwargs) -> R:

@@ -4,8 +4,9 @@ A step has two halves. ``open_step`` plans it from what the database says (never
 ``plan.plan``), under the run's lock, and opens it in that same transaction (a model step's
 journal entry and request; parking and finishing happen right there); ``claim_step`` also takes
 the run's lease in it, as a runner does for the first step it drives. ``take`` then runs the
-opened step, records it, and says what kind of step comes next; ``take_and_open`` also opens that
-next step in the record's transaction, for a driver that takes step after step itself (the
+opened step, makes the record the step hands back (``records.Record``), and says what kind of
+step comes next; ``take_and_open`` (chained steps) also opens that next step in the record's
+transaction, for a driver that takes step after step itself (the
 durable runner: only the steps of its task's queue, ``queues.queue_of``), planned from what the
 record wrote on top of what the step was planned from (``journal.after_record``) when that is
 what a read would return. The steps themselves are ``model_step.call_model`` (journaled
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeAlias
@@ -40,6 +40,7 @@ from . import limits, model_step, proposal_step, tool_step
 from .abort import CancelWatch
 from .plan import CallModel, Finish, Park, Recover, RunTool, plan
 from .queues import queue_of
+from .records import Record
 
 logger = logging.getLogger(__name__)
 
@@ -136,10 +137,11 @@ def _open_from(
         queue = queue_of(agent, None if isinstance(step, CallModel) else step.call.tool_name)
         if queue != only:
             return Elsewhere(queue)
-    # After a record that committed by itself (``_recorded``): its approved call comes next.
+    # After a record that committed by itself (``records.OneStatement``): its approved call
+    # comes next.
     assert connection.in_atomic_block or isinstance(step, RunTool | Recover), step
     # What an opening writes comes last: one statement, or several in a savepoint (an opening
-    # joined to a record must never commit half, see ``_recorded``).
+    # joined to a record must never commit half, see ``_chain``).
     match step:
         case CallModel(index, previous):
             if (over := quotas.check_step(run)) is not None:  # the safe point before the call
@@ -161,23 +163,83 @@ def _open_from(
             return NextStep.STOP
 
 
+@tracing.step
 def take(lease: Lease, opened: Opened, *, abort: AbortSignal | None = None) -> NextStep:
-    """Take an opened step: call the model or run the tool, and record what came of it."""
-    after = _take(lease, opened, abort, None)
-    assert isinstance(after, NextStep), "a step recorded on its own says what comes next"
-    return after
+    """Take an opened step: call the model or run the tool, and record what came of it in a
+    transaction of its own. Returns what kind of step comes next."""
+    try:
+        record = _run(lease, opened, abort)
+        if isinstance(record, NextStep):  # made already
+            return record
+        try:
+            return _next(record.make())
+        except tool_step.AtomicToolRaised as raised:  # rolled back: record the failure
+            return _next(raised.record.make())
+    except Exception as exc:
+        return _step_failed(lease, exc)
 
 
+@tracing.step
 def take_and_open(
     lease: Lease, opened: Opened, *, only: str | None = None
 ) -> Opened | NextStep | Elsewhere:
-    """``take``, then open the step after it in the transaction that records this one, for a
-    driver that takes step after step itself (both runners): one commit fewer per step.
+    """Chained steps: ``take``, then open the step after it in the transaction that records this
+    one (``_chain``), for a driver that takes step after step itself (both runners): one commit
+    fewer per step.
 
     The record of a tool with an effect outside this database still commits on its own.
     ``only``: as for ``open_step``.
     """
-    return _take(lease, opened, None, partial(_open_after, lease, only, opened))
+    try:
+        record = _run(lease, opened, None)
+        if isinstance(record, NextStep):  # made already: nothing is opened
+            return record
+        open_next = partial(_open_after, lease, only, opened)
+        try:
+            return _chain(lease, record, open_next)
+        except tool_step.AtomicToolRaised as raised:  # rolled back: record the failure
+            return _chain(lease, raised.record, open_next)
+    except Exception as exc:
+        return _step_failed(lease, exc)
+
+
+def _run(lease: Lease, opened: Opened, abort: AbortSignal | None) -> NextStep | Record:
+    """Call the model or run the tool: the step's record, still to be made, or what comes next
+    when the step made it itself (a tool with an effect outside this database, a recovery)."""
+    run, agent = opened.run, opened.agent
+    abort = abort or CancelWatch(run.pk, fresh=True)  # just read: running, not cancelling
+    match opened.step:
+        case CallModel(index):
+            assert opened.request is not None
+            return model_step.call_model(
+                lease, run, agent, index, opened.attempt, opened.request, abort
+            )
+        case RunTool(call):
+            return tool_step.execute(lease, run, agent, call, abort)
+        case Recover(call):
+            return tool_step.recover(lease, run, agent, call)
+
+
+def _chain(lease: Lease, record: Record, open_next: Opener) -> Opened | NextStep | Elsewhere:
+    """Make ``record`` and open the next step in the same transaction (``Record.shared``).
+
+    The opening is all or nothing, and never takes the record with it: it writes last, in one
+    statement or in a savepoint of its own (``_open``), so an error it raises before that (a
+    journal that diverged, the step budget spent) leaves the record to commit, and the run
+    fails after it. No savepoint is taken for the rest: a database error breaks the whole
+    transaction, and then neither commits (the run fails, as for an error in the record).
+    """
+    with record.shared():
+        after = record.make()
+        if _next(after) == NextStep.STOP:
+            return NextStep.STOP
+        try:
+            return open_next(after if isinstance(after, Recorded) else None)
+        except DatabaseError:
+            raise
+        except Exception as exc:
+            failed = exc
+    return _settle_error(lease, failed)
 
 
 def _open_after(
@@ -191,82 +253,25 @@ def _open_after(
     return _open_from(lease, only, recorded.run, *merged)
 
 
-# Opens the step after a recorded one, in the record's transaction (``take_and_open``), given
-# the record when it says what it wrote.
+# Opens the step after a recorded one, in the record's transaction (``_chain``), given the
+# record when it says what it wrote.
 Opener: TypeAlias = Callable[[Recorded | None], Opened | NextStep | Elsewhere]
-
-
-@tracing.step
-def _take(
-    lease: Lease, opened: Opened, abort: AbortSignal | None, go_on: Opener | None
-) -> Opened | NextStep | Elsewhere:
-    run, agent = opened.run, opened.agent
-    abort = abort or CancelWatch(run.pk, fresh=True)  # just read: running, not cancelling
-    try:
-        match opened.step:
-            case CallModel(index):
-                assert opened.request is not None
-                record, alone = model_step.call_model(
-                    lease, run, agent, index, opened.attempt, opened.request, abort
-                )
-                return _recorded(lease, go_on, record, alone=alone)
-            case RunTool(call):
-                outcome = tool_step.execute(lease, run, agent, call, abort)
-                # A tool whose effect lies outside this database recorded its outcome itself.
-                if isinstance(outcome, NextStep):
-                    return outcome
-                try:
-                    return _recorded(lease, go_on, outcome)
-                except tool_step.AtomicToolRaised as raised:  # rolled back: record the failure
-                    return _recorded(lease, go_on, raised.record)
-            case Recover(call):
-                return tool_step.recover(lease, run, agent, call)
-    except LeaseLost:
-        # A cancel refuses the driver's writes: this is how a step in flight learns of it.
-        if finish_cancel(lease):
-            return NextStep.STOP
-        raise
-    except model_step.RetryLater:
-        raise
-    except Exception as exc:
-        return _settle_error(lease, exc)
-
-
-def _recorded(
-    lease: Lease,
-    go_on: Opener | None,
-    record: Callable[[], NextStep | Recorded],
-    *,
-    alone: bool = False,
-) -> Opened | NextStep | Elsewhere:
-    """Run a step's ``record`` transaction; with ``go_on``, open the next step in it too.
-
-    The opening is all or nothing, and never takes the record with it: it writes last, in one
-    statement or in a savepoint of its own (``_open``), so an error it raises before that (a
-    journal that diverged, the step budget spent) leaves the record to commit, and the run
-    fails after it. No savepoint is taken for the rest: a database error breaks the whole
-    transaction, and then neither commits (the run fails, as for an error in the record).
-
-    ``alone``: the record is one statement followed by a tool step, which opens without writing
-    (``proposals.records_alone``): no transaction at all, the statement commits by itself.
-    """
-    if go_on is None:
-        return _next(record())
-    with nullcontext() if alone else transaction.atomic():
-        after = record()
-        if _next(after) == NextStep.STOP:
-            return NextStep.STOP
-        try:
-            return go_on(after if isinstance(after, Recorded) else None)
-        except DatabaseError:
-            raise
-        except Exception as exc:
-            failed = exc
-    return _settle_error(lease, failed)
 
 
 def _next(after: NextStep | Recorded) -> NextStep:
     return after.next if isinstance(after, Recorded) else after
+
+
+def _step_failed(lease: Lease, exc: Exception) -> NextStep:
+    """A step raised while it ran or was recorded."""
+    if isinstance(exc, model_step.RetryLater):  # the driver retries it
+        raise exc
+    if isinstance(exc, LeaseLost):
+        # A cancel refuses the driver's writes: this is how a step in flight learns of it.
+        if finish_cancel(lease):
+            return NextStep.STOP
+        raise exc
+    return _settle_error(lease, exc)
 
 
 def _settle_error(lease: Lease, exc: Exception) -> NextStep:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -15,16 +14,16 @@ from .. import delegation, ids, jsonsafe, tracing
 from ..agents import Agent
 from ..choices import CallStatus
 from ..conf import agent_settings
-from ..dispatch import NextStep
 from ..exceptions import Cancelled, ModelError, ModelNoOutput, ToolNotFound
 from ..gate import get_gate
-from ..journal import Recorded, emit_text
+from ..journal import emit_text
 from ..leases import Lease
 from ..models import Run, ToolCall
 from ..proposals import ProposedCall, record_model_step, records_alone
 from ..providers.base import ModelRequest, ModelResponse, TextDelta, ToolCallPart
 from ..tools import AbortSignal, AlreadyDone, Confirm, Refuse, to_jsonable
 from .context import actor_of, tool_context
+from .records import OneStatement, Record
 from .text import TextBuffer
 
 logger = logging.getLogger(__name__)
@@ -46,10 +45,10 @@ def call_model(
     attempt: int,
     request: ModelRequest,
     abort: AbortSignal,
-) -> tuple[Callable[[], NextStep | Recorded], bool]:
+) -> Record:
     """The model step whose ``attempt`` and ``request`` ``loop.open_step`` read under the run's
-    lock; returns its record, still to be made, and whether it is one statement after which a
-    tool step comes (``proposals.records_alone``)."""
+    lock; returns its record, still to be made: one statement when a tool step comes after it
+    and nothing else needs writing (``proposals.records_alone``)."""
     name = f"llm:{index}"
     settings = agent_settings()
     if attempt > settings.MODEL_STEP_ATTEMPTS:
@@ -88,8 +87,7 @@ def call_model(
             row, tool=agent.get_tool(row.tool_name), actor=actor_of(locked), thread=locked.thread
         )
 
-    alone = records_alone(run, calls)
-    record = partial(
+    write = partial(
         record_model_step,
         lease,
         run,
@@ -100,9 +98,8 @@ def call_model(
         usage=response.usage.as_dict(),  # the provider's own figures, as reported
         finish_reason=response.finish_reason,
         review=review,
-        alone=alone,
     )
-    return record, alone
+    return OneStatement(write) if records_alone(run, calls) else Record(write)
 
 
 def _propose(

@@ -4,7 +4,6 @@ guess — whether a call an earlier attempt left executing ran (SPEC §5, guaran
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from typing import Any, cast
@@ -30,52 +29,59 @@ from ..tools import (
     to_jsonable,
 )
 from .context import tool_context
+from .records import Record
 
 logger = logging.getLogger(__name__)
 
 
 def execute(
     lease: Lease, run: Run, agent: Agent, call: ToolCall, abort: AbortSignal
-) -> NextStep | Callable[[], NextStep | Recorded]:
+) -> NextStep | Record:
     """Run the call, or find that it must not run. Returns its record, still to be made; or,
     for a tool whose effect lies outside this database, made at once: what comes next."""
     try:
         tool = _stamped(agent.get_tool(call.tool_name), call)
     except ToolNotFound as exc:
-        return partial(
-            calls.finish_call, lease, call.pk, error=exc.message, expected=CallStatus.APPROVED
+        return Record(
+            partial(
+                calls.finish_call, lease, call.pk, error=exc.message, expected=CallStatus.APPROVED
+            )
         )
     if abort.is_set():  # the safe point before a tool is dispatched
         raise Cancelled()
     if tool.delegate:  # starts a child run: nothing runs here
-        return partial(delegation.start_child, lease, call, tool)
+        return Record(partial(delegation.start_child, lease, call, tool))
     ctx = tool_context(run, call.pk, abort, lease_token=lease.token)
     if tool.kind == "action" and tool.preflight is not None:
         match tool.preflight(ctx, call.args):
             case Refuse(reason=reason):
-                return partial(calls.refuse_call, lease, call.pk, reason=reason)
+                return Record(partial(calls.refuse_call, lease, call.pk, reason=reason))
             case AlreadyDone(result=done):
-                return partial(
-                    calls.finish_call,
-                    lease,
-                    call.pk,
-                    result=to_jsonable(done),
-                    expected=CallStatus.APPROVED,
+                return Record(
+                    partial(
+                        calls.finish_call,
+                        lease,
+                        call.pk,
+                        result=to_jsonable(done),
+                        expected=CallStatus.APPROVED,
+                    )
                 )
     if tool.kind == "read":
         # Reads have no side effect: run, then record; a crash in between just runs it again.
         result, error = _invoke(tool, ctx, call.args)
-        return partial(
-            calls.finish_call,
-            lease,
-            call.pk,
-            result=result,
-            error=error,
-            expected=CallStatus.APPROVED,
+        return Record(
+            partial(
+                calls.finish_call,
+                lease,
+                call.pk,
+                result=result,
+                error=error,
+                expected=CallStatus.APPROVED,
+            )
         )
     if tool.atomic:
         # The effect lives in this database: it commits with its result, or not at all.
-        return partial(_run_atomic, lease, tool, ctx, call)
+        return Record(partial(_run_atomic, lease, tool, ctx, call))
     calls.claim_call(lease, call.pk)
     result, error = _invoke(tool, ctx, call.args)
     return calls.finish_call(lease, call.pk, result=result, error=error).next
@@ -103,7 +109,7 @@ class AtomicToolRaised(Exception):
     wrote with it (and the opening of the next step that was to join it). ``record`` records the
     failure, in a transaction of its own."""
 
-    def __init__(self, record: Callable[[], Recorded]) -> None:
+    def __init__(self, record: Record) -> None:
         super().__init__("an atomic tool raised")
         self.record = record
 
@@ -121,7 +127,7 @@ def _run_atomic(lease: Lease, tool: ToolSpec, ctx: ToolContext, call: ToolCall) 
             if outages.database_lost(exc):  # rolled back with its effect: it may run again
                 raise
             error = f"{type(exc).__name__}: {exc}"
-            raise AtomicToolRaised(partial(_record_failure, lease, call.pk, error)) from exc
+            raise AtomicToolRaised(Record(partial(_record_failure, lease, call.pk, error))) from exc
         return calls.finish_call(lease, call.pk, result=result, held=held)
 
 
