@@ -16,8 +16,8 @@ class AgentCoreConfig(AppConfig):
             checks,  # noqa: F401  (registers the system checks)
             mcp_checks,  # noqa: F401  (and those of the MCP servers)
         )
+        from .engine.sessions import open_session
         from .ids import IdConverter
-        from .sessions import open_session
         from .tracing import connect
 
         # ``<airlock_id:run_id>`` in the API's and the console's URLs (see ids.IdConverter).

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, ResolverMatch, resolve
 
-from .dispatch import start_background
+from .engine.dispatch import start_background
 from .startup import load_urlconf, settle
 
 if TYPE_CHECKING:

@@ -83,7 +83,7 @@ class AgentSettings:
     LEASE_SECONDS: int = 30  # a driver's lease; a dead driver's run is re-driven after it
     SWEEP_SECONDS: int = 5  # how often the sweeper runs
     # Every connection's PostgreSQL lock_timeout and idle_in_transaction_session_timeout
-    # (agent_core.sessions): how long a stalled process may hold a row lock up. An atomic tool
+    # (agent_core.engine.sessions): how long a stalled process may hold a row lock up. An atomic tool
     # must finish inside the second.
     LOCK_TIMEOUT_SECONDS: float = 5.0  # the longest a statement waits for a row lock
     IDLE_IN_TRANSACTION_SECONDS: float = 60.0  # the longest a transaction may sit idle
@@ -98,12 +98,12 @@ class AgentSettings:
     STREAM_FRAME_FLUSH_MS: int = 50
     STREAM_FRAME_FLUSH_BYTES: int = 1024  # bytes of held model text that flush a frame at once
     EXPOSE_ERROR_DETAILS: bool | None = None  # None: follow settings.DEBUG
-    # The REST API and streams (agent_core.api, agent_core.live).
+    # The REST API and streams (agent_core.api, agent_core.streams.live).
     ALLOW_HEADER_ACTOR: bool = False  # let the header resolver run with DEBUG off
     OPERATOR_ROLE: str = "operator"  # actors with this role see and may cancel every run
     STREAM_KEEPALIVE_SECONDS: float = 15.0  # a keep-alive comment on a quiet stream this often
     # Streams (SSE, UI message stream, the run's WebSocket) one actor follows at once, per
-    # process (agent_core.stream_slots); past it, 429 too_many_streams.
+    # process (agent_core.streams.stream_slots); past it, 429 too_many_streams.
     MAX_STREAMS_PER_ACTOR: int = 50
     MAX_BODY_BYTES: int = 65536  # larger API request bodies are refused with 413
     CANCEL_POLL_MS: int = 200  # how often a driver's abort signal looks for a cancel request
@@ -122,7 +122,7 @@ class AgentSettings:
     TRACING: bool = False  # OpenTelemetry spans (agent_core.tracing; the ``otel`` extra)
     OPENAI: VendorSettings = field(default_factory=VendorSettings)  # how to reach OpenAI
     ANTHROPIC: VendorSettings = field(default_factory=VendorSettings)  # and Anthropic
-    # Conversation control (agent_core.idempotency, agent_core.quotas).
+    # Conversation control (agent_core.conversation.idempotency, agent_core.quotas).
     IDEMPOTENCY_KEY_TTL: int = 86400  # seconds a key replays its first answer
     QUOTAS: QuotaSettings = field(default_factory=QuotaSettings)  # per-actor limits
     # Dotted path of the class that applies the quotas (the default reads QUOTAS).

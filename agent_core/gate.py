@@ -83,7 +83,7 @@ class ApprovalGate(Protocol):
     def decidable(self, actor: Actor) -> Q:
         """The calls ``actor`` may decide other than as the approver stored on them (a call
         escalated to its role, a policy's rule of its own), as a filter on ``ToolCall``: whoever
-        may decide a call may see its run and thread (``agent_core.access``)."""
+        may decide a call may see its run and thread (``agent_core.engine.access``)."""
         ...
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from . import outages
+from .engine import outages
 from .exceptions import ServiceUnavailable
 
 logger = logging.getLogger(__name__)

@@ -17,10 +17,11 @@ from django.db.models import Min, QuerySet
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from . import rows, signals, sql, usage
+from . import signals
 from .actors import Actor
 from .choices import RUN_ACTIVE, QueuedStatus, RunKind
 from .conf import QuotaLimits, agent_settings
+from .engine import rows, sql, usage
 from .exceptions import QuotaExceeded
 from .models import QueuedMessage, Run, Step
 

@@ -17,7 +17,7 @@ from celery.signals import worker_ready
 from django.db import close_old_connections
 
 from .celery import STEP_TASK, SWEEP_TASK
-from .dispatch import get_runner
+from .engine.dispatch import get_runner
 from .runner import durable
 from .runner.sweep import sweep as sweep_runs
 

@@ -311,7 +311,7 @@ def tool(
     ``approval_mode="independent"`` (an action): a call is a proposal that
     waits for its decision apart from the run (SPEC §17); ``replacement_key`` (a string, or a
     function of the args) makes a newer pending proposal supersede older ones of the same key.
-    ``confirm="token"``: callable through ``agent_core.confirmed.call`` by clients with no
+    ``confirm="token"``: callable through ``agent_core.toolcalls.confirmed.call`` by clients with no
     approval channel: preview first, then commit with the signed token.
     ``amount(args)`` gives a call's number (a refund's sum: the inbox's amount column, its sort
     and the bulk dialog's total), stored with the call when it asks for approval.

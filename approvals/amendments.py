@@ -8,11 +8,11 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from agent_core import clock
-from agent_core.access import visible_threads
 from agent_core.actors import Actor
 from agent_core.choices import CallStatus
 from agent_core.conf import agent_settings
+from agent_core.engine import clock
+from agent_core.engine.access import visible_threads
 from agent_core.exceptions import AgentCoreError, NotFound
 from agent_core.models import ToolCall
 

@@ -21,8 +21,8 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from agent_core import rows
-from agent_core import sql as core_sql
+from agent_core.engine import rows
+from agent_core.engine import sql as core_sql
 
 from . import sql
 from .conf import approvals_settings

@@ -17,10 +17,11 @@ from typing import Any
 
 from django.utils import timezone
 
-from agent_core import clock, rows, state, tracing
+from agent_core import tracing
 from agent_core.actors import SYSTEM, Actor
 from agent_core.choices import CallStatus
-from agent_core.decisions import Decision, Settling, decision
+from agent_core.engine import clock, rows, state
+from agent_core.engine.decisions import Decision, Settling, decision
 from agent_core.exceptions import AgentCoreError, AlreadyDecided, NotFound, RunNotActive
 from agent_core.models import Run, ToolCall
 

@@ -28,7 +28,7 @@ class ToolEntry:
     requirement: Requirement | None
     confirmation: str
     prompt: str
-    confirm: str  # "token": a confirmed tool (``agent_core.confirmed``); "" otherwise
+    confirm: str  # "token": a confirmed tool (``agent_core.toolcalls.confirmed``); "" otherwise
 
 
 def tools_of(agent_name: str) -> list[ToolEntry]:

@@ -18,7 +18,6 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from agent_core import delegation
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
 from agent_core.choices import CallStatus, Role, RunStatus
@@ -28,6 +27,7 @@ from agent_core.cli.session import own_thread, start_turn
 from agent_core.exceptions import AgentCoreError
 from agent_core.gate import text_decision
 from agent_core.models import Message, Run, Thread, ToolCall
+from agent_core.toolcalls import delegation
 
 from . import services as port
 from .exceptions import InvalidDecision

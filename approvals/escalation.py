@@ -16,13 +16,13 @@ from datetime import datetime
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
-from agent_core import clock, streams
-from agent_core.access import is_operator
 from agent_core.actors import SYSTEM, Actor
 from agent_core.choices import CallStatus
-from agent_core.decisions import decision
+from agent_core.engine import clock, streams
+from agent_core.engine.access import is_operator
+from agent_core.engine.decisions import decision
+from agent_core.engine.frames import Frame
 from agent_core.exceptions import NotAllowed
-from agent_core.frames import Frame
 from agent_core.models import ToolCall
 
 from .attempts import Entry, Result, audit

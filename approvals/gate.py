@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 
-from agent_core import clock
 from agent_core.actors import Actor, actor_for_user
 from agent_core.choices import CallStatus
+from agent_core.engine import clock
 from agent_core.gate import TextReply, Verdict
 from agent_core.models import Thread, ToolCall
 from agent_core.tools import ToolSpec

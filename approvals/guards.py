@@ -9,10 +9,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from agent_core.access import may_see_run
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
 from agent_core.choices import REQUESTER, SYSTEM_VIAS
+from agent_core.engine.access import may_see_run
 from agent_core.exceptions import ToolNotFound
 from agent_core.models import Run, Thread, ToolCall
 from agent_core.tools import ToolContext, ToolSpec

@@ -30,9 +30,9 @@ from django.core import signing
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
-from agent_core import clock
 from agent_core.actors import Actor, actor_for_user
 from agent_core.choices import CallStatus
+from agent_core.engine import clock
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 

@@ -11,7 +11,7 @@ answer as for an id that does not exist. Served over stdio by ``manage.py airloc
 The same server offers each confirmed tool (``confirm="token"``, SPEC §17) of the configured
 agents as ``<agent>__<tool>``, acting as the same person: called without ``confirm_token`` it
 answers a preview and a single-use token; called again with the same ``args`` and that token it
-commits, once (``agent_core.confirmed``).
+commits, once (``agent_core.toolcalls.confirmed``).
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 
-from agent_core import confirmed
 from agent_core.actors import Actor
 from agent_core.agents import Agent, registered_agents
 from agent_core.exceptions import AgentCoreError, NotFound
 from agent_core.models import ToolCall
+from agent_core.toolcalls import confirmed
 from agent_core.tools import ToolSpec
 
 from . import amendments, guards, selectors

@@ -6,7 +6,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from agent_core import clock
+from agent_core.engine import clock
 from agent_core.models import Thread, ToolCall
 
 

@@ -9,9 +9,9 @@ decided meanwhile is not nudged), 404 for a call the operator may not see, and a
 
 from __future__ import annotations
 
-from agent_core.access import is_operator
 from agent_core.actors import Actor
 from agent_core.choices import CallStatus
+from agent_core.engine.access import is_operator
 from agent_core.exceptions import NotAllowed
 
 from .attempts import Attempt, Result, attempt

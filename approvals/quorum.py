@@ -17,10 +17,10 @@ from django.db.models import OuterRef, QuerySet, Subquery, prefetch_related_obje
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agent_core import streams
 from agent_core.actors import Actor
-from agent_core.decisions import Decision
-from agent_core.frames import Frame
+from agent_core.engine import streams
+from agent_core.engine.decisions import Decision
+from agent_core.engine.frames import Frame
 from agent_core.models import ToolCall
 
 from .exceptions import InvalidDecision, NotApprover

@@ -9,10 +9,10 @@ from typing import Any
 from django.db import connection
 from django.db.models import Q, QuerySet
 
-from agent_core.access import in_visible_runs, is_operator, visible_runs
 from agent_core.actors import Actor
 from agent_core.api.pagination import KeysetPagination, Page
 from agent_core.conf import agent_settings
+from agent_core.engine.access import in_visible_runs, is_operator, visible_runs
 from agent_core.exceptions import NotFound
 from agent_core.gate import cases_of, get_gate
 from agent_core.models import ToolCall
@@ -26,7 +26,7 @@ from .policy import get_policy
 
 def visible_attempts(actor: Actor) -> QuerySet[DecisionAttempt]:
     """The decision attempts ``actor`` may read: those on the runs it may see
-    (``agent_core.access.visible_runs``) and its own (a refused attempt may be on a run it may
+    (``agent_core.engine.access.visible_runs``) and its own (a refused attempt may be on a run it may
     not see), but for its ``not_found`` ones (issue 35)."""
     attempts = DecisionAttempt.objects.all()
     if is_operator(actor):
@@ -56,7 +56,7 @@ def pending_count(actor: Actor) -> int:
 
 
 def seen_waiting_count(actor: Actor) -> int:
-    """How many calls wait on a person in the runs ``actor`` may see (``agent_core.access``):
+    """How many calls wait on a person in the runs ``actor`` may see (``agent_core.engine.access``):
     with the default policy and gate, one named statement (``sql.SEEN_WAITING_COUNT``)."""
     if is_operator(actor):
         return _count(sql.WAITING_COUNT, actor)
@@ -86,7 +86,7 @@ def seen_first_page(
     actor: Actor, params: Any, pagination: KeysetPagination
 ) -> Page[PendingRow] | None:
     """The first page (as ``first_page``) of the waiting calls ``actor`` may see
-    (``agent_core.access.in_visible_runs``) but not decide (``decidable_by``): the console's
+    (``agent_core.engine.access.in_visible_runs``) but not decide (``decidable_by``): the console's
     *Waiting on others*. With the default policy and gate, its keys are one named statement
     (``sql.SEEN_UNDECIDABLE_KEYS``, an operator's ``EVERY_UNDECIDABLE_KEYS``); else ``None``."""
     keys = sql.EVERY_UNDECIDABLE_KEYS if is_operator(actor) else sql.SEEN_UNDECIDABLE_KEYS

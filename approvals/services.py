@@ -14,12 +14,12 @@ from typing import Any
 
 import pydantic
 
-from agent_core import clock
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
 from agent_core.choices import CallStatus, RunKind
 from agent_core.conf import agent_settings
-from agent_core.decisions import Decision, decision
+from agent_core.engine import clock
+from agent_core.engine.decisions import Decision, decision
 from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, NotFound, RunNotActive
 from agent_core.models import Run, ToolCall
 from agent_core.tools import ToolSpec, args_digest

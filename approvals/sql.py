@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from agent_core import approvers, sql, state
+from agent_core import approvers
 from agent_core.choices import REQUESTER, CallStatus
+from agent_core.engine import sql, state
 from agent_core.models import Run, StreamFrame, Thread, ToolCall
 
 from .models import (
@@ -272,7 +273,7 @@ DECIDABLE_COUNT = "SELECT " + " + ".join(
     for i, case in enumerate(DECIDABLE)
 )
 
-# Whether the actor may see the call ``c`` (``agent_core.access.in_visible_runs`` with
+# Whether the actor may see the call ``c`` (``agent_core.engine.access.in_visible_runs`` with
 # ``ApprovalGate.decidable``): it is in a thread the actor owns or in a run holding a call it
 # approves (any status: its roles as the stored approver, or escalated to one of them), may decide
 # as the requester, or must answer. The cases of ``DECIDABLE`` for its roles are within the roles'.
@@ -316,7 +317,7 @@ _UNDECIDABLE = "(" + " OR ".join(f"({case.on('c')})" for case in DECIDABLE) + ")
 
 # The first page of the waiting calls the actor may see but not decide, unfiltered (the console's
 # *Waiting on others*, ``selectors.seen_first_page``): the keys ``pending.page`` would compile from
-# ``agent_core.access.in_visible_runs`` and ``NOT ApprovalPolicy.decidable``, as ``{keys}`` of
+# ``agent_core.engine.access.in_visible_runs`` and ``NOT ApprovalPolicy.decidable``, as ``{keys}`` of
 # ``PENDING_ROWS``; ``{columns}``, ``{order}`` and the parameters as ``DECIDABLE_KEYS``'.
 # ``EVERY_UNDECIDABLE_KEYS`` is an operator's (who sees every run). Building the ORM's query cost
 # ~4.5 ms of Python a page at 1M calls, its plan the same (bench/README.md).

@@ -40,10 +40,10 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import DatabaseError, close_old_connections, connection, transaction  # noqa: E402
 
-from agent_core import runs  # noqa: E402
 from agent_core.actors import Actor  # noqa: E402
 from agent_core.choices import RunStatus  # noqa: E402
-from agent_core.dispatch import Runner, set_runner  # noqa: E402
+from agent_core.engine import runs  # noqa: E402
+from agent_core.engine.dispatch import Runner, set_runner  # noqa: E402
 from agent_core.models import Run, StreamFrame, ToolCall  # noqa: E402
 from agent_core.runner.durable import DurableRunner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402

@@ -32,7 +32,7 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 
-from agent_core.dispatch import set_runner  # noqa: E402
+from agent_core.engine.dispatch import set_runner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
 from bench import statement_floor  # noqa: E402
 from bench.approval_cycle import POLLS, cycle, prepare_database  # noqa: E402

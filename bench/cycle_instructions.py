@@ -36,8 +36,8 @@ import django
 
 django.setup()
 
-from agent_core import broadcast  # noqa: E402
-from agent_core.dispatch import set_runner  # noqa: E402
+from agent_core.engine import broadcast  # noqa: E402
+from agent_core.engine.dispatch import set_runner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
 from bench import callgrind  # noqa: E402
 from bench.approval_cycle import cycle, prepare_database  # noqa: E402

@@ -28,7 +28,7 @@ import django
 
 django.setup()
 
-from agent_core.dispatch import set_runner  # noqa: E402
+from agent_core.engine.dispatch import set_runner  # noqa: E402
 from agent_core.runner.durable import DurableRunner  # noqa: E402
 from bench.approval_cycle import celery_worker, prepare_database, throughput  # noqa: E402
 from bench.proc import busy_seconds, processes  # noqa: E402

@@ -72,8 +72,8 @@ def client(cycles: int) -> None:
     django.setup()
     from django.db import connection
 
-    from agent_core import broadcast
-    from agent_core.dispatch import set_runner
+    from agent_core.engine import broadcast
+    from agent_core.engine.dispatch import set_runner
     from agent_core.runner.inline import InlineRunner
     from bench.approval_cycle import cycle
 

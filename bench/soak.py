@@ -87,7 +87,7 @@ def soak(args: argparse.Namespace, injected: dict[str, Callable[[], None]]) -> N
     from django.conf import settings
 
     from agent_core.conf import agent_settings
-    from agent_core.dispatch import set_runner
+    from agent_core.engine.dispatch import set_runner
     from agent_core.runner.inline import InlineRunner
 
     settings.AGENT = {**settings.AGENT, "LEASE_SECONDS": LEASE, "SWEEP_SECONDS": SWEEP}

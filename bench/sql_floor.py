@@ -46,7 +46,7 @@ django.setup()
 import psycopg  # noqa: E402
 from django.db import connection  # noqa: E402
 
-from agent_core.dispatch import set_runner  # noqa: E402
+from agent_core.engine.dispatch import set_runner  # noqa: E402
 from agent_core.runner.inline import InlineRunner  # noqa: E402
 from bench.approval_cycle import (  # noqa: E402
     POLLS,

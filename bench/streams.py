@@ -52,8 +52,8 @@ from asgiref.sync import sync_to_async  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import transaction  # noqa: E402
 
-from agent_core import frames, streams  # noqa: E402
-from agent_core.frames import Frame  # noqa: E402
+from agent_core.engine import frames, streams  # noqa: E402
+from agent_core.engine.frames import Frame  # noqa: E402
 from agent_core.models import Run, Thread  # noqa: E402
 from bench.proc import cpu_seconds  # noqa: E402
 from bench.sse_clients import ACTOR, PER_CLIENT, run_clients  # noqa: E402

@@ -12,13 +12,13 @@ from django import forms
 from django.utils import timezone
 from django.utils.timesince import timesince
 
-from agent_core import delegation
-from agent_core.access import is_operator
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
 from agent_core.choices import CallStatus, Role
+from agent_core.engine.access import is_operator
 from agent_core.exceptions import AgentCoreError, AlreadyAnswered, AlreadyDecided, RunNotActive
 from agent_core.models import Message, ToolCall
+from agent_core.toolcalls import delegation
 from agent_core.tools import ToolSpec
 from approvals import escalation, quorum
 from approvals.conf import approvals_settings

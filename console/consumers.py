@@ -12,10 +12,10 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from agent_core.access import is_operator, may_see_run, visible_runs
 from agent_core.actors import actor_for_user
+from agent_core.engine.access import is_operator, may_see_run, visible_runs
+from agent_core.engine.streams import group_name
 from agent_core.models import ToolCall
-from agent_core.streams import group_name
 from approvals.guards import may_see
 
 from .access import is_member
@@ -40,7 +40,7 @@ def _may_follow(user: Any, run_id: str) -> bool:
 
 
 def _seen(user: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The ``events`` about runs ``user`` may see (``agent_core.access``, with the roles it
+    """The ``events`` about runs ``user`` may see (``agent_core.engine.access``, with the roles it
     holds now): every console page shares one group, and an event names a call and its run."""
     actor = actor_for_user(user)
     if is_operator(actor):

@@ -9,7 +9,7 @@ from typing import Any
 
 from django import forms
 
-from agent_core import jsonsafe
+from agent_core.engine import jsonsafe
 from agent_core.ids import is_id
 from approvals import grants
 

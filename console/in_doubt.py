@@ -12,9 +12,9 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.timesince import timesince
 
-from agent_core.access import visible_calls
 from agent_core.actors import Actor
 from agent_core.choices import CallStatus
+from agent_core.engine.access import visible_calls
 from agent_core.models import ToolCall
 from approvals.models import Action, DecisionAttempt
 

@@ -3,7 +3,7 @@ by the REST API's own ``PendingFilter`` and ``PendingPagination``.
 
 *Waiting on you* is the policy's ``decidable(actor)`` (the pending API's query, a ``UNION`` of one
 ordered, limited branch per case); *Waiting on others* is every other pending call the viewer may
-see (``agent_core.access``: an unseen call is never shown, SPEC §7), read-only. Unfiltered, each
+see (``agent_core.engine.access``: an unseen call is never shown, SPEC §7), read-only. Unfiltered, each
 tab's first page is a named statement (``approvals.selectors.first_page``, ``seen_first_page``);
 the ORM compiles the query of any other page.
 A row opens into the full card (``console.cards``), fetched when it is opened.
@@ -18,14 +18,14 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from django.utils.safestring import SafeString
 
-from agent_core import delegation
-from agent_core.access import in_visible_runs
 from agent_core.actors import Actor
 from agent_core.agents import get_agent
 from agent_core.api.pagination import Page
 from agent_core.compositions import Parallel
+from agent_core.engine.access import in_visible_runs
 from agent_core.exceptions import AgentNotFound
 from agent_core.models import ToolCall
+from agent_core.toolcalls import delegation
 from approvals import pending, selectors
 from approvals.api.filters import PendingFilter, PendingPagination
 from approvals.pending import PendingRow
@@ -133,7 +133,7 @@ def listing(actor: Actor, params: Any, *, waiting_on_you: int) -> Listing:
 
 def others_count(actor: Actor, waiting_on_you: int) -> int:
     """How many calls are *Waiting on others* for ``actor``: the waiting calls it may see, less
-    those waiting on it (whoever may decide a call may see its run: ``agent_core.access``)."""
+    those waiting on it (whoever may decide a call may see its run: ``agent_core.engine.access``)."""
     return selectors.seen_waiting_count(actor) - waiting_on_you
 
 

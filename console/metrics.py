@@ -12,8 +12,8 @@ from django.db.models import Count
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from agent_core import usage
 from agent_core.choices import CallStatus, RunStatus
+from agent_core.engine import usage
 from agent_core.models import Run, ToolCall
 from approvals import analytics
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_core import broadcast, signals
+from agent_core import signals
+from agent_core.engine import broadcast
 from agent_core.models import Run, ToolCall
 
 from .consumers import CONSOLE_GROUP

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from agent_core.access import in_visible_runs
 from agent_core.actors import Actor
 from agent_core.choices import CallStatus
+from agent_core.engine.access import in_visible_runs
 from agent_core.models import ToolCall
 from agent_core.tools import ToolSpec
 

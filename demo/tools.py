@@ -12,7 +12,7 @@ import pydantic
 from django.utils import timezone
 from pydantic import Field
 
-from agent_core.rows import fetch_one
+from agent_core.engine.rows import fetch_one
 from agent_core.tools import Confirm, Preflight, Recovered, ToolContext, human_tool, tool
 
 from . import mailer, sql

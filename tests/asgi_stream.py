@@ -8,7 +8,7 @@ import threading
 from asgiref.testing import ApplicationCommunicator
 from django.test import Client
 
-from agent_core import fanout, live
+from agent_core.streams import fanout, live
 from config.asgi import application
 
 

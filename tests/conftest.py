@@ -12,9 +12,9 @@ from typing import Any, Protocol
 import pytest
 from django.contrib.auth.models import User
 
-from agent_core import calls, leases, runs
 from agent_core.actors import Actor
-from agent_core.dispatch import get_runner, set_runner
+from agent_core.engine import calls, leases, runs
+from agent_core.engine.dispatch import get_runner, set_runner
 from agent_core.models import Run, StreamFrame, ToolCall
 from agent_core.runner.inline import InlineRunner
 from approvals import services as port

@@ -23,9 +23,9 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group
 from django.test import AsyncClient, Client
 
-from agent_core import access
 from agent_core.actors import actor_for_user
 from agent_core.asgi import websocket_application
+from agent_core.engine import access
 from agent_core.models import Message, Run, ToolCall
 from approvals import links
 from approvals.models import DecisionAttempt, LinkUse

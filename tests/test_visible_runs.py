@@ -9,9 +9,9 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from agent_core import access
 from agent_core.actors import Actor
 from agent_core.choices import CallStatus
+from agent_core.engine import access
 from agent_core.models import ToolCall
 from approvals import services as port
 from approvals.models import Escalation

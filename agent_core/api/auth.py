@@ -18,8 +18,8 @@ from django.db.models import Model
 from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
 
-from .. import rows, sql
 from ..actors import ROLES_ATTRIBUTE
+from ..engine import rows, sql
 
 
 class TokenAuthentication(authentication.TokenAuthentication):

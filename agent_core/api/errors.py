@@ -16,8 +16,8 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from .. import outages
 from ..conf import agent_settings
+from ..engine import outages
 from ..exceptions import AgentCoreError, RetryAfter, ServiceUnavailable
 
 logger = logging.getLogger(__name__)

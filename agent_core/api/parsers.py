@@ -11,8 +11,8 @@ from rest_framework import status
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import JSONParser
 
-from .. import jsonsafe
 from ..conf import agent_settings
+from ..engine import jsonsafe
 
 
 class BodyTooLarge(APIException):

@@ -7,10 +7,10 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .. import usage
 from ..conf import agent_settings
+from ..conversation.turns import Mode
+from ..engine import usage
 from ..models import Message, QueuedMessage, Run, Step, Thread, ToolCall
-from ..turns import Mode
 
 
 class ChatStartSerializer(serializers.Serializer[Any]):

@@ -10,9 +10,9 @@ from __future__ import annotations
 from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
-from .. import aisdk, sse
 from ..asgi import websocket_view
-from ..consumers import RunStreamConsumer
+from ..streams import aisdk, sse
+from ..streams.consumers import RunStreamConsumer
 from . import views
 from .errors import not_found
 from .schema import DocsView, SchemaView

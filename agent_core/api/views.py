@@ -1,6 +1,6 @@
 """The chat REST API (SPEC §8): parse the request, call a service, shape the answer.
 
-The live stream (``GET /agent/chat/<run_id>/stream``) is an async view in ``agent_core.sse``.
+The live stream (``GET /agent/chat/<run_id>/stream``) is an async view in ``agent_core.streams.sse``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from rest_framework.fields import empty
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import cancel, history, idempotency, turns
-from ..access import check_may_manage, visible_runs, visible_threads
+from ..conversation import history, idempotency, turns
+from ..engine import cancel
+from ..engine.access import check_may_manage, visible_runs, visible_threads
 from ..exceptions import InvalidHeader, NotFound, RunActive
 from ..gate import TextReply, text_decision
 from ..ids import ID_REGEX

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from .. import history
 from ..actors import Actor
+from ..conversation import history
 from ..exceptions import AgentCoreError
 from ..models import Message, Run, Thread
 from .session import own_thread, refused

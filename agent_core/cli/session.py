@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from .. import turns
 from ..actors import Actor, actor_for_user
 from ..conf import agent_settings
-from ..dispatch import get_runner
+from ..conversation import turns
+from ..engine.dispatch import get_runner
 from ..exceptions import AgentCoreError, QuotaExceeded
 from ..models import Run, Thread
 from .follow import RunFollower, shown

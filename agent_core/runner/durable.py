@@ -27,10 +27,10 @@ from .. import signals
 from ..agents import get_agent
 from ..celery import STEP_TASK
 from ..conf import agent_settings
-from ..dispatch import NextStep
+from ..engine.dispatch import NextStep
+from ..engine.journal import read_run
+from ..engine.leases import Claim, Lease, hand_off
 from ..exceptions import LeaseLost
-from ..journal import read_run
-from ..leases import Claim, Lease, hand_off
 from . import heartbeat, loop
 from .model_step import RetryLater
 from .plan import CallModel, Recover, RunTool, plan

@@ -25,7 +25,7 @@ from contextlib import AbstractContextManager, contextmanager
 
 from django.db import connection
 
-from ..leases import Lease, renew, renewal_period
+from ..engine.leases import Lease, renew, renewal_period
 
 logger = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from django.db import close_old_connections
 
 from ..conf import agent_settings
-from ..dispatch import NextStep
+from ..engine.dispatch import NextStep
+from ..engine.leases import Claim, Lease, hand_off, renew, renewal_period
 from ..exceptions import LeaseLost
-from ..leases import Claim, Lease, hand_off, renew, renewal_period
 from . import loop
 from .model_step import RetryLater
 from .sweep import sweep

@@ -24,17 +24,18 @@ from typing import TypeAlias
 
 from django.db import DatabaseError, connection, transaction
 
-from .. import outages, quotas, tracing, transcript
+from .. import quotas, tracing
 from ..agents import Agent, get_agent
-from ..cancel import finish_cancel
 from ..choices import RunKind, RunStatus
-from ..dispatch import NextStep
+from ..engine import outages, transcript
+from ..engine.cancel import finish_cancel
+from ..engine.dispatch import NextStep
+from ..engine.journal import Recorded, after_record, begin_model_step, read_run
+from ..engine.leases import Claim, Lease, acquire
+from ..engine.runs import complete_run, continue_or_park, fail_run, stop_over_quota
 from ..exceptions import AgentCoreError, LeaseLost
-from ..journal import Recorded, after_record, begin_model_step, read_run
-from ..leases import Claim, Lease, acquire
 from ..models import Run, ToolCall
 from ..providers.base import ModelRequest
-from ..runs import complete_run, continue_or_park, fail_run, stop_over_quota
 from ..tools import AbortSignal
 from . import limits, model_step, proposal_step, tool_step
 from .abort import CancelWatch

@@ -10,17 +10,19 @@ from typing import Any
 
 import pydantic
 
-from .. import delegation, ids, jsonsafe, tracing
+from .. import ids, tracing
 from ..agents import Agent
 from ..choices import CallStatus
 from ..conf import agent_settings
+from ..engine import jsonsafe
+from ..engine.journal import emit_text
+from ..engine.leases import Lease
 from ..exceptions import Cancelled, ModelError, ModelNoOutput, ToolNotFound
 from ..gate import get_gate
-from ..journal import emit_text
-from ..leases import Lease
 from ..models import Run, ToolCall
-from ..proposals import ProposedCall, record_model_step, records_alone
 from ..providers.base import ModelRequest, ModelResponse, TextDelta, ToolCallPart
+from ..toolcalls import delegation
+from ..toolcalls.proposals import ProposedCall, record_model_step, records_alone
 from ..tools import AbortSignal, AlreadyDone, Confirm, Refuse, to_jsonable
 from .context import actor_of, tool_context
 from .records import OneStatement, Record

@@ -13,15 +13,16 @@ from dataclasses import dataclass
 import pydantic
 from django.db import transaction
 
-from .. import calls, signals, transcript
+from .. import signals
 from ..agents import Agent
 from ..choices import CallStatus, Role, RunStatus
+from ..engine import calls, transcript
+from ..engine.leases import Lease
+from ..engine.outcomes import outcome_part
+from ..engine.runs import end_run
 from ..exceptions import ProposalDrift, ToolNotFound
 from ..gate import get_gate
-from ..leases import Lease
 from ..models import Run, ToolCall
-from ..outcomes import outcome_part
-from ..runs import end_run
 from .plan import CallModel, Plan, RunTool
 
 logger = logging.getLogger(__name__)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from ..dispatch import NextStep
-from ..journal import Recorded
+from ..engine.dispatch import NextStep
+from ..engine.journal import Recorded
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ import logging
 from django.db import transaction
 from django.db.models import Q
 
-from .. import clock
-from ..cancel import cancel_orphans, settle_abandoned_cancels
 from ..choices import RunStatus
-from ..dispatch import Runner, get_runner
+from ..engine import clock
+from ..engine.cancel import cancel_orphans, settle_abandoned_cancels
+from ..engine.dispatch import Runner, get_runner
 from ..extensions import sweep_jobs
 from ..models import Run
 

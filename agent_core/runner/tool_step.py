@@ -10,15 +10,17 @@ from typing import Any, cast
 
 from django.db import transaction
 
-from .. import calls, delegation, outages, tracing
+from .. import tracing
 from ..agents import Agent
 from ..choices import CallStatus
-from ..dispatch import NextStep
+from ..engine import calls, outages
+from ..engine.dispatch import NextStep
+from ..engine.journal import Recorded
+from ..engine.leases import Lease
+from ..engine.runs import block_on_doubt
 from ..exceptions import Cancelled, ToolNotFound
-from ..journal import Recorded
-from ..leases import Lease
 from ..models import Run, ToolCall
-from ..runs import block_on_doubt
+from ..toolcalls import delegation
 from ..tools import (
     AbortSignal,
     AlreadyDone,

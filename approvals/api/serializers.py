@@ -7,11 +7,11 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agent_core import delegation
 from agent_core.agents import get_agent
 from agent_core.choices import SYSTEM_VIAS
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
+from agent_core.toolcalls import delegation
 
 from .. import grants, quorum
 from ..evidence import CallCard
@@ -336,7 +336,7 @@ class ToolEntrySerializer(serializers.Serializer[Any]):
     confirmation = serializers.CharField(help_text="the decider's line, a template over the args")
     prompt = serializers.CharField(help_text="human tools: the question shown to the user")
     confirm = serializers.CharField(
-        help_text="'token': callable with a preview and a confirm_token (agent_core.confirmed)"
+        help_text="'token': callable with a preview and a confirm_token (agent_core.toolcalls.confirmed)"
     )
 
 

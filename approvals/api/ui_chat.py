@@ -3,7 +3,7 @@ speaks it.
 
 ``POST /agent/ui-chat`` takes what ``useChat`` sends, ``{id, messages, trigger, messageId}`` (plus
 the transport's ``body``, e.g. ``{"agent": "support"}``), and answers with the UI message stream
-(``agent_core.aisdk``):
+(``agent_core.streams.aisdk``):
 
 * the last message is the user's: it is the next turn of the chat's thread (a new thread, under
   the client's ``id``, the first time), streamed from its start;
@@ -29,17 +29,19 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import serializers
 from rest_framework.request import Request
 
-from agent_core import aisdk, ids, live, sse, turns
+from agent_core import ids
 from agent_core.actors import Actor
 from agent_core.agents import registered_agents
 from agent_core.api import generator
 from agent_core.api.actors import request_actor
 from agent_core.api.base import AirlockAPIView, extend_schema
 from agent_core.api.throttles import ChatThrottle
+from agent_core.conversation import turns
 from agent_core.exceptions import NotFound, RunActive
 from agent_core.gate import TextReply, text_decision
 from agent_core.ids import ID_REGEX
 from agent_core.models import ChatAlias, Run, Thread, ToolCall
+from agent_core.streams import aisdk, live, sse
 
 from .. import services
 

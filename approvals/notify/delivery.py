@@ -29,9 +29,9 @@ from django.db import DatabaseError, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from agent_core import rows
 from agent_core.conf import agent_settings
-from agent_core.dispatch import get_runner
+from agent_core.engine import rows
+from agent_core.engine.dispatch import get_runner
 from agent_core.models import ToolCall
 from agent_core.runner.inline import InlineRunner
 

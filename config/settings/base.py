@@ -83,7 +83,7 @@ TEMPLATES = [
 
 # Persistent connections, checked before reuse (README, "Run it in production"): a web worker's
 # thread and a Celery worker keep theirs instead of connecting for every request or task; a
-# stream's reads close theirs (agent_core.live.read). CONN_MAX_AGE=0: one per request.
+# stream's reads close theirs (agent_core.streams.live.read). CONN_MAX_AGE=0: one per request.
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/airlock"),

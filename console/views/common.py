@@ -7,9 +7,9 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from agent_core.access import in_visible_runs
 from agent_core.actors import Actor, actor_for_user
 from agent_core.choices import CallStatus
+from agent_core.engine.access import in_visible_runs
 from agent_core.exceptions import AgentCoreError, NotFound, RetryAfter
 from agent_core.models import ToolCall
 from approvals.attempts import Entry, audit

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 
-from agent_core.access import is_operator, visible_calls
+from agent_core.engine.access import is_operator, visible_calls
 from agent_core.models import ToolCall
 from approvals.models import Delivery
 

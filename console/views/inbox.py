@@ -16,9 +16,9 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from agent_core import clock
 from agent_core.actors import Actor
 from agent_core.api.throttles import DecisionThrottle
+from agent_core.engine import clock
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
 from approvals import amendments

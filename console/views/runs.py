@@ -1,7 +1,7 @@
 """Runs: the list with filters, a run's page (transcript, steps, calls, live stream), Cancel,
-and "Fork from here" on each message of its thread (SPEC §16, ``agent_core.history.fork``).
+and "Fork from here" on each message of its thread (SPEC §16, ``agent_core.conversation.history.fork``).
 
-Who may cancel is the one rule of every surface (``agent_core.access.check_may_cancel``):
+Who may cancel is the one rule of every surface (``agent_core.engine.access.check_may_cancel``):
 the thread's owner or an ``AGENT["OPERATOR_ROLE"]`` holder.
 """
 
@@ -16,11 +16,11 @@ from django.shortcuts import get_object_or_404, redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from agent_core import history
-from agent_core.access import check_may_cancel, visible_runs, visible_threads
 from agent_core.actors import Actor
-from agent_core.cancel import request_cancel
 from agent_core.choices import RunStatus
+from agent_core.conversation import history
+from agent_core.engine.access import check_may_cancel, visible_runs, visible_threads
+from agent_core.engine.cancel import request_cancel
 from agent_core.exceptions import NotAllowed, NotFound
 from agent_core.models import Run, Step, StreamFrame, ToolCall
 from approvals.models import DecisionAttempt, Delivery

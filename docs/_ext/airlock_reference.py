@@ -412,9 +412,9 @@ def frames_markdown() -> str:
 
 
 def state_diagram(model: str) -> str:
-    """A Mermaid state diagram of ``Run`` or ``ToolCall`` from ``agent_core.state``'s table."""
-    from agent_core import state
+    """A Mermaid state diagram of ``Run`` or ``ToolCall`` from ``agent_core.engine.state``'s table."""
     from agent_core.choices import CallStatus, RunStatus
+    from agent_core.engine import state
 
     table, first = {
         "Run": (state.RUN_ALLOWED, RunStatus.QUEUED),

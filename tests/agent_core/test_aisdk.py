@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from agent_core import aisdk
-from agent_core.live import Event
+from agent_core.streams import aisdk
+from agent_core.streams.live import Event
 from tests.live.ui_client import UIMessage, check
 
 

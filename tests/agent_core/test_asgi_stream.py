@@ -11,8 +11,8 @@ from asgiref.sync import async_to_sync
 from asgiref.testing import ApplicationCommunicator
 from django.test import Client
 
-from agent_core import fanout, stream_slots
 from agent_core.actors import actor_for_user
+from agent_core.streams import fanout, stream_slots
 from config.asgi import application
 from tests.asgi_stream import asgi_stream, readers_idle, session_cookie
 from tests.conftest import REFUND

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from agent_core import runs
 from agent_core.choices import CallStatus, RunStatus
-from agent_core.dispatch import set_runner
+from agent_core.engine import runs
+from agent_core.engine.dispatch import set_runner
 from agent_core.models import Message, Run, Step, StreamFrame
 from agent_core.runner.inline import InlineRunner
 from approvals import services as port

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_core import broadcast
+from agent_core.engine import broadcast
 
 
 def frames(*seqs: int) -> dict[str, Any]:

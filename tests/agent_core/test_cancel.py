@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from agent_core import cancel
 from agent_core.choices import CallStatus, RunStatus
+from agent_core.engine import cancel
 from agent_core.exceptions import NotAllowed, NotFound
 from agent_core.models import Run, StreamFrame, Thread
 from agent_core.runner.abort import CancelWatch

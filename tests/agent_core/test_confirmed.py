@@ -13,7 +13,6 @@ from decimal import Decimal
 import pytest
 from django.core import signing
 
-from agent_core import confirmed
 from agent_core.actors import Actor
 from agent_core.exceptions import (
     ConfirmTokenExpired,
@@ -25,6 +24,7 @@ from agent_core.exceptions import (
     ToolFailed,
 )
 from agent_core.models import ConfirmedCall
+from agent_core.toolcalls import confirmed
 from demo.models import Order, Refund
 from tests.conftest import ALICE, BOB, wait_for
 from tests.durable.conftest import idle_in_transaction
@@ -108,7 +108,7 @@ def test_a_tool_that_fails_releases_its_token(shop):
 COMMIT = """
 import django, sys
 django.setup()
-from agent_core import confirmed
+from agent_core.toolcalls import confirmed
 from agent_core.actors import Actor
 confirmed.call("support", "issue_refund", {"order_id": "A-1001", "amount": "10.00"},
                actor=Actor(ref="user:alice"), confirm_token=sys.argv[1])

@@ -11,8 +11,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agent_core import sql
 from agent_core.choices import RunStatus
+from agent_core.engine import sql
 from approvals import services as port
 from tests.conftest import ALICE, REFUND, calls_of
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agent_core import cancel, runs
 from agent_core.choices import CallStatus, RunStatus
+from agent_core.engine import cancel, runs
 from agent_core.models import Run, StreamFrame, ToolCall
 from agent_core.runner.sweep import sweep
 from approvals import services as port

@@ -9,7 +9,8 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from redis import Redis
 
-from agent_core import fanout, streams
+from agent_core.engine import streams
+from agent_core.streams import fanout
 
 
 def _unique_run(name: str) -> str:

@@ -10,8 +10,8 @@ import psycopg
 import pytest
 from django.db import connection, transaction
 
-from agent_core import streams
-from agent_core.frames import Frame
+from agent_core.engine import streams
+from agent_core.engine.frames import Frame
 from agent_core.models import Run, StreamFrame, Thread
 
 pytestmark = pytest.mark.django_db

@@ -18,8 +18,8 @@ import pytest
 from django.db import connection
 from django.db.models import F
 
-from agent_core import leases
-from agent_core.leases import Lease
+from agent_core.engine import leases
+from agent_core.engine.leases import Lease
 from agent_core.models import Run
 from agent_core.runner import heartbeat
 from agent_core.runner.heartbeat import THREAD_NAME, Heartbeat

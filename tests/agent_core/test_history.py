@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from agent_core import transcript
 from agent_core.agents import get_agent
 from agent_core.choices import CallStatus, Role, RunStatus
+from agent_core.engine import transcript
 from agent_core.models import Message, Run, Thread, ToolCall
 from approvals import services as port
 from demo.models import Refund

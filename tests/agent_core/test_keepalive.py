@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from httpx_sse._decoders import SSEDecoder
 
-from agent_core import sse
-from agent_core.aisdk import encode
-from agent_core.live import Event
+from agent_core.streams import sse
+from agent_core.streams.aisdk import encode
+from agent_core.streams.live import Event
 
 
 def _events(body: bytes) -> list[tuple[str, str]]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from agent_core import calls, leases
 from agent_core.choices import CallStatus, RunStatus
-from agent_core.dispatch import NextStep
+from agent_core.engine import calls, leases
+from agent_core.engine.dispatch import NextStep
+from agent_core.engine.leases import Claim
 from agent_core.exceptions import LeaseLost
-from agent_core.leases import Claim
 from agent_core.models import Run, Step
 from agent_core.runner import loop
 from agent_core.runner.plan import RunTool

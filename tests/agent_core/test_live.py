@@ -13,9 +13,10 @@ import psycopg
 import pytest
 from django.db import connection, connections
 
-from agent_core import access, live, rows, sql
 from agent_core.choices import RunStatus
+from agent_core.engine import access, rows, sql
 from agent_core.models import Run, StreamFrame
+from agent_core.streams import live
 from tests.conftest import ALICE
 
 pytestmark = pytest.mark.django_db

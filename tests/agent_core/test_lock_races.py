@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from agent_core import calls, ids, leases, runs
+from agent_core import ids
 from agent_core.choices import CallStatus, RunStatus
-from agent_core.dispatch import NextStep
-from agent_core.leases import Claim, lock_run
+from agent_core.engine import calls, leases, runs
+from agent_core.engine.dispatch import NextStep
+from agent_core.engine.leases import Claim, lock_run
 from agent_core.models import Run, ToolCall
 from agent_core.runner import loop
 from agent_core.runner.plan import RunTool

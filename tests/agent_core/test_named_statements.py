@@ -1,4 +1,4 @@
-"""The core's hot-path statements (``agent_core.sql``) are whole, with named parameters, and each
+"""The core's hot-path statements (``agent_core.engine.sql``) are whole, with named parameters, and each
 one prepares on the server: bound there (``server_side_binding``), a parameter named twice takes
 one type, so two uses that PostgreSQL would type differently fail the statement at its first run.
 """
@@ -10,7 +10,7 @@ import re
 import pytest
 from django.db import connection, transaction
 
-from agent_core import sql
+from agent_core.engine import sql
 
 _NAMED = re.compile(r"%\((\w+)\)s")
 

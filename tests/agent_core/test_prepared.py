@@ -17,7 +17,7 @@ from django.core.exceptions import SynchronousOnlyOperation
 from django.db import IntegrityError, connection
 from django.test.utils import CaptureQueriesContext
 
-from agent_core import rows
+from agent_core.engine import rows
 from tests.conftest import ALICE
 
 pytestmark = pytest.mark.django_db

@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 
-from agent_core import quotas, signals, turns, usage
+from agent_core import quotas, signals
 from agent_core.actors import Actor
 from agent_core.choices import RunStatus
+from agent_core.conversation import turns
+from agent_core.engine import usage
 from agent_core.exceptions import QueueFull, QuotaExceeded
 from agent_core.models import QueuedMessage, Run
 from tests.conftest import ALICE, BOB, frame_kinds

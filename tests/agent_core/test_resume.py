@@ -10,9 +10,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agent_core import sql
 from agent_core.choices import CallStatus, RunStatus
-from agent_core.dispatch import NextStep, set_runner
+from agent_core.engine import sql
+from agent_core.engine.dispatch import NextStep, set_runner
 from agent_core.models import Run
 from approvals import services as port
 from tests.conftest import ALICE, calls_of

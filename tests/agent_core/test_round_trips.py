@@ -13,9 +13,9 @@ import psycopg
 import pytest
 from django.db import connection
 
-from agent_core import runs, sql
 from agent_core.choices import RunStatus
-from agent_core.dispatch import set_runner
+from agent_core.engine import runs, sql
+from agent_core.engine.dispatch import set_runner
 from agent_core.runner.inline import InlineRunner
 from tests.conftest import ALICE, REFUND
 

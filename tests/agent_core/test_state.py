@@ -12,10 +12,10 @@ from types import ModuleType
 
 import pytest
 
-from agent_core import calls, sql, state
 from agent_core.choices import CALL_TERMINAL, RUN_TERMINAL, CallStatus, QueuedStatus, RunStatus
+from agent_core.engine import calls, sql, state
+from agent_core.engine.leases import Lease
 from agent_core.exceptions import InvalidTransition
-from agent_core.leases import Lease
 from agent_core.models import Run, Thread, ToolCall
 from tests.conftest import ALICE, REFUND, calls_of
 
@@ -158,7 +158,7 @@ def test_no_status_is_written_around_the_helper():
     found = []
     for app in ("agent_core", "approvals", "console"):
         for path in (root / app).rglob("*.py"):
-            if "migrations" in path.parts or path == root / "agent_core" / "state.py":
+            if "migrations" in path.parts or path == root / "agent_core" / "engine" / "state.py":
                 continue
             for node in ast.walk(ast.parse(path.read_text())):
                 if (
@@ -268,10 +268,10 @@ def test_every_status_written_in_sql_is_a_declared_statement():
     assert all(text in named for text in state.declared_statements())
 
 
-# The functions whose strings write a status: fragments of statements that ``agent_core.sql``
+# The functions whose strings write a status: fragments of statements that ``agent_core.engine.sql``
 # names at module level (a call's, declared there: FINISH_CALL…; a journal step's, not a run's
 # or call's: RECORD_MODEL_STEP…). Any other is found.
-_FRAGMENT_BUILDERS = {"agent_core/sql.py:_finish", "agent_core/sql.py:_record"}
+_FRAGMENT_BUILDERS = {"agent_core/engine/sql.py:_finish", "agent_core/engine/sql.py:_record"}
 _FUNCTIONS = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -297,7 +297,7 @@ def _outside_builders(places: list[str]) -> list[str]:
 
 def test_no_status_is_written_in_sql_outside_a_named_statement():
     """No string in a function body writes a status: only module-level, declared statements do
-    (and the fragments ``agent_core.sql`` builds them from)."""
+    (and the fragments ``agent_core.engine.sql`` builds them from)."""
     assert _outside_builders(_status_writes_in_functions()) == []
 
 
@@ -444,9 +444,11 @@ def test_the_core_sql_module_may_not_hide_a_status_write_in_any_function(tmp_pat
         def _fails():
             return "UPDATE agent_core_run SET status = 'failed' WHERE id = %(id)s"
         """,
-        "agent_core/sql.py",
+        "agent_core/engine/sql.py",
     )
-    assert _outside_builders(_status_writes_in_functions(tmp_path)) == ["agent_core/sql.py:_fails"]
+    assert _outside_builders(_status_writes_in_functions(tmp_path)) == [
+        "agent_core/engine/sql.py:_fails"
+    ]
 
 
 def test_a_function_checks_the_statement_it_runs_not_another(tmp_path):

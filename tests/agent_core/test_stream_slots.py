@@ -13,8 +13,8 @@ from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient, Client
 
-from agent_core import stream_slots
 from agent_core.actors import actor_for_user
+from agent_core.streams import stream_slots
 from config.asgi import application
 from tests.asgi_stream import session_cookie
 from tests.conftest import REFUND

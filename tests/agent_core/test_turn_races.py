@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from django.db import connection, transaction
 
-from agent_core import runs, turns
 from agent_core.choices import QueuedStatus, RunStatus
-from agent_core.leases import lock_run
+from agent_core.conversation import turns
+from agent_core.engine import runs
+from agent_core.engine.leases import lock_run
 from agent_core.models import QueuedMessage, Run, Thread
 from tests.conftest import ALICE, REFUND, WAIT_SECONDS, settled, wait_for
 

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import pytest
 from django.contrib.auth.models import User
 
-from agent_core import runs, signals
+from agent_core import signals
+from agent_core.engine import runs
 from agent_core.models import ToolCall
 from agent_core.runner.inline import InlineRunner
 from approvals.models import Delivery

@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from agent_core import runs
 from agent_core.actors import actor_for_user
 from agent_core.choices import CallStatus, RunStatus
+from agent_core.engine import runs
 from agent_core.models import IdempotencyKey, Run, StreamFrame, Thread, ToolCall
 from approvals.models import DecisionAttempt, RememberedApproval
 from demo.models import CachePurge, FollowUp, Refund

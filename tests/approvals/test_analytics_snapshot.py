@@ -9,8 +9,8 @@ import pytest
 from django.db import connection, connections, transaction
 from django.test import override_settings
 
-from agent_core import rows
-from agent_core import sql as core_sql
+from agent_core.engine import rows
+from agent_core.engine import sql as core_sql
 from approvals import analytics
 from approvals.models import AnalyticsSnapshot
 

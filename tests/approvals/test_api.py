@@ -13,9 +13,9 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from agent_core import runs
-from agent_core import sql as agent_sql
 from agent_core.choices import SYSTEM_VIAS, CallStatus, RunStatus
+from agent_core.engine import runs
+from agent_core.engine import sql as agent_sql
 from agent_core.models import StreamFrame, ToolCall
 from approvals import services as port
 from approvals import sql as approvals_sql

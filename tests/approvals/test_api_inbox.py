@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.test import override_settings
 from django.utils import timezone
 
-from agent_core import runs
+from agent_core.engine import runs
 from agent_core.models import ToolCall
 from approvals.policy import DefaultPolicy
 from tests.approvals.rest import actor, client_for, get

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
-from agent_core.dispatch import set_runner
+from agent_core.engine.dispatch import set_runner
 from agent_core.runner.inline import InlineRunner
 from approvals.checks import check_approvals_settings
 from approvals.models import Delivery

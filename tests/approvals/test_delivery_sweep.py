@@ -12,7 +12,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from agent_core.dispatch import set_runner
+from agent_core.engine.dispatch import set_runner
 from agent_core.runner.inline import InlineRunner
 from agent_core.runner.sweep import sweep
 from approvals.models import Delivery

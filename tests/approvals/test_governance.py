@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from agent_core.actors import Actor
 from agent_core.choices import CallStatus, RunStatus
-from agent_core.decisions import decision
+from agent_core.engine.decisions import decision
 from agent_core.exceptions import NotFound
 from agent_core.models import Message, StreamFrame, ToolCall
 from agent_core.runner.sweep import sweep

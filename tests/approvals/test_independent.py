@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from agent_core import cancel, transcript, turns
 from agent_core.agents import get_agent
 from agent_core.choices import CallStatus, RunKind, RunStatus
+from agent_core.conversation import turns
+from agent_core.engine import cancel, transcript
 from agent_core.models import Message, Run, StreamFrame, ToolCall
 from approvals import services as port
 from approvals.models import RememberedApproval

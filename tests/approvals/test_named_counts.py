@@ -1,6 +1,6 @@
 """The inbox's counts and first pages as named statements (``approvals.sql.DECIDABLE_COUNT``,
 ``SEEN_WAITING_COUNT``, ``DECIDABLE_KEYS``, ``SEEN_UNDECIDABLE_KEYS``) count and read what the
-policy's ``decidable`` and ``agent_core.access`` compile to, for every reason a call waits on
+policy's ``decidable`` and ``agent_core.engine.access`` compile to, for every reason a call waits on
 someone and a run is seen, in every order, and what the policy's ``can_decide`` / ``can_answer``
 say call by call; the REST inbox's first page and the console's *Waiting on others* one are the
 named ones; a policy with a ``decidable`` of its own is counted and read by its own query."""
@@ -18,10 +18,10 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agent_core.access import in_visible_runs
 from agent_core.actors import Actor
 from agent_core.api.pagination import Page
 from agent_core.choices import CallStatus
+from agent_core.engine.access import in_visible_runs
 from agent_core.models import Thread, ToolCall
 from approvals import pending, selectors, sql
 from approvals import services as port

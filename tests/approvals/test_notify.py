@@ -14,9 +14,9 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from agent_core import runs
 from agent_core.actors import actor_for_user
-from agent_core.dispatch import set_runner
+from agent_core.engine import runs
+from agent_core.engine.dispatch import set_runner
 from agent_core.models import ToolCall
 from agent_core.runner.inline import InlineRunner
 from approvals import services

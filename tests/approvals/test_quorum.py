@@ -10,9 +10,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from agent_core import runs
 from agent_core.actors import Actor, actor_for_user
 from agent_core.choices import CallStatus, RunStatus
+from agent_core.engine import runs
 from agent_core.models import Run, StreamFrame, ToolCall
 from approvals import services as port
 from approvals.exceptions import InvalidDecision, NotApprover

@@ -12,9 +12,9 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from agent_core import runs
 from agent_core.choices import CallStatus, RunStatus
-from agent_core.dispatch import set_runner
+from agent_core.engine import runs
+from agent_core.engine.dispatch import set_runner
 from agent_core.exceptions import AlreadyDecided
 from agent_core.models import Run, StreamFrame, ToolCall
 from agent_core.runner.inline import InlineRunner

@@ -11,9 +11,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agent_core import runs
 from agent_core.choices import CallStatus, RunStatus
-from agent_core.dispatch import set_runner
+from agent_core.engine import runs
+from agent_core.engine.dispatch import set_runner
 from agent_core.exceptions import AlreadyAnswered, AlreadyDecided, NotFound, RunNotActive
 from agent_core.models import ToolCall
 from agent_core.runner.inline import InlineRunner

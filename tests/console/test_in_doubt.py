@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from agent_core import calls, leases, runs
 from agent_core.choices import CallStatus, RunStatus
+from agent_core.engine import calls, leases, runs
 from agent_core.models import ToolCall
 from approvals import services as port
 from approvals.models import DecisionAttempt

@@ -13,8 +13,8 @@ from django.contrib.auth.models import AnonymousUser
 from django.test import override_settings
 from django.urls import reverse
 
-from agent_core import runs
 from agent_core.asgi import websocket_application
+from agent_core.engine import runs
 from agent_core.models import ToolCall
 from approvals import services as port
 from console.consumers import CONSOLE_GROUP, PRESENCE_SECONDS

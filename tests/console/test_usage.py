@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Sum
 from django.urls import reverse
 
-from agent_core import usage
+from agent_core.engine import usage
 from agent_core.models import Run
 from tests.console.conftest import actor
 

@@ -141,7 +141,7 @@ def test_every_frame_kind_in_the_code_is_in_the_reference():
 
 
 def test_the_state_diagrams_are_the_transition_table():
-    from agent_core.state import CALL_ALLOWED, RUN_ALLOWED
+    from agent_core.engine.state import CALL_ALLOWED, RUN_ALLOWED
 
     for model, table in (("Run", RUN_ALLOWED), ("ToolCall", CALL_ALLOWED)):
         arrows = {

@@ -19,9 +19,9 @@ import redis
 from django.conf import settings
 from django.db import connection
 
-from agent_core import runs
 from agent_core.actors import Actor
-from agent_core.dispatch import set_runner
+from agent_core.engine import runs
+from agent_core.engine.dispatch import set_runner
 from agent_core.models import Run, StreamFrame
 from agent_core.runner.durable import DurableRunner
 from tests.conftest import ALICE

@@ -21,8 +21,8 @@ def main(argv: list[str]) -> None:
     django.setup()
     from django.db import connection
 
-    from agent_core import history
     from agent_core.actors import Actor
+    from agent_core.conversation import history
     from agent_core.models import Thread
 
     statement, service, thread_id, *rest = argv

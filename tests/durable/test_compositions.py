@@ -9,8 +9,8 @@ import threading
 import pytest
 from django.db import connection
 
-from agent_core import cancel
 from agent_core.choices import CallStatus, RunStatus
+from agent_core.engine import cancel
 from agent_core.models import Run, Step, StreamFrame, ToolCall
 from approvals import services as port
 from demo.models import Refund

@@ -13,11 +13,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agent_core import runs
 from agent_core.choices import CallStatus, RunStatus
+from agent_core.engine import runs
+from agent_core.engine.transcript import NEVER_COMPLETED
 from agent_core.exceptions import RunNotActive
 from agent_core.models import Message, Run, Step, StreamFrame, ToolCall
-from agent_core.transcript import NEVER_COMPLETED
 from approvals import services as port
 from approvals.exceptions import ApprovalExpired
 from approvals.models import DecisionAttempt

@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from agent_core import history, runs
 from agent_core.choices import CallStatus, RunStatus
+from agent_core.conversation import history
+from agent_core.engine import runs
 from agent_core.models import Message, Run, Step, Thread, ToolCall
 from approvals import services as port
 from demo.models import Refund

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core import runs
 from agent_core.choices import CallStatus, RunStatus
+from agent_core.engine import runs
 from agent_core.gate import text_decision
 from agent_core.models import Message, Run, Thread, ToolCall
 from approvals import services as port

@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent_core import turns
 from agent_core.choices import RunStatus
+from agent_core.conversation import turns
 from agent_core.models import QueuedMessage, Run, StreamFrame
 from tests.conftest import ALICE, wait_for
 from tests.live.server import start_server

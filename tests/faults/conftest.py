@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.db.models.functions import Now
 
-from agent_core import runs
-from agent_core.dispatch import set_runner
+from agent_core.engine import runs
+from agent_core.engine.dispatch import set_runner
 from agent_core.models import Run
 from agent_core.runner.inline import InlineRunner
 from approvals import services as port

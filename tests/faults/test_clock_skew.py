@@ -17,9 +17,9 @@ import httpx
 import pytest
 from django.db.models.functions import Now
 
-from agent_core import leases, runs
 from agent_core.choices import CallStatus
-from agent_core.dispatch import set_runner
+from agent_core.engine import leases, runs
+from agent_core.engine.dispatch import set_runner
 from agent_core.models import ToolCall
 from agent_core.runner.inline import InlineRunner
 from tests.conftest import ALICE, calls_of, refund
@@ -44,7 +44,7 @@ LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 
 # What the skewed host does: sweep, expire what is due, try to take the run's lease.
 SKEWED_HOST = """
-from agent_core import leases
+from agent_core.engine import leases
 from agent_core.runner.sweep import stale_runs
 from approvals.services import expire_due
 print({run!r} in stale_runs(), expire_due(), leases.acquire({run!r}, "skewed") is None)

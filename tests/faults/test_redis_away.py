@@ -15,12 +15,13 @@ from django.http import HttpResponse
 from django.test import RequestFactory, override_settings
 from kombu.exceptions import OperationalError as BrokerError
 
-from agent_core import fanout, runs
 from agent_core.choices import CallStatus, RunStatus
-from agent_core.dispatch import set_runner
+from agent_core.engine import runs
+from agent_core.engine.dispatch import set_runner
 from agent_core.middleware import ServiceUnavailableMiddleware
 from agent_core.models import Run
 from agent_core.runner.inline import InlineRunner
+from agent_core.streams import fanout
 from approvals.models import DecisionAttempt
 from tests.approvals.rest import actor, client_for
 from tests.conftest import calls_of, refund

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from django.db import OperationalError, connection
 
-from agent_core import outages
 from agent_core.choices import CallStatus
+from agent_core.engine import outages
 from agent_core.runner.inline import InlineRunner
 from agent_core.runner.sweep import stale_runs
 from demo.models import MailerSend

@@ -13,7 +13,7 @@ import pytest
 from django.db import InternalError, OperationalError, connection, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from agent_core import leases, outages
+from agent_core.engine import leases, outages
 from agent_core.models import Run
 from agent_core.runner.sweep import stale_runs
 from tests.faults.conftest import lease_runs_out, start_unserved

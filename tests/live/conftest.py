@@ -12,8 +12,8 @@ import httpx
 import pytest
 from httpx_sse import connect_sse
 
-from agent_core import cancel
 from agent_core.choices import RunStatus
+from agent_core.engine import cancel
 from agent_core.models import Run
 from tests.live.server import Server, start_server
 

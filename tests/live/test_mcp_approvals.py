@@ -19,9 +19,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from rest_framework.authtoken.models import Token
 
-from agent_core import runs
 from agent_core.actors import actor_for_user
 from agent_core.choices import CallStatus, RunStatus
+from agent_core.engine import runs
 from agent_core.models import Run, ToolCall
 from approvals.models import DecisionAttempt
 from demo.models import Refund

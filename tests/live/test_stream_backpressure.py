@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 import pytest
 from django.db import transaction
 
-from agent_core import frames, streams
-from agent_core.frames import Frame
+from agent_core.engine import frames, streams
+from agent_core.engine.frames import Frame
 from agent_core.models import Run, Thread
 from tests.live.server import Server, start_server
 

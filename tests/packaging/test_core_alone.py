@@ -99,7 +99,7 @@ import django
 
 django.setup()
 
-from agent_core import turns
+from agent_core.conversation import turns
 from agent_core.actors import Actor
 from agent_core.cli.session import finish_driving
 from agent_core.models import ToolCall

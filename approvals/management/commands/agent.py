@@ -17,15 +17,15 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agent_core import idempotency
 from agent_core.choices import CALL_PENDING
 from agent_core.cli.ages import parse_age
 from agent_core.cli.follow import shown
 from agent_core.cli.invoke import ExitCode, invoke
 from agent_core.cli.session import actor_named, finish_driving, refused
+from agent_core.conversation import idempotency
+from agent_core.conversation.retention import delete_finished_threads, finished_threads
 from agent_core.exceptions import AgentCoreError
 from agent_core.models import ToolCall
-from agent_core.retention import delete_finished_threads, finished_threads
 from approvals import coverage, grants, selectors
 from approvals import services as port
 from approvals.chat import Chat

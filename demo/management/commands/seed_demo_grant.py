@@ -9,9 +9,9 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 
-from agent_core import runs
 from agent_core.actors import actor_for_user
-from agent_core.dispatch import get_runner, set_runner
+from agent_core.engine import runs
+from agent_core.engine.dispatch import get_runner, set_runner
 from agent_core.models import ToolCall
 from agent_core.runner.inline import InlineRunner
 from approvals import grants

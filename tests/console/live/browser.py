@@ -17,8 +17,8 @@ from django.conf import settings
 from django.db import connections
 from playwright.sync_api import Browser, FloatRect, Page, ViewportSize, expect
 
-from agent_core import runs
 from agent_core.actors import actor_for_user
+from agent_core.engine import runs
 from agent_core.models import Run, ToolCall
 from tests.conftest import leave_in_doubt
 from tests.live.server import Server, start_server
