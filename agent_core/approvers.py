@@ -2,7 +2,8 @@
 several roles any of which may approve, joined by ``ROLE_SEPARATOR`` ("legal|marketing").
 
 How several roles are joined and matched is said here once: the ORM's filter
-(``agent_core.engine.access``), the approvals app's named statements and its filter (``approvals.sql``,
+(``agent_core.engine.access``), the approvals app's named statements and its filter
+(``approvals.sql``,
 ``approvals.cases``) and the partial indexes of those few calls (``ToolCall``'s) are built from it.
 """
 

@@ -83,7 +83,8 @@ class AgentSettings:
     LEASE_SECONDS: int = 30  # a driver's lease; a dead driver's run is re-driven after it
     SWEEP_SECONDS: int = 5  # how often the sweeper runs
     # Every connection's PostgreSQL lock_timeout and idle_in_transaction_session_timeout
-    # (agent_core.engine.sessions): how long a stalled process may hold a row lock up. An atomic tool
+    # (agent_core.engine.sessions): how long a stalled process may hold a row lock up. An atomic
+    # tool
     # must finish inside the second.
     LOCK_TIMEOUT_SECONDS: float = 5.0  # the longest a statement waits for a row lock
     IDLE_IN_TRANSACTION_SECONDS: float = 60.0  # the longest a transaction may sit idle

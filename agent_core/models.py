@@ -225,7 +225,8 @@ class ToolCall(models.Model):
                 condition=models.Q(status="pending_approval", expires_at__isnull=False),
             ),
             models.Index(fields=["run", "step_name", "position"], name="call_run_step"),
-            # Who may see a run (agent_core.engine.access): the runs whose calls a role approves (any
+            # Who may see a run (agent_core.engine.access): the runs whose calls a role approves
+            # (any
             # call, whatever its status), read from the index alone; the few calls that any of
             # several roles may approve apart, so the pattern is tested on those only.
             models.Index(

@@ -2,7 +2,8 @@
 
 The cases are written once, in SQL (``approvals.sql``): the named counts and first page use
 them as they are, and the filter here puts each case's condition into whatever query the ORM
-builds on ``ToolCall`` (a page's branch, an ``exclude``, a subquery of ``agent_core.engine.access``),
+builds on ``ToolCall`` (a page's branch, an ``exclude``, a subquery of
+``agent_core.engine.access``),
 with ``{c}`` the alias that query gives the calls' table and the actor's values as parameters.
 """
 

@@ -26,7 +26,8 @@ from .policy import get_policy
 
 def visible_attempts(actor: Actor) -> QuerySet[DecisionAttempt]:
     """The decision attempts ``actor`` may read: those on the runs it may see
-    (``agent_core.engine.access.visible_runs``) and its own (a refused attempt may be on a run it may
+    (``agent_core.engine.access.visible_runs``) and its own (a refused attempt may be on a run it
+    may
     not see), but for its ``not_found`` ones (issue 35)."""
     attempts = DecisionAttempt.objects.all()
     if is_operator(actor):

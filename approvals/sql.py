@@ -317,7 +317,8 @@ _UNDECIDABLE = "(" + " OR ".join(f"({case.on('c')})" for case in DECIDABLE) + ")
 
 # The first page of the waiting calls the actor may see but not decide, unfiltered (the console's
 # *Waiting on others*, ``selectors.seen_first_page``): the keys ``pending.page`` would compile from
-# ``agent_core.engine.access.in_visible_runs`` and ``NOT ApprovalPolicy.decidable``, as ``{keys}`` of
+# ``agent_core.engine.access.in_visible_runs`` and ``NOT ApprovalPolicy.decidable``, as ``{keys}``
+# of
 # ``PENDING_ROWS``; ``{columns}``, ``{order}`` and the parameters as ``DECIDABLE_KEYS``'.
 # ``EVERY_UNDECIDABLE_KEYS`` is an operator's (who sees every run). Building the ORM's query cost
 # ~4.5 ms of Python a page at 1M calls, its plan the same (bench/README.md).

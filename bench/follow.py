@@ -4,7 +4,8 @@ A durable cycle's thread waits while a worker drives its run. It used to read th
 every 5 ms: with 8 cycles in flight that was ~45 reads a cycle, about a quarter of the machine's
 CPU between the benchmark and PostgreSQL (``bench/durable_cpu.py``), taken from the system it
 measures. A client follows the run's stream instead (SSE, WebSocket); so does the benchmark now,
-through the same live feed (``agent_core.streams.fanout``: one subscription per run, on one event loop
+through the same live feed (``agent_core.streams.fanout``: one subscription per run, on one event
+loop
 thread of this process). A thread reads the run's row once it is subscribed and again after a
 frame that commits with what it waits for (``approval-requested`` with the park, ``finish`` with
 the end, ``delegated`` with the child run), or after ``FALLBACK`` seconds without one: a message

@@ -3,7 +3,8 @@ by the REST API's own ``PendingFilter`` and ``PendingPagination``.
 
 *Waiting on you* is the policy's ``decidable(actor)`` (the pending API's query, a ``UNION`` of one
 ordered, limited branch per case); *Waiting on others* is every other pending call the viewer may
-see (``agent_core.engine.access``: an unseen call is never shown, SPEC §7), read-only. Unfiltered, each
+see (``agent_core.engine.access``: an unseen call is never shown, SPEC §7), read-only. Unfiltered,
+each
 tab's first page is a named statement (``approvals.selectors.first_page``, ``seen_first_page``);
 the ORM compiles the query of any other page.
 A row opens into the full card (``console.cards``), fetched when it is opened.
@@ -133,7 +134,8 @@ def listing(actor: Actor, params: Any, *, waiting_on_you: int) -> Listing:
 
 def others_count(actor: Actor, waiting_on_you: int) -> int:
     """How many calls are *Waiting on others* for ``actor``: the waiting calls it may see, less
-    those waiting on it (whoever may decide a call may see its run: ``agent_core.engine.access``)."""
+    those waiting on it (whoever may decide a call may see its run:
+    ``agent_core.engine.access``)."""
     return selectors.seen_waiting_count(actor) - waiting_on_you
 
 

@@ -1,6 +1,7 @@
 """The chat REST API (SPEC §8): parse the request, call a service, shape the answer.
 
-The live stream (``GET /agent/chat/<run_id>/stream``) is an async view in ``agent_core.streams.sse``.
+The live stream (``GET /agent/chat/<run_id>/stream``) is an async view in
+``agent_core.streams.sse``.
 """
 
 from __future__ import annotations

@@ -336,7 +336,8 @@ class ToolEntrySerializer(serializers.Serializer[Any]):
     confirmation = serializers.CharField(help_text="the decider's line, a template over the args")
     prompt = serializers.CharField(help_text="human tools: the question shown to the user")
     confirm = serializers.CharField(
-        help_text="'token': callable with a preview and a confirm_token (agent_core.toolcalls.confirmed)"
+        help_text="'token': callable with a preview and a confirm_token"
+        " (agent_core.toolcalls.confirmed)"
     )
 
 

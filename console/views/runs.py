@@ -1,5 +1,6 @@
 """Runs: the list with filters, a run's page (transcript, steps, calls, live stream), Cancel,
-and "Fork from here" on each message of its thread (SPEC §16, ``agent_core.conversation.history.fork``).
+and "Fork from here" on each message of its thread (SPEC §16,
+``agent_core.conversation.history.fork``).
 
 Who may cancel is the one rule of every surface (``agent_core.engine.access.check_may_cancel``):
 the thread's owner or an ``AGENT["OPERATOR_ROLE"]`` holder.

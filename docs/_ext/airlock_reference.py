@@ -412,7 +412,8 @@ def frames_markdown() -> str:
 
 
 def state_diagram(model: str) -> str:
-    """A Mermaid state diagram of ``Run`` or ``ToolCall`` from ``agent_core.engine.state``'s table."""
+    """A Mermaid state diagram of ``Run`` or ``ToolCall`` from the table of
+    ``agent_core.engine.state``."""
     from agent_core.choices import CallStatus, RunStatus
     from agent_core.engine import state
 

@@ -1,6 +1,7 @@
-"""The core's hot-path statements (``agent_core.engine.sql``) are whole, with named parameters, and each
-one prepares on the server: bound there (``server_side_binding``), a parameter named twice takes
-one type, so two uses that PostgreSQL would type differently fail the statement at its first run.
+"""The core's hot-path statements (``agent_core.engine.sql``) are whole, with named parameters,
+and each one prepares on the server: bound there (``server_side_binding``), a parameter named
+twice takes one type, so two uses that PostgreSQL would type differently fail the statement at
+its first run.
 """
 
 from __future__ import annotations
