@@ -105,6 +105,12 @@ def test_the_wheel_and_the_sdist_pass_twine_and_hold_the_apps_only(dist: Dist):
     names = zipfile.ZipFile(dist.wheel).namelist()
     for needed in (
         "agent_core/migrations/0001_initial.py",
+        # agent_core's sub-packages (found by setuptools' `agent_core*`, not listed one by one)
+        "agent_core/engine/sql.py",
+        "agent_core/toolcalls/proposals.py",
+        "agent_core/streams/sse.py",
+        "agent_core/conversation/turns.py",
+        "agent_core/runner/loop.py",
         "approvals/migrations/0001_initial.py",
         "console/templates/console/base.html",
         "console/static/console/console.js",
