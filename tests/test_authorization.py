@@ -127,8 +127,10 @@ LIVE = [
     ("asgi", "/agent/chat/{QR}/stream", (200, 404, 404, 404, 200, 401)),
     ("ws", "/agent/chat/{R}/ws", (True, False, True, False, True, False)),
     ("ws", "/agent/chat/{QR}/ws", (True, False, False, False, True, False)),
-    ("ws", "/console/ws/runs/{R}/", (False, False, True, False, True, False)),
-    ("ws", "/console/ws/runs/{QR}/", (False, False, False, False, True, False)),
+    # The console's socket lets in every member (issue 42: requesters at home); a run's frames
+    # go to those who may follow it, its owner included, by the API's rule (``access``).
+    ("ws", "/console/ws/runs/{R}/", (True, False, True, False, True, False)),
+    ("ws", "/console/ws/runs/{QR}/", (True, False, False, False, True, False)),
 ]  # fmt: skip
 
 
