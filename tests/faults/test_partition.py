@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.layout import LEASE, SWEEP, Layout, running_layout
+from tests.faults.layout import IDLE, LEASE, SWEEP, Layout, running_layout
 from tests.faults.load import (
     check_answers,
     check_decisions_and_effects,
@@ -28,8 +28,6 @@ from tests.faults.load import (
 
 pytestmark = [pytest.mark.slow]
 
-# PostgreSQL ends a transaction the cut host left open this soon (its row lock with it).
-IDLE = 3
 CUT = LEASE + SWEEP + IDLE + 3
 # Past LEASE + SWEEP after the heal: the cut host's connections come back (TCP retries, a few
 # seconds), and the runs approved after it take their steps on a 2-core machine.
@@ -40,9 +38,7 @@ SETTLED_WITHIN = LEASE + SWEEP + 30
 def layout() -> Iterator[Layout]:
     home = Path(tempfile.mkdtemp(prefix="airlock-cut-"))
     try:
-        with running_layout(
-            home, DEMO_REFUND_DELAY="1", AIRLOCK_TEST_IDLE_IN_TRANSACTION_SECONDS=str(IDLE)
-        ) as running:
+        with running_layout(home, DEMO_REFUND_DELAY="1") as running:
             yield running
     finally:
         shutil.rmtree(home, ignore_errors=True)
