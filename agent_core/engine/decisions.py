@@ -91,7 +91,9 @@ class Decision:
         # The run it may free.
         (freed,) = state.check_statement(statement, Run, RunStatus.WAITING, RunStatus.QUEUED)
         now = timezone.now()
-        fields: dict[str, Any] = {
+        # The decision's own columns: the statement's parameters, and the instance's after it
+        # (``fields``, with what an edit or an end adds).
+        decided: dict[str, Any] = {
             "status": status,
             "decided_by_ref": decided_by_ref,
             "decided_via": decided_via,
@@ -99,6 +101,7 @@ class Decision:
             "reason": reason,
             "remember": remember,
         }
+        fields = dict(decided)
         edited = None
         if args is not None and args != call.args:
             digest = args_digest(call.tool_name, args)
@@ -108,12 +111,7 @@ class Decision:
         if finished_at is not None:
             fields["finished_at"] = finished_at
         params: dict[str, Any] = {
-            "status": status,
-            "decided_by_ref": decided_by_ref,
-            "decided_via": decided_via,
-            "decided_at": now,
-            "reason": reason,
-            "remember": remember,
+            **decided,
             "edited_args": edited,
             "edited_args_digest": fields.get("args_digest"),
             "finished_at": finished_at,
