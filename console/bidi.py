@@ -15,5 +15,5 @@ BIDI_CONTROLS = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def visible(text: str) -> str:
-    """``text`` with each bidi control as a visible ``[U+XXXX]``."""
+    """``text`` with each bidi control shown as its code point, such as ``[U+202E]``."""
     return BIDI_CONTROLS.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
