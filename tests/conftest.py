@@ -4,6 +4,7 @@ threaded inline runner for in-process tests; ``wait_for``, for whatever runs els
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -11,6 +12,7 @@ from typing import Any, Protocol
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 
 from agent_core.actors import Actor
 from agent_core.engine import calls, leases, runs
@@ -170,3 +172,24 @@ def leave_in_doubt(call_id: str, approver: Actor) -> None:
     calls.claim_call(lease, call_id)
     calls.mark_in_doubt(lease, call_id)
     runs.block_on_doubt(lease, call_id)
+
+
+def at_once(count: int, job: Callable[[], Any]) -> list[Any]:
+    """``job`` run by ``count`` threads released together, as several sweepers or beat processes
+    would run it, each on its own connection; what each returned."""
+    barrier = threading.Barrier(count)
+    results: list[Any] = []
+
+    def one() -> None:
+        try:
+            barrier.wait()
+            results.append(job())
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=one) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results

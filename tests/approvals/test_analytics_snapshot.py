@@ -6,13 +6,14 @@ from __future__ import annotations
 import threading
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connections, transaction
 from django.test import override_settings
 
 from agent_core.engine import rows
 from agent_core.engine import sql as core_sql
 from approvals import analytics
 from approvals.models import AnalyticsSnapshot
+from tests.conftest import at_once
 
 
 @pytest.mark.django_db
@@ -28,21 +29,7 @@ def test_a_refresh_waits_for_its_interval():
 
 @pytest.mark.django_db(transaction=True)
 def test_several_sweepers_refresh_once():
-    barrier = threading.Barrier(6)
-    refreshed: list[bool] = []
-
-    def sweeper() -> None:
-        try:
-            barrier.wait()
-            refreshed.append(analytics.refresh_due())
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=sweeper) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    refreshed = at_once(6, analytics.refresh_due)
     assert sorted(refreshed) == [False] * 5 + [True]
     assert AnalyticsSnapshot.objects.count() == 1
 

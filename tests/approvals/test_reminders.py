@@ -3,11 +3,9 @@ run; a signed "snooze" link moves the deadline back within MAX_EXTENSION."""
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
@@ -17,7 +15,7 @@ from approvals import links, reminders
 from approvals.exceptions import InvalidDecision
 from approvals.models import Delivery, Reminder
 from approvals.notify.notice import REMINDED
-from tests.conftest import REFUND, calls_of
+from tests.conftest import REFUND, at_once, calls_of
 from tests.factories import make_user
 
 EMAIL = "approvals.notify.backends.EmailBackend"
@@ -69,21 +67,7 @@ def test_several_sweepers_remind_each_call_once(turn, fran):
     calls = [calls_of(turn(REFUND))[0] for _ in range(4)]
     for call in calls:
         due_soon(call)
-    barrier = threading.Barrier(6)
-    counts: list[int] = []
-
-    def sweeper() -> None:
-        try:
-            barrier.wait()
-            counts.append(reminders.remind_due())
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=sweeper) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    counts = at_once(6, reminders.remind_due)
     assert sum(counts) == 4
     assert [reminded(call) for call in calls] == [1, 1, 1, 1]
 
