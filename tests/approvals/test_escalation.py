@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
 from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 from django.test import override_settings
 from django.urls import reverse
 
 from agent_core.actors import actor_for_user
 from agent_core.choices import CallStatus
+from agent_core.engine import clock
 from agent_core.exceptions import NotFound
 from agent_core.extensions import sweep_jobs
 from agent_core.models import StreamFrame, ToolCall
@@ -41,6 +44,14 @@ def manager(db: None) -> User:
     return make_user("mo", "managers", staff=True, email="mo@example.com")
 
 
+@pytest.fixture(autouse=True)
+def host_clock_ahead(db: None) -> None:
+    """This host's clock 200 ms ahead of the database's, as after a step of the host's clock
+    (seen in CI): deadlines are the database's (``clock``), ``requested_at`` is the host's."""
+    behind = clock.now() - timedelta(milliseconds=200)
+    clock.remember(connection, behind, asked=time.monotonic())
+
+
 def sweep(django_capture_on_commit_callbacks) -> None:
     with django_capture_on_commit_callbacks(execute=True):
         for job in sweep_jobs():  # what approvals asks the sweeper to run: escalate, expire
@@ -60,7 +71,7 @@ def test_a_call_still_waiting_is_escalated_once_and_the_role_may_decide(
         assert Escalation.objects.get().escalated_at is None and not mail.outbox
         assert list(pending_for(mo)) == []
 
-        time.sleep(max(0.0, (escalation.due_at - call.requested_at).total_seconds()) + 0.1)
+        time.sleep(max(0.0, (escalation.due_at - clock.now()).total_seconds()) + 0.1)
         sweep(django_capture_on_commit_callbacks)
         sweep(django_capture_on_commit_callbacks)  # once only
     [frame] = StreamFrame.objects.filter(run=call.run, kind="approval-escalated")
@@ -87,7 +98,7 @@ def test_without_may_decide_the_role_is_told_but_may_not_decide(
 ):
     with override_settings(APPROVALS=rules(may_decide=False)):
         call = ToolCall.objects.get(run=turn(REFUND))
-        Escalation.objects.update(due_at=call.requested_at)  # due at once
+        Escalation.objects.update(due_at=clock.now())  # due at once
         sweep(django_capture_on_commit_callbacks)
     assert len(mail.outbox) == 1
     # Told, not an approver: the call is not the manager's to see (404, not 403; issue 12).
@@ -103,7 +114,7 @@ def test_a_call_decided_in_time_is_never_escalated(
     with override_settings(APPROVALS=rules(may_decide=True)):
         call = ToolCall.objects.get(run=turn(REFUND))
         decide(port.approve, call.pk, actor=actor_for_user(fran))
-        Escalation.objects.update(due_at=call.requested_at)
+        Escalation.objects.update(due_at=clock.now())
         sweep(django_capture_on_commit_callbacks)
     assert Escalation.objects.get().escalated_at is None
     assert not StreamFrame.objects.filter(kind="approval-escalated").exists()
@@ -135,7 +146,7 @@ def test_whoever_may_decide_an_escalated_call_may_see_its_run(
 ):
     with override_settings(APPROVALS=rules(may_decide=True)):
         call = ToolCall.objects.get(run=turn(REFUND))
-        Escalation.objects.update(due_at=call.requested_at)  # due at once
+        Escalation.objects.update(due_at=clock.now())  # due at once
         sweep(django_capture_on_commit_callbacks)
     client.force_login(manager)
     # The run and thread they decide about: the console's run page (transcript) and the API.
@@ -152,7 +163,7 @@ def test_a_role_only_told_of_an_escalation_does_not_see_the_run(
 ):
     with override_settings(APPROVALS=rules(may_decide=False)):
         call = ToolCall.objects.get(run=turn(REFUND))
-        Escalation.objects.update(due_at=call.requested_at)
+        Escalation.objects.update(due_at=clock.now())
         sweep(django_capture_on_commit_callbacks)
     client.force_login(manager)
     assert client.get(reverse("console:run", args=[call.run_id])).status_code == 404
