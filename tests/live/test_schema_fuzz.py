@@ -2,7 +2,11 @@
 phase: examples, coverage, fuzzing, stateful links), as the owner of a waiting run and as its
 approver, with real tokens. Any 5xx fails, and so does any answer the schema does not describe
 (status, content type, body, headers) or a request accepted without its credentials. Half the
-bodies carry lone surrogates in their strings (``tests/live/surrogates.py``): each a 400.
+bodies of the first three phases carry lone surrogates in their strings
+(``tests/live/surrogates.py``): each a 400. The stateful phase runs after them, unspoiled:
+schemathesis re-validates a body a link has changed with a validator that cannot encode a lone
+surrogate (``UnicodeEncodeError: surrogates not allowed``), which it reports as a runtime error of
+its own, not the server's (seen in ``.ci/run``).
 
 Left out: ``positive_data_acceptance`` and ``negative_data_rejection``. A schema-valid request
 is often refused on purpose (an id nobody minted: 404; a decided call: 409) and DRF ignores a
@@ -32,9 +36,10 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 FUZZ_EXAMPLES = 6
 LARGE_FUZZ_EXAMPLES = 15
-PHASES = "examples,coverage,fuzzing,stateful"
 SKIPPED_CHECKS = "positive_data_acceptance,negative_data_rejection"
-HOOKS = {**os.environ, "SCHEMATHESIS_HOOKS": str(Path(__file__).with_name("surrogates.py"))}
+SPOILING = {**os.environ, "SCHEMATHESIS_HOOKS": str(Path(__file__).with_name("surrogates.py"))}
+# The phases run one round after the other, with the environment each needs (see above).
+ROUNDS = (("examples,coverage,fuzzing", SPOILING), ("stateful", dict(os.environ)))
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +81,9 @@ def tokens(token_server: Server, shop: None) -> dict[str, str]:
     return keys
 
 
-def _command(server: Server, config: Path, examples: int, seed: int | None) -> list[str]:
+def _command(
+    server: Server, config: Path, phases: str, examples: int, seed: int | None
+) -> list[str]:
     return [
         str(Path(sys.executable).parent / "schemathesis"),
         "--config-file",
@@ -84,7 +91,7 @@ def _command(server: Server, config: Path, examples: int, seed: int | None) -> l
         "run",
         f"{server.url}/agent/schema/?format=json",
         "--phases",
-        PHASES,
+        phases,
         "--checks",
         "all",
         "--exclude-checks",
@@ -103,28 +110,46 @@ def _command(server: Server, config: Path, examples: int, seed: int | None) -> l
 def fuzz(
     server: Server, tokens: dict[str, str], where: Path, examples: int, seed: int | None
 ) -> None:
-    """One schemathesis run per actor, side by side; each must find nothing."""
+    """Each round of phases, one schemathesis run per actor side by side; each must find
+    nothing."""
     # drf-spectacular builds the schema lazily, and two first builds at once are not safe.
     httpx.get(f"{server.url}/agent/schema/?format=json", timeout=120).raise_for_status()
-    runs = {}
-    for actor, token in tokens.items():
-        # Given as the schema's own tokenAuth scheme (not a bare header), so the ignored_auth
-        # check knows which credentials to withhold.
-        config = where / f"{actor}.toml"
-        config.write_text(f'[auth.openapi.tokenAuth]\napi_key = "Token {token}"\n')
-        log = where / f"{actor}.log"
-        with log.open("wb") as out:
-            command = _command(server, config, examples, seed)
-            # Run in the test's directory: schemathesis keeps a cache where it runs.
-            process = subprocess.Popen(
-                command, cwd=where, stdout=out, stderr=subprocess.STDOUT, env=HOOKS
-            )
-            runs[actor] = (process, log)
-    for actor, (process, log) in runs.items():
-        returncode = process.wait(timeout=900)
+    for phases, env in ROUNDS:
+        runs = {}
+        for actor, token in tokens.items():
+            # Given as the schema's own tokenAuth scheme (not a bare header), so the
+            # ignored_auth check knows which credentials to withhold.
+            config = where / f"{actor}.toml"
+            config.write_text(f'[auth.openapi.tokenAuth]\napi_key = "Token {token}"\n')
+            log = where / f"{actor}-{phases.replace(',', '-')}.log"
+            with log.open("wb") as out:
+                command = _command(server, config, phases, examples, seed)
+                # Run in the test's directory: schemathesis keeps a cache where it runs.
+                process = subprocess.Popen(
+                    command, cwd=where, stdout=out, stderr=subprocess.STDOUT, env=env
+                )
+                runs[actor] = (process, log)
+        _check(runs, phases)
+
+
+def _check(runs: dict[str, tuple[subprocess.Popen[bytes], Path]], phases: str) -> None:
+    """Wait for the round's runs: each ran every phase and found nothing."""
+    try:
+        returncodes = {actor: process.wait(timeout=900) for actor, (process, _) in runs.items()}
+    finally:  # none left running to fail a later test (a ResourceWarning at its teardown)
+        for process, _ in runs.values():
+            process.kill()
+            process.wait()
+    for actor, (_, log) in runs.items():
         report = log.read_text()
-        assert returncode == 0, f"as the {actor}:\n{report[-20_000:]}"
-        assert "Examples" in report and "Stateful" in report
+        assert returncodes[actor] == 0, f"as the {actor}:\n{_errors(report)}{report[-20_000:]}"
+        assert all(phase.capitalize() in report for phase in phases.split(","))
+
+
+def _errors(report: str) -> str:
+    """The report's ERRORS section, first: a long report's tail may not show it."""
+    start, end = report.find("== ERRORS =="), report.find("== WARNINGS ==")
+    return report[start:end] + "\n" if start >= 0 else ""
 
 
 def test_the_schema_holds_for_every_input(token_server, tokens, tmp_path):
