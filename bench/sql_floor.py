@@ -173,9 +173,11 @@ def measure(
             for sent in recorded[:WARM]:
                 REPLAYS[name](conn, sent)
         for n, sent in enumerate(recorded[WARM : WARM + cycles]):
-            names = list(conns)  # each cycle's replays in turn, each first in its turn: a load
-            for name in names[n % len(names) :] + names[: n % len(names)]:  # that drifts
-                c0, t0 = time.process_time(), time.perf_counter()  # weighs on all of them
+            # Each cycle on every copy in turn, a different copy first each time: a load that
+            # drifts weighs on all the replays alike.
+            names = list(conns)
+            for name in names[n % len(names) :] + names[: n % len(names)]:
+                c0, t0 = time.process_time(), time.perf_counter()
                 REPLAYS[name](conns[name], sent)
                 timed[name].append(time.perf_counter() - t0)
                 cpu[name] += time.process_time() - c0
@@ -222,10 +224,8 @@ def report(found: Found, cycle_label: str) -> None:
             f" | {p50 / cycle:.2f} | {found.cpu[name] * 1e3:.2f} |"
         )
     rate8 = "n/a" if found.rate8 is None else f"{found.rate8:.1f}"
-    replays = ", ".join(
-        f"{labels[name].split('(')[-1][:-1]} {rate:.1f}"
-        for name, rate in found.replay_rate8.items()
-    )
+    short = {"sql": "SQL floor", "pipelined": "pipelined SQL floor", "checked": "checked pipeline"}
+    replays = ", ".join(f"{short[name]} {rate:.1f}" for name, rate in found.replay_rate8.items())
     print(f"\ncycles/s, 8 in flight: the cycle {rate8}, {replays}")
 
 
@@ -258,7 +258,7 @@ def send_pipelined(conn: psycopg.Connection[Any], sent: list[Sent]) -> None:
     and ``COMMIT`` in one pipeline: one round trip a transaction, its rows fetched after."""
     for statements in transactions(sent):
         with conn.pipeline():  # its end syncs: the round trip
-            cursors = queue(conn, statements)
+            cursors = enqueue(conn, statements)
             if not statements[0].alone:
                 conn.execute("COMMIT")
         fetched(cursors)
@@ -270,7 +270,7 @@ def send_checked(conn: psycopg.Connection[Any], sent: list[Sent]) -> None:
     ``rowcount`` only once the pipeline is synced): two round trips a transaction."""
     for statements in transactions(sent):
         with conn.pipeline() as pipeline:
-            cursors = queue(conn, statements)
+            cursors = enqueue(conn, statements)
             pipeline.sync()
             assert min(fetched(cursors)) >= 0, "a row count the sync did not set"
             if not statements[0].alone:
@@ -290,7 +290,7 @@ def transactions(sent: list[Sent]) -> Iterator[list[Sent]]:
         yield group
 
 
-def queue(conn: psycopg.Connection[Any], statements: list[Sent]) -> list[psycopg.Cursor[Any]]:
+def enqueue(conn: psycopg.Connection[Any], statements: list[Sent]) -> list[psycopg.Cursor[Any]]:
     """Queue one transaction's statements in the connection's pipeline, ``BEGIN`` first unless it
     is one autocommitted statement; a cursor each (a cursor keeps its last statement's result)."""
     if not statements[0].alone:
