@@ -11,14 +11,21 @@ of these statements, whatever runs between them. The cycle over its SQL floor is
 Django's and psycopg's wrappers add; the SQL floor over the floor of five commits is what the
 statements cost by themselves.
 
+The same statements are also replayed in psycopg's pipeline mode, each on a copy of its own: with
+each transaction's ``BEGIN``, statements and ``COMMIT`` in one pipeline (one round trip a
+transaction: the floor of pipeline mode), and with each transaction's results read before its
+``COMMIT`` (two round trips a transaction: the least a pipelined path that checks its
+compare-and-set writes' row counts, as ``state.transition`` does, can send).
+
     DATABASE_URL=... REDIS_URL=... .venv/bin/python bench/sql_floor.py [--durable] [--cycles 30]
 
 ``--durable``: the durable runner's cycle, its tasks driven one after another in this process
 (``bench.in_process``): its statements, without the broker's hops (``approval_cycle.py`` measures
 those: its empty tasks).
 
-It migrates the database it is pointed at (as ``approval_cycle.py`` does), and makes and drops a
-copy of it (``<name>_sqlfloor``): no other session may use the database while it is copied.
+It migrates the database it is pointed at (as ``approval_cycle.py`` does), and makes and drops
+copies of it (``<name>_sqlfloor_<replay>``): no other session may use the database while it is
+copied.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,15 +69,20 @@ from bench.statement_floor import Sent, Shape, recording, replay  # noqa: E402
 WARM = 5  # recorded cycles replayed first, untimed: the copy's connection prepares on them
 
 
+Send = Callable[[psycopg.Connection[Any], list[Sent]], None]
+
+
 @dataclass
 class Found:
-    """p50 seconds of the floor and of each measure, CPU seconds a cycle, cycles/s 8 in flight."""
+    """p50 seconds of the floor and of each measure, CPU seconds a cycle, round trips a cycle,
+    cycles/s 8 in flight (the cycle's, and each replay's)."""
 
     floor: float
     p50: dict[str, float]
     cpu: dict[str, float]
+    round_trips: dict[str, int]
     rate8: float | None
-    sql_rate8: float
+    replay_rate8: dict[str, float]
 
 
 def main() -> None:
@@ -87,12 +99,13 @@ def main() -> None:
     one = _durable_cycle(InProcessDurable()) if args.durable else _inline_cycle()
     for _ in range(args.warm):
         one()
-    copy = copy_database()
+    copies = {name: copy_database(name) for name in REPLAYS}
     try:
-        found = measure(copy, one, args.cycles, args.batch, inline=not args.durable)
+        found = measure(copies, one, args.cycles, args.batch, inline=not args.durable)
     finally:
         with admin() as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{copy}"')
+            for copy in copies.values():
+                conn.execute(f'DROP DATABASE IF EXISTS "{copy}"')
     report(found, "the durable cycle, its tasks in process" if args.durable else "the inline cycle")
 
 
@@ -117,14 +130,18 @@ def _durable_cycle(runner: InProcessDurable) -> Callable[[], float]:
     return one
 
 
-def measure(copy: str, one: Callable[[], float], cycles: int, batch: int, *, inline: bool) -> Found:
+def measure(
+    copies: dict[str, str], one: Callable[[], float], cycles: int, batch: int, *, inline: bool
+) -> Found:
     """Record ``WARM + cycles + batch`` cycles here (``cycles`` of them timed, each followed by
-    a floor sample, its round trips replayed with trivial statements); replay them on ``copy``:
-    ``WARM`` to warm up, ``cycles`` timed one after another, ``batch`` by 8 threads."""
+    a floor sample, its round trips replayed with trivial statements); replay them on each of
+    ``copies`` (by the name of its replay in ``REPLAYS``): ``WARM`` to warm up, ``cycles`` timed
+    one after another (each cycle on every copy in turn), ``batch`` by 8 threads."""
     began = time.time()
     recorded: list[list[Sent]] = []
     shapes: list[Shape] = []
-    timed: dict[str, list[float]] = {"cycle": [], "sql": [], "statements": []}
+    timed: dict[str, list[float]] = {"cycle": [], **{name: [] for name in REPLAYS}}
+    timed["statements"] = []
     cpu = dict.fromkeys(timed, 0.0)
     floors = []
     for n in range(WARM + cycles + batch):
@@ -149,23 +166,41 @@ def measure(copy: str, one: Callable[[], float], cycles: int, batch: int, *, inl
         timed["statements"].append(time.perf_counter() - t0)
         cpu["statements"] += time.process_time() - c0
     rate8 = throughput(True, batch, 8, False) if inline else None
-    with replaying(copy) as conn:
-        prewarm(conn)
-        for sent in recorded[:WARM]:
-            send(conn, sent)
-        for sent in recorded[WARM : WARM + cycles]:
-            c0, t0 = time.process_time(), time.perf_counter()
-            send(conn, sent)
-            timed["sql"].append(time.perf_counter() - t0)
-            cpu["sql"] += time.process_time() - c0
-    sql_rate8 = replayed_in_parallel(copy, recorded[WARM + cycles :])
-    check_replayed(copy, began, ended)
+    with ExitStack() as stack:
+        conns = {name: stack.enter_context(replaying(copy)) for name, copy in copies.items()}
+        for name, conn in conns.items():
+            prewarm(conn)
+            for sent in recorded[:WARM]:
+                REPLAYS[name](conn, sent)
+        for n, sent in enumerate(recorded[WARM : WARM + cycles]):
+            # Each cycle on every copy in turn, a different copy first each time: a load that
+            # drifts weighs on all the replays alike.
+            names = list(conns)
+            for name in names[n % len(names) :] + names[: n % len(names)]:
+                c0, t0 = time.process_time(), time.perf_counter()
+                REPLAYS[name](conns[name], sent)
+                timed[name].append(time.perf_counter() - t0)
+                cpu[name] += time.process_time() - c0
+    replay_rate8 = {}
+    for name, copy in copies.items():
+        replay_rate8[name] = replayed_in_parallel(copy, recorded[WARM + cycles :], REPLAYS[name])
+        check_replayed(copy, began, ended)
+    sent = recorded[WARM]
+    alone = sum(statement.alone for statement in sent)
+    begun = sum(statement.begins for statement in sent)
     return Found(
         floor=statistics.median(floors),
         p50={name: statistics.median(times) for name, times in timed.items()},
         cpu={name: spent / cycles for name, spent in cpu.items()},
+        round_trips={
+            "cycle": shapes[0].round_trips,
+            "sql": shapes[0].round_trips,
+            "pipelined": alone + begun,
+            "checked": alone + 2 * begun,
+            "statements": shapes[0].round_trips,
+        },
         rate8=rate8,
-        sql_rate8=sql_rate8,
+        replay_rate8=replay_rate8,
     )
 
 
@@ -173,18 +208,25 @@ def report(found: Found, cycle_label: str) -> None:
     labels = {
         "cycle": cycle_label,
         "sql": "its statements replayed, nothing between (SQL floor)",
+        "pipelined": "the same, a pipeline a transaction (pipelined SQL floor)",
+        "checked": "the same, results read before each COMMIT (checked pipeline)",
         "statements": "its round trips, trivial statements (statement floor)",
     }
-    print("| measure | p50 (ms) | x floor | CPU of this process, ms a cycle |")
-    print("|---|---|---|---|")
-    print(f"| floor: 5 single-row commits | {found.floor * 1e3:.2f} | 1.0 | n/a |")
+    print(
+        "| measure | round trips | p50 (ms) | x floor | x cycle | CPU of this process, ms a cycle |"
+    )
+    print("|---|---|---|---|---|---|")
+    print(f"| floor: 5 single-row commits | 5 | {found.floor * 1e3:.2f} | 1.0 | n/a | n/a |")
     for name, label in labels.items():
-        p50 = found.p50[name]
+        p50, cycle = found.p50[name], found.p50["cycle"]
         print(
-            f"| {label} | {p50 * 1e3:.2f} | {p50 / found.floor:.1f} | {found.cpu[name] * 1e3:.2f} |"
+            f"| {label} | {found.round_trips[name]} | {p50 * 1e3:.2f} | {p50 / found.floor:.1f}"
+            f" | {p50 / cycle:.2f} | {found.cpu[name] * 1e3:.2f} |"
         )
     rate8 = "n/a" if found.rate8 is None else f"{found.rate8:.1f}"
-    print(f"\ncycles/s, 8 in flight: the cycle {rate8}, its SQL floor {found.sql_rate8:.1f}")
+    short = {"sql": "SQL floor", "pipelined": "pipelined SQL floor", "checked": "checked pipeline"}
+    replays = ", ".join(f"{short[name]} {rate:.1f}" for name, rate in found.replay_rate8.items())
+    print(f"\ncycles/s, 8 in flight: the cycle {rate8}, {replays}")
 
 
 def send(conn: psycopg.Connection[Any], sent: list[Sent]) -> None:
@@ -211,7 +253,72 @@ def send(conn: psycopg.Connection[Any], sent: list[Sent]) -> None:
         cursor.execute("COMMIT")
 
 
-def replayed_in_parallel(copy: str, cycles: list[list[Sent]]) -> float:
+def send_pipelined(conn: psycopg.Connection[Any], sent: list[Sent]) -> None:
+    """Send a cycle's statements as ``send`` does, but each transaction's ``BEGIN``, statements
+    and ``COMMIT`` in one pipeline: one round trip a transaction, its rows fetched after."""
+    for statements in transactions(sent):
+        with conn.pipeline():  # its end syncs: the round trip
+            cursors = enqueue(conn, statements)
+            if not statements[0].alone:
+                conn.execute("COMMIT")
+        fetched(cursors)
+
+
+def send_checked(conn: psycopg.Connection[Any], sent: list[Sent]) -> None:
+    """``send_pipelined``, but each transaction's results read before its ``COMMIT`` is sent, as
+    a pipelined path must to check a compare-and-set write's row count (psycopg sets
+    ``rowcount`` only once the pipeline is synced): two round trips a transaction."""
+    for statements in transactions(sent):
+        with conn.pipeline() as pipeline:
+            cursors = enqueue(conn, statements)
+            pipeline.sync()
+            assert min(fetched(cursors)) >= 0, "a row count the sync did not set"
+            if not statements[0].alone:
+                conn.execute("COMMIT")
+
+
+def transactions(sent: list[Sent]) -> Iterator[list[Sent]]:
+    """A cycle's statements by transaction: each autocommitted one alone, else those from the
+    one that began a transaction to the next that begins one or stands alone."""
+    group: list[Sent] = []
+    for statement in sent:
+        if group and (statement.alone or statement.begins):
+            yield group
+            group = []
+        group.append(statement)
+    if group:
+        yield group
+
+
+def enqueue(conn: psycopg.Connection[Any], statements: list[Sent]) -> list[psycopg.Cursor[Any]]:
+    """Queue one transaction's statements in the connection's pipeline, ``BEGIN`` first unless it
+    is one autocommitted statement; a cursor each (a cursor keeps its last statement's result)."""
+    if not statements[0].alone:
+        conn.execute("BEGIN")
+    cursors = []
+    for statement in statements:
+        cursor = psycopg.Cursor(conn)
+        if statement.many:
+            cursor.executemany(statement.sql, statement.params)
+        else:
+            cursor.execute(statement.sql, statement.params)
+        cursors.append(cursor)
+    return cursors
+
+
+def fetched(cursors: list[psycopg.Cursor[Any]]) -> list[int]:
+    """Each statement's row count, its rows read as the cycle reads them."""
+    for cursor in cursors:
+        if cursor.description is not None:
+            cursor.fetchall()
+    return [cursor.rowcount for cursor in cursors]
+
+
+# How each replay sends a cycle's statements, by the name of its row in ``report``.
+REPLAYS: dict[str, Send] = {"sql": send, "pipelined": send_pipelined, "checked": send_checked}
+
+
+def replayed_in_parallel(copy: str, cycles: list[list[Sent]], send_one: Send) -> float:
     """Cycles replayed per second by 8 threads, each on a connection of its own."""
     queue = iter(cycles)
     lock = threading.Lock()
@@ -223,7 +330,7 @@ def replayed_in_parallel(copy: str, cycles: list[list[Sent]]) -> float:
                     sent = next(queue, None)
                 if sent is None:
                     return
-                send(conn, sent)
+                send_one(conn, sent)
 
     threads = [threading.Thread(target=worker) for _ in range(8)]
     start = time.perf_counter()
@@ -283,10 +390,11 @@ def admin() -> Iterator[psycopg.Connection[Any]]:
         yield conn
 
 
-def copy_database() -> str:
-    """A copy of the benchmark's database as it is now: ``CREATE DATABASE … TEMPLATE``."""
+def copy_database(replay: str) -> str:
+    """A copy of the benchmark's database as it is now, for ``replay``: ``CREATE DATABASE …
+    TEMPLATE``."""
     name = connection.settings_dict["NAME"]
-    copy = f"{name}_sqlfloor"
+    copy = f"{name}_sqlfloor_{replay}"
     connection.close()  # the template may have no other session
     with admin() as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{copy}"')
