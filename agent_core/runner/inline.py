@@ -82,7 +82,7 @@ class InlineRunner:
                             return
                     case NextStep.STOP:
                         return  # parked or ended: the lease went with it
-                    case _:  # a step recorded on its own opened nothing (no queues here)
+                    case _:  # MODEL or TOOL (never OtherQueue: no ``only``): nothing opened
                         opening = loop.open_step(lease)
             hand_off(lease)  # shutting down: another driver may take the run at once
         finally:
