@@ -116,13 +116,11 @@ class DurableRunner:
         if found is None:
             logger.info("%s is driven by another worker (or not runnable); backing off", run_id)
             return
-        lease, opened = found
-        if isinstance(opened, loop.Opened):
-            _announce(
-                signals.step_ready, opened
-            )  # before the heartbeat: a stall the lease outlives
+        lease, opening = found
+        if isinstance(opening, loop.Opened):  # before the heartbeat: a stall the lease outlives
+            _announce(signals.step_ready, opening)
         with heartbeat.holding(lease):
-            onward = self._chain(lease, queue, opened)
+            onward = self._take_steps(lease, queue, opening)
         if onward is None:
             return
         if onward.token is None:
@@ -131,41 +129,38 @@ class DurableRunner:
         # that task be lost, the lease expires and the sweeper re-drives the run.
         self.enqueue(run_id, onward.queue, countdown=onward.countdown, token=onward.token)
 
-    def _chain(
-        self, lease: Lease, queue: str, opened: loop.Opened | NextStep | loop.Elsewhere
-    ) -> _Onward | None:
+    def _take_steps(self, lease: Lease, queue: str, opening: loop.Opening) -> _Onward | None:
         """Take steps until the run leaves this task; returns where it goes next (``None``:
         it parked or ended, or the lease is lost)."""
         budget = _Slice()
         while True:
-            if opened == NextStep.STOP:  # parked or ended: the lease went with it
-                return None
-            if isinstance(opened, loop.Elsewhere):
-                return _Onward(opened.queue, lease.token)
-            if not isinstance(opened, loop.Opened):  # recorded on its own; nothing opened yet
-                if budget.spent():
+            match opening:
+                case loop.Opened() as opened:
+                    if budget.taken:
+                        _announce(signals.step_ready, opened)
+                    last = budget.count()
+                    try:  # the slice's last step opens nothing: the next task opens its own
+                        opening = (
+                            loop.take(lease, opened)
+                            if last
+                            else loop.take_and_open(lease, opened, only=queue)
+                        )
+                    except RetryLater as retry:
+                        return _Onward(queue, None, retry.delay)
+                    except LeaseLost:
+                        logger.warning("lost the lease of %s; another driver has it", lease.run_id)
+                        return None
+                    if opening != NextStep.STOP:
+                        _announce(signals.step_recorded, opened)
+                case NextStep.STOP:  # parked or ended: the lease went with it
+                    return None
+                case loop.OtherQueue(other):
+                    return _Onward(other, lease.token)
+                case NextStep() if budget.spent():  # a step recorded on its own opened nothing
                     model = agent_settings().MODEL_QUEUE
-                    return _Onward(model if opened == NextStep.MODEL else queue, lease.token)
-                opened = loop.open_step(lease, only=queue)
-                continue
-            taking = opened
-            if budget.taken:
-                _announce(signals.step_ready, taking)
-            last = budget.count()
-            try:
-                # The slice's last step opens nothing after it: the next task opens its own.
-                opened = (
-                    loop.take(lease, opened)
-                    if last
-                    else loop.take_and_open(lease, opened, only=queue)
-                )
-            except RetryLater as retry:
-                return _Onward(queue, None, retry.delay)
-            except LeaseLost:
-                logger.warning("lost the lease of %s; another driver has it", lease.run_id)
-                return None
-            if opened != NextStep.STOP:
-                _announce(signals.step_recorded, taking)
+                    return _Onward(model if opening == NextStep.MODEL else queue, lease.token)
+                case NextStep():
+                    opening = loop.open_step(lease, only=queue)
 
 
 def _announce(signal: Signal, step: loop.Opened) -> None:

@@ -64,25 +64,26 @@ class InlineRunner:
         found = loop.claim_step(Claim(run_id, self.owner))
         if found is None:
             return
-        lease, opened = found
+        lease, opening = found
         with self._held_lock:
             self._held[run_id] = lease
         try:
             while not self._stop.is_set():
-                if opened == NextStep.STOP:
-                    return  # parked or ended: the lease went with it
-                if not isinstance(opened, loop.Opened):
-                    opened = loop.open_step(lease)
-                    continue
-                try:
-                    # The step's record opens the next one, when it may (one commit, not two).
-                    opened = loop.take_and_open(lease, opened)
-                except RetryLater as retry:
-                    time.sleep(retry.delay)
-                    opened = NextStep.MODEL  # open the model step again: its next attempt
-                except LeaseLost:
-                    logger.warning("lost the lease of %s; another driver has it", run_id)
-                    return
+                match opening:
+                    case loop.Opened() as opened:
+                        try:
+                            # The step's record opens the next one (one commit, not two).
+                            opening = loop.take_and_open(lease, opened)
+                        except RetryLater as retry:
+                            time.sleep(retry.delay)
+                            opening = NextStep.MODEL  # open the model step again: a new attempt
+                        except LeaseLost:
+                            logger.warning("lost the lease of %s; another driver has it", run_id)
+                            return
+                    case NextStep.STOP:
+                        return  # parked or ended: the lease went with it
+                    case _:  # MODEL or TOOL (never OtherQueue: no ``only``): nothing opened
+                        opening = loop.open_step(lease)
             hand_off(lease)  # shutting down: another driver may take the run at once
         finally:
             with self._held_lock:

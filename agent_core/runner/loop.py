@@ -6,20 +6,20 @@ journal entry and request; parking and finishing happen right there); ``claim_st
 the run's lease in it, as a runner does for the first step it drives. ``take`` then runs the
 opened step, makes the record the step hands back (``records.Record``), and says what kind of
 step comes next; ``take_and_open`` (chained steps) also opens that next step in the record's
-transaction, for a driver that takes step after step itself (the
-durable runner: only the steps of its task's queue, ``queues.queue_of``), planned from what the
-record wrote on top of what the step was planned from (``journal.after_record``) when that is
-what a read would return. The steps themselves are ``model_step.call_model`` (journaled
-``llm:<n>``), ``tool_step.execute`` (``tool:<id>``) and ``tool_step.recover`` (a call an earlier
-attempt left executing).
+transaction, for a driver that takes step after step itself (the durable runner: only the steps
+of its task's queue, ``queues.queue_of``), planned from what the record wrote on top of what the
+step was planned from (``journal.after_record``) when that is what a read would return. The
+steps themselves are ``model_step.call_model`` (journaled ``llm:<n>``), ``tool_step.execute``
+(``tool:<id>``) and ``tool_step.recover`` (a call an earlier attempt left executing).
+
+Every opening answers with an ``Opening``, which the drivers ``match`` on: the step to take, or
+what comes next when nothing was opened.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TypeAlias
 
 from django.db import DatabaseError, connection, transaction
@@ -47,13 +47,6 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Elsewhere:
-    """The run's next step belongs on another queue: it was not opened (see ``open_step``)."""
-
-    queue: str
-
-
-@dataclass(frozen=True)
 class Opened:
     """A model or tool step whose opening transaction committed: what taking it needs."""
 
@@ -67,14 +60,28 @@ class Opened:
     calls: list[ToolCall] = field(default_factory=list)
 
 
-def open_step(lease: Lease, *, only: str | None = None) -> Opened | NextStep | Elsewhere:
+@dataclass(frozen=True)
+class OtherQueue:
+    """The run's next step belongs on ``queue``, not on the driver's (``only``): it was not
+    opened, since opening a model step journals an attempt (see ``open_step``)."""
+
+    queue: str
+
+
+# What opening a run's next step came to, and so what the driver does next: take the step
+# (``Opened``); open one still (``NextStep.MODEL`` or ``TOOL``: a step recorded on its own opens
+# nothing after it); let the run go (``NextStep.STOP``: it parked, ended, or is no longer this
+# lease's); or hand it on to the queue its next step belongs on (``OtherQueue``: only ``only``).
+Opening: TypeAlias = Opened | NextStep | OtherQueue
+
+
+def open_step(lease: Lease, *, only: str | None = None) -> Opening:
     """Plan the run's next step from the database and open it, in one transaction under the
     run's lock: a model step's journal entry and request, a park, the end.
 
-    With ``only`` (a queue), a model or tool step that belongs on another queue is not opened:
-    its queue is returned, so the durable runner can hand the run on to it. Parking and
-    finishing run anywhere.
-    ``STOP`` when the run parked, ended, or is no longer this lease's.
+    With ``only`` (a queue), a model or tool step that belongs on another queue is not opened
+    (``OtherQueue``), so the durable runner can hand the run on to it. Parking and finishing run
+    anywhere.
     """
     try:
         with transaction.atomic():
@@ -83,9 +90,7 @@ def open_step(lease: Lease, *, only: str | None = None) -> Opened | NextStep | E
         return _settle_error(lease, exc)
 
 
-def claim_step(
-    claim: Claim, *, only: str | None = None
-) -> tuple[Lease, Opened | NextStep | Elsewhere] | None:
+def claim_step(claim: Claim, *, only: str | None = None) -> tuple[Lease, Opening] | None:
     """``open_step`` that first takes the run's lease, in that same transaction (``None``:
     another driver holds the run)."""
     lease: Lease | None = None
@@ -108,7 +113,7 @@ def claim_step(
         return lease, _settle_error(lease, exc)
 
 
-def _open(lease: Lease, only: str | None) -> Opened | NextStep | Elsewhere:
+def _open(lease: Lease, only: str | None) -> Opening:
     """Read the run, its journal and calls under its lock, and open its next step."""
     found = read_run(lease.run_id, lease=lease)
     if found is None:  # another driver holds the run now
@@ -118,7 +123,7 @@ def _open(lease: Lease, only: str | None) -> Opened | NextStep | Elsewhere:
 
 def _open_from(
     lease: Lease, only: str | None, run: Run, journal: dict[str, str], every_call: list[ToolCall]
-) -> Opened | NextStep | Elsewhere:
+) -> Opening:
     """Open the run's next step, planned from ``run``, its ``journal`` and ``every_call`` as a
     read under its lock returns them (``_open``, or ``_open_after`` without reading)."""
     if run.status == RunStatus.CANCELLING:  # the safe point between steps
@@ -137,7 +142,7 @@ def _open_from(
     if only is not None and isinstance(step, CallModel | RunTool | Recover):
         queue = queue_of(agent, None if isinstance(step, CallModel) else step.call.tool_name)
         if queue != only:
-            return Elsewhere(queue)
+            return OtherQueue(queue)
     # After a record that committed by itself (``records.OneStatement``): its approved call
     # comes next.
     assert connection.in_atomic_block or isinstance(step, RunTool | Recover), step
@@ -181,9 +186,7 @@ def take(lease: Lease, opened: Opened, *, abort: AbortSignal | None = None) -> N
 
 
 @tracing.step
-def take_and_open(
-    lease: Lease, opened: Opened, *, only: str | None = None
-) -> Opened | NextStep | Elsewhere:
+def take_and_open(lease: Lease, opened: Opened, *, only: str | None = None) -> Opening:
     """Chained steps: ``take``, then open the step after it in the transaction that records this
     one (``_chain``), for a driver that takes step after step itself (both runners): one commit
     fewer per step.
@@ -195,11 +198,10 @@ def take_and_open(
         record = _run(lease, opened, None)
         if isinstance(record, NextStep):  # made already: nothing is opened
             return record
-        open_next = partial(_open_after, lease, only, opened)
         try:
-            return _chain(lease, record, open_next)
+            return _chain(lease, only, opened, record)
         except tool_step.AtomicToolRaised as raised:  # rolled back: record the failure
-            return _chain(lease, raised.record, open_next)
+            return _chain(lease, only, opened, raised.record)
     except Exception as exc:
         return _step_failed(lease, exc)
 
@@ -221,8 +223,9 @@ def _run(lease: Lease, opened: Opened, abort: AbortSignal | None) -> NextStep | 
             return tool_step.recover(lease, run, agent, call)
 
 
-def _chain(lease: Lease, record: Record, open_next: Opener) -> Opened | NextStep | Elsewhere:
-    """Make ``record`` and open the next step in the same transaction (``Record.shared``).
+def _chain(lease: Lease, only: str | None, opened: Opened, record: Record) -> Opening:
+    """Make ``opened``'s ``record`` and open the step after it in the same transaction
+    (``Record.shared``).
 
     The opening is all or nothing, and never takes the record with it: it writes last, in one
     statement or in a savepoint of its own (``_open``), so an error it raises before that (a
@@ -235,7 +238,7 @@ def _chain(lease: Lease, record: Record, open_next: Opener) -> Opened | NextStep
         if _next(after) == NextStep.STOP:
             return NextStep.STOP
         try:
-            return open_next(after if isinstance(after, Recorded) else None)
+            return _open_after(lease, only, opened, after)
         except DatabaseError:
             raise
         except Exception as exc:
@@ -244,19 +247,15 @@ def _chain(lease: Lease, record: Record, open_next: Opener) -> Opened | NextStep
 
 
 def _open_after(
-    lease: Lease, only: str | None, opened: Opened, recorded: Recorded | None
-) -> Opened | NextStep | Elsewhere:
-    """Open the step after ``opened``, in the transaction of its record: planned from what
-    ``recorded`` wrote when that says all a read would (``journal.after_record``), else read."""
-    merged = None if recorded is None else after_record(opened.journal, opened.calls, recorded)
-    if recorded is None or merged is None:
-        return _open(lease, only)
-    return _open_from(lease, only, recorded.run, *merged)
-
-
-# Opens the step after a recorded one, in the record's transaction (``_chain``), given the
-# record when it says what it wrote.
-Opener: TypeAlias = Callable[[Recorded | None], Opened | NextStep | Elsewhere]
+    lease: Lease, only: str | None, opened: Opened, after: NextStep | Recorded
+) -> Opening:
+    """Open the step after ``opened``, in the transaction of its record: planned from what the
+    record wrote when it says all a read would (``journal.after_record``), else read."""
+    if isinstance(after, Recorded) and (
+        merged := after_record(opened.journal, opened.calls, after)
+    ):
+        return _open_from(lease, only, after.run, *merged)
+    return _open(lease, only)
 
 
 def _next(after: NextStep | Recorded) -> NextStep:

@@ -52,7 +52,7 @@ def test_claim_step_takes_the_lease_in_the_transaction_that_plans(approved):
     assert loop.claim_step(Claim(approved.pk, "worker-2")) is None  # held: back off
     # A task on another queue hands the step on untouched, keeping the lease for the next task.
     handed = loop.claim_step(Claim(approved.pk, "worker-2", passed=lease.token), only="agent.tool")
-    assert handed is not None and handed[1] == loop.Elsewhere("agent.llm")
+    assert handed is not None and handed[1] == loop.OtherQueue("agent.llm")
 
 
 def test_a_broken_journal_fails_the_run_though_the_claim_rolled_back(approved):
