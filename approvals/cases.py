@@ -14,7 +14,7 @@ from functools import reduce
 from operator import or_
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Q, Subquery
+from django.db.models import CharField, Exists, Expression, OuterRef, Q, Subquery
 
 from agent_core import approvers
 from agent_core.actors import Actor
@@ -26,24 +26,24 @@ from .requirement import REQUESTER
 _APPROVAL, _INPUT = CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT
 
 
-class EscalatedTo(Subquery):
+class EscalatedTo(Expression):
     """The ids of the calls escalated to one of ``roles`` with the power to decide
-    (``approvals.escalation``). Equal for equal roles (a subquery is otherwise equal only to
-    itself), so that a policy's ``decidable`` made of these compares equal to this module's
-    (``selectors._default_rule``)."""
+    (``approvals.escalation``), as a subquery once a query resolves it. Equal for equal roles
+    (an expression's identity is its arguments), so that a policy's ``decidable`` made of these
+    compares equal to this module's (``selectors._default_rule``), and cheap to make until then:
+    the named statements' requests only compare it."""
+
+    output_field = CharField()
 
     def __init__(self, roles: Sequence[str]) -> None:
+        super().__init__()
         self.roles = tuple(roles)
+
+    def resolve_expression(self, *args: Any, **kwargs: Any) -> Subquery:
         escalations = Escalation.objects.filter(
             escalated_at__isnull=False, may_decide=True, role__in=self.roles
         )
-        super().__init__(escalations.values("tool_call_id"))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, EscalatedTo) and other.roles == self.roles
-
-    def __hash__(self) -> int:
-        return hash((EscalatedTo, self.roles))
+        return Subquery(escalations.values("tool_call_id")).resolve_expression(*args, **kwargs)
 
 
 def approved_by(actor: Actor) -> Q:
