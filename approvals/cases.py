@@ -39,11 +39,19 @@ class EscalatedTo(Expression):
         super().__init__()
         self.roles = tuple(roles)
 
-    def resolve_expression(self, *args: Any, **kwargs: Any) -> Subquery:
+    def resolve_expression(
+        self,
+        query: Any = None,
+        allow_joins: bool = True,
+        reuse: set[str] | None = None,
+        summarize: bool = False,
+        for_save: bool = False,
+    ) -> Any:  # the subquery, as ``F`` resolves to a column
         escalations = Escalation.objects.filter(
             escalated_at__isnull=False, may_decide=True, role__in=self.roles
         )
-        return Subquery(escalations.values("tool_call_id")).resolve_expression(*args, **kwargs)
+        subquery = Subquery(escalations.values("tool_call_id"))
+        return subquery.resolve_expression(query, allow_joins, reuse, summarize, for_save)
 
 
 def approved_by(actor: Actor) -> Q:
