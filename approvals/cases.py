@@ -1,90 +1,97 @@
-"""Who may decide a waiting call by default, as an ORM filter built from ``sql.DECIDABLE``.
+"""Who may decide a waiting call by default, as an ORM filter.
 
-The cases are written once, in SQL (``approvals.sql``): the named counts and first page use
-them as they are, and the filter here puts each case's condition into whatever query the ORM
+The same cases as the named statements of ``approvals.sql`` (``DECIDABLE_COUNT``,
+``DECIDABLE_PAGES``, …) say in SQL, here as lookups that the ORM puts into whatever query it
 builds on ``ToolCall`` (a page's branch, an ``exclude``, a subquery of
-``agent_core.engine.access``),
-with ``{c}`` the alias that query gives the calls' table and the actor's values as parameters.
+``agent_core.engine.access``). ``tests/approvals/test_named_counts.py`` checks that both say the
+same for every reason a call waits on someone.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import reduce
 from operator import or_
 from typing import Any
 
-from django.db.models import BooleanField, Expression, F, Q
+from django.db.models import CharField, Exists, Expression, OuterRef, Q, Subquery
 
 from agent_core import approvers
 from agent_core.actors import Actor
+from agent_core.choices import CallStatus
 
-from . import sql
+from .models import Approval, Escalation
 from .requirement import REQUESTER
 
-_NAMED = re.compile(r"%\((\w+)\)s")
+_APPROVAL, _INPUT = CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT
 
 
-class Condition(Expression):
-    """A condition on the call's columns in SQL (``{c}.column``, ``{in_roles}``, named parameters)
-    as a filter."""
+class EscalatedTo(Expression):
+    """The ids of the calls escalated to one of ``roles`` with the power to decide
+    (``approvals.escalation``), as a subquery once a query resolves it. Equal for equal roles
+    (an expression's identity is its arguments), so that a policy's ``decidable`` made of these
+    compares equal to this module's (``selectors._default_rule``), and cheap to make until then:
+    the named statements' requests only compare it."""
 
-    output_field = BooleanField()
+    output_field = CharField()
 
-    def __init__(self, condition: str, values: Mapping[str, Any]) -> None:
+    def __init__(self, roles: Sequence[str]) -> None:
         super().__init__()
-        self.condition, self.values = condition, values
-        self.call: Any = F("pk")  # resolved, its alias is the one the query gives the calls
+        self.roles = tuple(roles)
 
-    def get_source_expressions(self) -> list[Any]:
-        return [self.call]
-
-    def set_source_expressions(self, exprs: Sequence[Any]) -> None:
-        (self.call,) = exprs
-
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
-        # The roles as a list, as Django's ``__in`` gives them: one role is an ``=``, which
-        # PostgreSQL walks in index order for a page (an array, ``= ANY``, it sorts: the named
-        # statements' price for one plan whatever the roles).
-        roles = {f"role_{i}": role for i, role in enumerate(self.values["roles"])}
-        in_roles = "IN ({})".format(", ".join(f"%({name})s" for name in roles))
-        values = {**self.values, **roles}
-        params: list[Any] = []
-
-        def positional(name: re.Match[str]) -> str:
-            params.append(values[name[1]])
-            return "%s"
-
-        table = compiler.quote_name_unless_alias(self.call.alias)
-        sql = self.condition.format(c=table, in_roles=in_roles)
-        return f"({_NAMED.sub(positional, sql)})", tuple(params)
+    def resolve_expression(
+        self,
+        query: Any = None,
+        allow_joins: bool = True,
+        reuse: set[str] | None = None,
+        summarize: bool = False,
+        for_save: bool = False,
+    ) -> Any:  # the subquery, as ``F`` resolves to a column
+        escalations = Escalation.objects.filter(
+            escalated_at__isnull=False, may_decide=True, role__in=self.roles
+        )
+        subquery = Subquery(escalations.values("tool_call_id"))
+        return subquery.resolve_expression(query, allow_joins, reuse, summarize, for_save)
 
 
 def approved_by(actor: Actor) -> Q:
-    """The calls ``actor`` already approved since they last started waiting
-    (``sql.APPROVED_BY_ACTOR``): a quorum's first approval."""
-    return Q(Condition(sql.APPROVED_BY_ACTOR, parameters(actor)))
+    """The calls ``actor`` already approved since they last started waiting (a quorum's first
+    approval): they wait on others now, not on the actor (issue 42)."""
+    given = Approval.objects.filter(
+        tool_call=OuterRef("pk"), by_ref=actor.ref, at__gte=OuterRef("requested_at")
+    )
+    return Q(Exists(given))
 
 
 def parameters(actor: Actor) -> dict[str, Any]:
-    """The actor as the cases take it: its ref, roles and roles pattern."""
+    """The actor as the named statements take it: its ref, roles and roles pattern."""
     roles = sorted(actor.roles - {REQUESTER})
     return {"ref": actor.ref, "roles": roles, "pattern": approvers.one_of_pattern(roles)}
 
 
 def decidable(actor: Actor) -> Q:
-    """The waiting calls ``actor`` may decide: the cases of ``sql.DECIDABLE`` it can meet (one
-    ``OR`` branch each, which ``pending.page`` walks as an index each)."""
-    values = parameters(actor)
-    met = [case for case in sql.DECIDABLE if values["roles"] or not case.of_roles]
-    return reduce(or_, (Q(Condition(case.condition, values), status=case.status) for case in met))
+    """The waiting calls ``actor`` may decide: the cases it can meet, in the order of
+    ``approvals.sql``'s (one ``OR`` branch each, which ``pending.page`` walks as an index each)."""
+    ref, roles = actor.ref, parameters(actor)["roles"]
+    # The approver is the requester, and the actor made the request.
+    cases = [Q(status=_APPROVAL, approver=REQUESTER, requester_ref=ref)]
+    # The approver is one of the actor's roles. A list, not an array: one role is an ``=``,
+    # which PostgreSQL walks in index order for a page (an array it sorts).
+    cases += [Q(status=_APPROVAL, approver__in=roles)] if roles else []
+    # A question the actor asked is answered by the actor.
+    cases += [Q(status=_INPUT, requester_ref=ref)]
+    if roles:
+        # Several roles may approve ("legal|marketing"), one of them the actor's; escalated to
+        # one of its roles with the power to decide.
+        cases += [Q(status=_APPROVAL) & approvers.one_of(roles)]
+        cases += [Q(status=_APPROVAL, pk__in=EscalatedTo(roles))]
+    return reduce(or_, cases)
 
 
 def escalated(actor: Actor) -> Q:
-    """The calls escalated to one of ``actor``'s roles with the power to decide, in any status
-    (``sql.ESCALATED``'s condition)."""
-    values = parameters(actor)
-    if not values["roles"]:
+    """The calls escalated to one of ``actor``'s roles with the power to decide, in any
+    status."""
+    roles = parameters(actor)["roles"]
+    if not roles:
         return Q(pk__in=[])
-    return Q(Condition(sql.ESCALATED.condition, values))
+    return Q(pk__in=EscalatedTo(roles))

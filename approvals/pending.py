@@ -1,9 +1,10 @@
 """The pending inbox as row tuples: one page in one query, no model instance per row.
 
 The REST API (``GET /agent/approvals/pending``) and the console's inbox read their pages here:
-the ORM compiles the page's keys (filters, cursor, the policy's ``decidable`` as a ``UNION`` of
+the ORM selects the page's keys (filters, cursor, the policy's ``decidable`` as a ``UNION`` of
 one ordered, limited branch per case), and ``sql.PENDING_ROWS`` reads exactly the columns a page
-shows for those rows only.
+shows for those rows only. An unfiltered first page with the default policy is one named
+statement, keys and rows (``sql.DECIDABLE_PAGES``, ``selectors.first_page``).
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from functools import reduce
 from operator import or_
 from typing import Any, NamedTuple
 
-from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import Q, QuerySet
 
-from agent_core.api.pagination import KeysetPagination, Ordering, Page
+from agent_core.api.pagination import KeysetPagination, Page
 from agent_core.choices import CallStatus
 from agent_core.gate import cases_of
 from agent_core.models import ToolCall
@@ -31,7 +31,7 @@ WAITING = (CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT)
 
 
 class PendingRow(NamedTuple):
-    """One call waiting on a person, as the inbox shows it (``sql.PENDING_ROWS``'s columns)."""
+    """One call waiting on a person, as the inbox shows it (``sql.PENDING_ROWS``' columns)."""
 
     id: str
     status: str
@@ -72,42 +72,29 @@ def page(
     *,
     branches: Q | None = None,
 ) -> Page[PendingRow]:
-    """The page of ``calls`` ``params`` ask for (see ``KeysetPagination.paginate``), as rows."""
-    return pagination.paginate_rows(calls, params, rows, branches=branches)
+    """The page of ``calls`` ``params`` ask for (see ``KeysetPagination.paginate``), as rows: the
+    page's keys as the ORM selects them, then their rows."""
+    return pagination.paginate_rows(
+        calls, params, lambda keys, _: rows([key["id"] for key in keys]), branches=branches
+    )
 
 
-def rows(keys: QuerySet[ToolCall, dict[str, Any]], ordering: Ordering) -> list[PendingRow]:
-    """The rows of the calls ``keys`` selects (their ``id`` and sort key), in ``ordering``."""
-    try:
-        keys_sql, params = keys.query.sql_with_params()
-    except EmptyResultSet:  # a rule that lets the actor decide nothing (``pk__in=[]``)
-        return []
-    return read(statement(keys_sql, ordering), params)
+def rows(ids: list[str]) -> list[PendingRow]:
+    """The rows of the calls ``ids`` (those that exist), in that order (``sql.PENDING_ROWS``)."""
+    return read(sql.PENDING_ROWS, {"ids": ids}) if ids else []
 
 
-def first_rows(keys: str, ordering: Ordering, n: int, values: dict[str, Any]) -> list[PendingRow]:
-    """The first ``n`` rows a named statement of keys selects (``keys``: ``sql.DECIDABLE_KEYS``
-    or another with its ``{columns}``, ``{order}`` and parameters) for the actor (``values``: its
-    ``cases.parameters``), in ``ordering``, in one statement (``first_statement``)."""
-    return read(first_statement(keys, ordering), {**values, "n": n})
+def first_rows(statement: str, n: int, values: dict[str, Any]) -> list[PendingRow]:
+    """The first ``n`` rows a named first page selects (``statement``: one of
+    ``sql.DECIDABLE_PAGES`` or another in the same shape, for the page's order) for the actor
+    (``values``: its ``cases.parameters``)."""
+    return read(statement, {**values, "n": n})
 
 
-def first_statement(keys: str, ordering: Ordering) -> str:
-    """The named statement of keys ``keys`` in ``ordering`` read by ``sql.PENDING_ROWS``:
-    parameters as the cases' and ``n``, the rows to read."""
-    columns, order = f"id, {ordering.field}", order_of(ordering, ordering.field, "id")
-    return statement(keys.format(columns=columns, order=order), ordering)
-
-
-def statement(keys: str, ordering: Ordering) -> str:
-    """``sql.PENDING_ROWS`` for the page whose keys the SQL ``keys`` selects, in ``ordering``."""
-    return sql.PENDING_ROWS.format(keys=keys, order=order_of(ordering, "c." + ordering.field))
-
-
-def read(query: str, params: Any) -> list[PendingRow]:
-    """The rows ``query`` (``statement`` of some keys) reads with ``params``."""
+def read(statement: str, params: dict[str, Any]) -> list[PendingRow]:
+    """The rows the named ``statement`` (``sql.PENDING_ROWS``' columns) reads with ``params``."""
     with connection.cursor() as cursor:
-        cursor.execute(query, params)
+        cursor.execute(statement, params)
         names = [column.name for column in cursor.description]
         found = cursor.fetchall()
     made = []
@@ -117,14 +104,6 @@ def read(query: str, params: Any) -> list[PendingRow]:
         values["args"] = json.loads(values["args"])
         made.append(PendingRow(**values))
     return made
-
-
-def order_of(ordering: Ordering, field: str, pk: str = "c.id") -> str:
-    """``ordering`` as SQL on the columns ``field`` and ``pk`` (as ``Ordering.order_by``: nulls
-    last where the field may be null, then the id)."""
-    direction = "DESC" if ordering.descending else "ASC"
-    nulls = " NULLS LAST" if ordering.nulls_last(ToolCall) else ""
-    return f"{field} {direction}{nulls}, {pk} {direction}"
 
 
 def waiting(case: Q) -> Q:

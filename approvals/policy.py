@@ -108,7 +108,7 @@ class ApprovalPolicy:
 
     def decidable(self, actor: Actor) -> Q:
         """``can_decide`` and ``can_answer`` as a filter on pending ``ToolCall`` rows: the cases
-        of ``sql.DECIDABLE``, which the inbox's named counts and first page say too."""
+        of ``cases.decidable``, which the inbox's named counts and first pages say too."""
         return cases.decidable(actor)
 
     def checked_one_by_one(self, actor: Actor) -> Q:

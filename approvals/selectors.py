@@ -67,9 +67,9 @@ def seen_waiting_count(actor: Actor) -> int:
 
 
 def _default_rule(actor: Actor) -> bool:
-    """Whether who may decide what for ``actor`` is the cases of ``sql.DECIDABLE`` (the rule the
-    policy gives equals ``cases.decidable``: it is what the policy says, not which methods it
-    overrides), which the named statements say: then they read it, else the ORM compiles the
+    """Whether who may decide what for ``actor`` is the default cases (the rule the policy gives
+    equals ``cases.decidable``: it is what the policy says, not which methods it overrides),
+    which the named statements of ``sql`` say: then they read it, else the ORM compiles the
     rule. Both answer the same (``tests/approvals/test_named_counts.py`` runs its tests over a
     policy of each kind). The gate adds the escalations, which the named statements say too."""
     default = get_policy().decidable(actor) == cases.decidable(actor)
@@ -78,9 +78,9 @@ def _default_rule(actor: Actor) -> bool:
 
 def first_page(actor: Actor, params: Any, pagination: KeysetPagination) -> Page[PendingRow] | None:
     """The first page of ``pending_for(actor)`` ``params`` ask for (``sort``, ``limit``; no
-    cursor, no filter), as ``pending.page`` reads it: with the default policy and gate, its keys
-    are one named statement (``sql.DECIDABLE_KEYS``); else ``None`` (the page is compiled)."""
-    return _named_page(sql.DECIDABLE_KEYS, actor, params, pagination)
+    cursor, no filter), as ``pending.page`` reads it: with the default policy and gate, one named
+    statement (``sql.DECIDABLE_PAGES``, by order); else ``None`` (the page is compiled)."""
+    return _named_page(sql.DECIDABLE_PAGES, actor, params, pagination)
 
 
 def seen_first_page(
@@ -88,20 +88,19 @@ def seen_first_page(
 ) -> Page[PendingRow] | None:
     """The first page (as ``first_page``) of the waiting calls ``actor`` may see
     (``agent_core.engine.access.in_visible_runs``) but not decide (``decidable_by``): the console's
-    *Waiting on others*. With the default policy and gate, its keys are one named statement
-    (``sql.SEEN_UNDECIDABLE_KEYS``, an operator's ``EVERY_UNDECIDABLE_KEYS``); else ``None``."""
-    keys = sql.EVERY_UNDECIDABLE_KEYS if is_operator(actor) else sql.SEEN_UNDECIDABLE_KEYS
-    return _named_page(keys, actor, params, pagination)
+    *Waiting on others*. With the default policy and gate, one named statement
+    (``sql.SEEN_UNDECIDABLE_PAGES``, an operator's ``EVERY_UNDECIDABLE_PAGES``); else ``None``."""
+    pages = sql.EVERY_UNDECIDABLE_PAGES if is_operator(actor) else sql.SEEN_UNDECIDABLE_PAGES
+    return _named_page(pages, actor, params, pagination)
 
 
 def _named_page(
-    keys: str, actor: Actor, params: Any, pagination: KeysetPagination
+    pages: dict[str, str], actor: Actor, params: Any, pagination: KeysetPagination
 ) -> Page[PendingRow] | None:
     if params.get(pagination.cursor_query_param) or not _default_rule(actor):
         return None
     sort, limit = pagination.sort_of(params), pagination.limit_of(params)
-    ordering = pagination.orderings[sort]
-    found = pending.first_rows(keys, ordering, limit + 1, cases.parameters(actor))
+    found = pending.first_rows(pages[sort], limit + 1, cases.parameters(actor))
     return pagination.page_of(found, sort, limit)
 
 

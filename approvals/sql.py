@@ -8,7 +8,7 @@ does. Named parameters (``%(call_id)s``), documented above each statement.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
 
 from agent_core import approvers
 from agent_core.choices import REQUESTER, CallStatus
@@ -30,13 +30,12 @@ _CALL = ToolCall._meta.db_table
 _RUN = Run._meta.db_table
 _FRAME = StreamFrame._meta.db_table
 
-# The rows of one page of pending calls (pending.rows): ``{keys}`` is the SQL of the page's
-# ``(id, sort key)`` pairs (the ORM compiles it from the filters, the cursor and the policy's
-# ``decidable``), ``{order}`` the page's order. Only those rows are joined to their run and read,
-# with their quorum, the approvals given since they last started waiting (only for calls that
-# need several), the role they were escalated to, their amount and the call each duplicates:
-# each column named as ``pending.PendingRow`` names it. Parameters: those of ``{keys}``.
-PENDING_ROWS = (
+# The columns of a page of pending calls, as ``pending.PendingRow`` names them, and the joins they
+# read, for the calls ``c`` of the page ``page`` (its ``id``s; ``PENDING_ROWS`` and the first pages
+# below name it): each call joined to its run, with its quorum, the approvals given since it last
+# started waiting (only for a call that needs several), the role it was escalated to, its amount
+# and the call it duplicates. Only the page's rows are joined and read.
+_ROWS = (
     "SELECT c.id, c.status, c.tool_name, c.kind, c.args, c.confirmation, c.summary, c.approver,"
     " c.requester_ref, c.thread_id, c.run_id, r.agent, r.parent_run_id, c.requested_at,"
     " c.expires_at, COALESCE(q.needed, 1) AS approvals_needed,"
@@ -57,10 +56,17 @@ PENDING_ROWS = (
     f"   AND d.status = '{CallStatus.PENDING_APPROVAL.value}' AND d.tool_name = c.tool_name"
     "   AND (d.requested_at, d.id) < (c.requested_at, c.id) ORDER BY d.requested_at, d.id"
     "   LIMIT 1) AS duplicates"
-    f" FROM ({{keys}}) AS page JOIN {_CALL} c ON c.id = page.id"
-    f" JOIN {Run._meta.db_table} r ON r.id = c.run_id"
+)
+_ROWS_JOINS = (
+    f" JOIN {_CALL} c ON c.id = page.id JOIN {Run._meta.db_table} r ON r.id = c.run_id"
     f" LEFT JOIN {Quorum._meta.db_table} q ON q.tool_call_id = c.id"
-    " ORDER BY {order}"
+)
+
+# The rows of the calls ``%(ids)s`` (an array of ids: a page's, whose keys the ORM selected from
+# the filters, the cursor and the policy's ``decidable``), in that order (pending.rows).
+PENDING_ROWS = (
+    f"{_ROWS} FROM unnest(%(ids)s::varchar[]) WITH ORDINALITY AS page (id, n){_ROWS_JOINS}"
+    " ORDER BY page.n"
 )
 
 # The decision path (the approval port).
@@ -200,95 +206,99 @@ SETTLE_AUDITED = state.writes(
     *sql.SETTLES,
 )
 
-# Who may decide a waiting call by default (``ApprovalPolicy.decidable``), said once: the cases,
-# each a status and a condition on the call's columns (``{c}``: the alias of its table;
-# ``{in_roles}``: membership in the actor's roles). The policy's filter (``approvals.cases``, which
-# fills both in for the query the ORM builds) and the named statements below are all built from
-# ``DECIDABLE``. The named statements' parameters are the actor's ref, its roles (an array, without
-# the requester marker) and a pattern (the roles as the alternatives of a regular expression, NULL
-# for none), named ``%(ref)s``, ``%(roles)s``, ``%(pattern)s`` (``cases.parameters``).
+# Who may decide a waiting call by default (``ApprovalPolicy.decidable``, ``approvals.cases``,
+# which says the same cases as an ORM filter): the cases below, each a status and a condition on
+# the columns of the call aliased ``c`` (the private functions, called here, once, to write the
+# statements out). Their parameters are the actor's ref, its roles (an array, without the
+# requester marker: one plan for any number of roles) and a pattern (the roles as the
+# alternatives of a regular expression, NULL for none), named ``%(ref)s``, ``%(roles)s``,
+# ``%(pattern)s`` (``cases.parameters``).
 _ESCALATION = Escalation._meta.db_table
 _APPROVAL = CallStatus.PENDING_APPROVAL.value
 _INPUT = CallStatus.PENDING_INPUT.value
-_IN_ROLES = "= ANY(%(roles)s)"  # the named statements': one plan for any number of roles
 
 
-# The actor already gave the call ``{c}`` its approval since it last started waiting (one of a
-# quorum's): the call waits on others now, not on the actor (issue 42). Parameter: ``%(ref)s``.
-APPROVED_BY_ACTOR = (
-    f"EXISTS (SELECT 1 FROM {Approval._meta.db_table} a WHERE a.tool_call_id = {{c}}.id"
-    " AND a.by_ref = %(ref)s AND a.at >= {c}.requested_at)"
+def _approved_by_actor(c: str) -> str:
+    """The actor already gave the call ``c`` its approval since it last started waiting (one of a
+    quorum's): the call waits on others now, not on the actor (issue 42)."""
+    return (
+        f"EXISTS (SELECT 1 FROM {Approval._meta.db_table} a WHERE a.tool_call_id = {c}.id"
+        f" AND a.by_ref = %(ref)s AND a.at >= {c}.requested_at)"
+    )
+
+
+def _by_requester(c: str) -> str:
+    """The approver is the requester, and the actor made the request."""
+    return f"{c}.approver = '{REQUESTER}' AND {c}.requester_ref = %(ref)s"
+
+
+def _by_role(c: str) -> str:
+    """The approver is one of the actor's roles."""
+    return f"{c}.approver = ANY(%(roles)s)"
+
+
+def _asked(c: str) -> str:
+    """A question the actor asked is answered by the actor."""
+    return f"{c}.requester_ref = %(ref)s"
+
+
+def _by_one_of_roles(c: str) -> str:
+    """Several roles may approve (stored joined: "legal|marketing"), one of them the actor's
+    (``agent_core.approvers``: its ``LIKE`` names the partial indexes of those few calls)."""
+    return approvers.one_of_sql(c, "%(pattern)s")
+
+
+def _escalated(c: str) -> str:
+    """Escalated to one of the actor's roles with the power to decide (``approvals.escalation``)."""
+    return (
+        f"{c}.id IN (SELECT e.tool_call_id FROM {_ESCALATION} e"
+        " WHERE e.escalated_at IS NOT NULL AND e.may_decide AND e.role = ANY(%(roles)s))"
+    )
+
+
+_DECIDABLE = (
+    (_APPROVAL, _by_requester),
+    (_APPROVAL, _by_role),
+    (_INPUT, _asked),
+    (_APPROVAL, _by_one_of_roles),
+    (_APPROVAL, _escalated),
 )
 
 
-class Case(NamedTuple):
-    """One reason a call waits on the actor: ``status`` and ``condition`` (SQL, ``{c}.column``);
-    ``of_roles``: only an actor with roles can meet it."""
+def _on(status: str, where: Callable[[str], str], c: str) -> str:
+    """The case ``status``, ``where`` on the call ``c``: an approval the actor already gave is not
+    waiting on it."""
+    mine = f" AND NOT {_approved_by_actor(c)}" if status == _APPROVAL else ""
+    return f"{c}.status = '{status}' AND {where(c)}{mine}"
 
-    status: str
-    condition: str
-    of_roles: bool = False
-
-    def on(self, call: str, in_roles: str = _IN_ROLES) -> str:
-        """The case on the call ``call`` (an alias of the calls' table): an approval the actor
-        already gave is not waiting on it."""
-        mine = f" AND NOT {APPROVED_BY_ACTOR.format(c=call)}" if self.status == _APPROVAL else ""
-        return f"{call}.status = '{self.status}' AND {self.where(call, in_roles)}{mine}"
-
-    def where(self, call: str, in_roles: str = _IN_ROLES) -> str:
-        """The case's condition alone (any status) on the call ``call``."""
-        return self.condition.format(c=call, in_roles=in_roles)
-
-
-# The approver is the requester, and the actor made the request.
-BY_REQUESTER = Case(_APPROVAL, f"{{c}}.approver = '{REQUESTER}' AND {{c}}.requester_ref = %(ref)s")
-# The approver is one of the actor's roles.
-BY_ROLE = Case(_APPROVAL, "{c}.approver {in_roles}", of_roles=True)
-# A question the actor asked is answered by the actor.
-ASKED = Case(_INPUT, "{c}.requester_ref = %(ref)s")
-# Several roles may approve (stored joined: "legal|marketing"), one of them the actor's
-# (``agent_core.approvers``: its ``LIKE`` names the partial indexes of those few calls).
-BY_ONE_OF_ROLES = Case(_APPROVAL, approvers.one_of_sql("{c}", "%(pattern)s"), of_roles=True)
-# Escalated to one of the actor's roles with the power to decide (``approvals.escalation``).
-ESCALATED = Case(
-    _APPROVAL,
-    f"{{c}}.id IN (SELECT e.tool_call_id FROM {_ESCALATION} e"
-    " WHERE e.escalated_at IS NOT NULL AND e.may_decide AND e.role {in_roles})",
-    of_roles=True,
-)
-DECIDABLE = (BY_REQUESTER, BY_ROLE, ASKED, BY_ONE_OF_ROLES, ESCALATED)
 
 # How many waiting calls the actor may decide (``selectors.pending_count``): one index walk per
 # case, each without the calls of the earlier cases of its status, no de-duplication (what those
 # test is in the index walked, ``call_pending_by_approver`` holds ``requester_ref``, or read with
 # the row anyway).
 DECIDABLE_COUNT = "SELECT " + " + ".join(
-    f"(SELECT count(*) FROM {_CALL} c WHERE {case.on('c')}"
-    + "".join(
-        f" AND NOT ({before.where('c')})"
-        for before in DECIDABLE[:i]
-        if before.status == case.status
-    )
+    f"(SELECT count(*) FROM {_CALL} c WHERE {_on(status, where, 'c')}"
+    + "".join(f" AND NOT ({before('c')})" for s, before in _DECIDABLE[:i] if s == status)
     + ")"
-    for i, case in enumerate(DECIDABLE)
+    for i, (status, where) in enumerate(_DECIDABLE)
 )
 
 # Whether the actor may see the call ``c`` (``agent_core.engine.access.in_visible_runs`` with
 # ``ApprovalGate.decidable``): it is in a thread the actor owns or in a run holding a call it
 # approves (any status: its roles as the stored approver, or escalated to one of them), may decide
-# as the requester, or must answer. The cases of ``DECIDABLE`` for its roles are within the roles'.
-# A role's runs are one DISTINCT walk of ``call_approver_run`` per role, in run order (``approver
-# <> ''`` names the index's predicate): with ``approver = ANY(roles)`` PostgreSQL hashed all of a
-# role's calls instead (30,000 for 1,500 runs at 1M calls: twice the time).
+# as the requester, or must answer. The cases of ``_DECIDABLE`` for its roles are within the
+# roles'. A role's runs are one DISTINCT walk of ``call_approver_run`` per role, in run order
+# (``approver <> ''`` names the index's predicate): with ``approver = ANY(roles)`` PostgreSQL hashed
+# all of a role's calls instead (30,000 for 1,500 runs at 1M calls: twice the time).
 _SEEN = (
     f"(c.thread_id IN (SELECT t.id FROM {Thread._meta.db_table} t WHERE t.owner_ref = %(ref)s)"
     "  OR c.run_id IN ("
-    f"   (SELECT w.run_id FROM {_CALL} w WHERE {BY_REQUESTER.on('w')})"
-    f"   UNION ALL (SELECT w.run_id FROM {_CALL} w WHERE {ASKED.on('w')})"
+    f"   (SELECT w.run_id FROM {_CALL} w WHERE {_on(_APPROVAL, _by_requester, 'w')})"
+    f"   UNION ALL (SELECT w.run_id FROM {_CALL} w WHERE {_on(_INPUT, _asked, 'w')})"
     "   UNION ALL (SELECT d.run_id FROM unnest(%(roles)s::text[]) AS r (role), LATERAL"
     f"     (SELECT DISTINCT run_id FROM {_CALL} WHERE approver = r.role AND approver <> '') AS d)"
-    f"   UNION ALL (SELECT w.run_id FROM {_CALL} w WHERE {BY_ONE_OF_ROLES.where('w')})"
-    f"   UNION ALL (SELECT w.run_id FROM {_CALL} w WHERE {ESCALATED.where('w')})))"
+    f"   UNION ALL (SELECT w.run_id FROM {_CALL} w WHERE {_by_one_of_roles('w')})"
+    f"   UNION ALL (SELECT w.run_id FROM {_CALL} w WHERE {_escalated('w')})))"
 )
 _WAITING = f"c.status IN ('{_APPROVAL}', '{_INPUT}')"
 
@@ -298,33 +308,81 @@ SEEN_WAITING_COUNT = f"SELECT count(*) FROM {_CALL} c WHERE {_WAITING} AND {_SEE
 # How many waiting calls there are (what an operator sees).
 WAITING_COUNT = f"SELECT count(*) FROM {_CALL} c WHERE {_WAITING}"
 
-# The first page of what the actor may decide, unfiltered (``selectors.first_page``): the keys
-# ``pending.page`` would compile from ``ApprovalPolicy.decidable``, one ordered, limited branch
-# per case (one index walk each), as ``{keys}`` of ``PENDING_ROWS``. ``{columns}`` is the page's
-# ``id, <sort key>``, ``{order}`` its order; parameters as the counts' and the rows to read
-# (``%(n)s``: the page and one more). Compiling the ORM's took ~2 ms a page at 1M calls.
-DECIDABLE_KEYS = (
-    " UNION ".join(
-        f"(SELECT {{columns}} FROM {_CALL} c WHERE {case.on('c')} ORDER BY {{order}} LIMIT %(n)s)"
-        for case in DECIDABLE
+# The orders of the inbox's pages by name (``approvals.api.filters.PendingPagination.orderings``;
+# ``tests/approvals/test_named_counts.py`` checks that they agree): the sort key, its direction
+# (the id's too, the tie-break) and where its nulls go (last, where it may be null).
+_ORDERS = {
+    "oldest": ("requested_at", "ASC", ""),
+    "newest": ("requested_at", "DESC", ""),
+    "deadline": ("expires_at", "ASC", " NULLS LAST"),
+    "amount": ("amount", "DESC", " NULLS LAST"),
+}
+
+
+def _first_page(keys: Callable[[str, str], str], field: str, direction: str, nulls: str) -> str:
+    """The rows (``_ROWS``) of the first page whose keys ``keys(columns, order)`` selects (``id``
+    and the sort key ``field``), in the order ``field direction nulls``, then the id."""
+    keys_order = f"{field} {direction}{nulls}, id {direction}"
+    order = f"c.{field} {direction}{nulls}, c.id {direction}"
+    page = keys(f"id, {field}", keys_order)
+    return f"{_ROWS} FROM ({page}) AS page{_ROWS_JOINS} ORDER BY {order}"
+
+
+def _decidable_keys(columns: str, order: str) -> str:
+    """What the actor may decide, one ordered, limited branch per case (one index walk each)."""
+    return (
+        " UNION ".join(
+            f"(SELECT {columns} FROM {_CALL} c WHERE {_on(status, where, 'c')}"
+            f" ORDER BY {order} LIMIT %(n)s)"
+            for status, where in _DECIDABLE
+        )
+        + f" ORDER BY {order} LIMIT %(n)s"
     )
-    + " ORDER BY {order} LIMIT %(n)s"
+
+
+# Whether the actor may not decide the waiting call ``c``: none of the cases holds (``IS NOT
+# TRUE``: for an actor without roles the pattern is NULL, and so is its case).
+_UNDECIDABLE = (
+    "(" + " OR ".join(f"({_on(status, where, 'c')})" for status, where in _DECIDABLE) + ")"
+    " IS NOT TRUE"
 )
 
-# Whether the actor may not decide the waiting call ``c``: none of the ``DECIDABLE`` cases holds
-# (``IS NOT TRUE``: for an actor without roles the pattern is NULL, and so is its case).
-_UNDECIDABLE = "(" + " OR ".join(f"({case.on('c')})" for case in DECIDABLE) + ") IS NOT TRUE"
+
+def _seen_undecidable_keys(columns: str, order: str) -> str:
+    """What the actor may see but not decide."""
+    return (
+        f"SELECT {columns} FROM {_CALL} c WHERE {_WAITING} AND {_UNDECIDABLE} AND {_SEEN}"
+        f" ORDER BY {order} LIMIT %(n)s"
+    )
+
+
+def _every_undecidable_keys(columns: str, order: str) -> str:
+    """What the actor may not decide, of every run (an operator sees them all)."""
+    return (
+        f"SELECT {columns} FROM {_CALL} c WHERE {_WAITING} AND {_UNDECIDABLE}"
+        f" ORDER BY {order} LIMIT %(n)s"
+    )
+
+
+# The first page of what the actor may decide, unfiltered (``selectors.first_page``), by order
+# (``_ORDERS``): the keys ``pending.page`` would compile from ``ApprovalPolicy.decidable`` (one
+# ordered, limited branch per case) and their rows, in one statement. Parameters: the cases' and
+# the rows to read (``%(n)s``: the page and one more). Compiling the ORM's took ~2 ms a page at 1M
+# calls.
+DECIDABLE_PAGES = {sort: _first_page(_decidable_keys, *order) for sort, order in _ORDERS.items()}
 
 # The first page of the waiting calls the actor may see but not decide, unfiltered (the console's
-# *Waiting on others*, ``selectors.seen_first_page``): the keys ``pending.page`` would compile from
-# ``agent_core.engine.access.in_visible_runs`` and ``NOT ApprovalPolicy.decidable``, as ``{keys}``
-# of
-# ``PENDING_ROWS``; ``{columns}``, ``{order}`` and the parameters as ``DECIDABLE_KEYS``'.
-# ``EVERY_UNDECIDABLE_KEYS`` is an operator's (who sees every run). Building the ORM's query cost
-# ~4.5 ms of Python a page at 1M calls, its plan the same (bench/README.md).
-_UNDECIDABLE_KEYS = f"SELECT {{columns}} FROM {_CALL} c WHERE {_WAITING} AND {_UNDECIDABLE}"
-SEEN_UNDECIDABLE_KEYS = _UNDECIDABLE_KEYS + f" AND {_SEEN} ORDER BY {{order}} LIMIT %(n)s"
-EVERY_UNDECIDABLE_KEYS = _UNDECIDABLE_KEYS + " ORDER BY {order} LIMIT %(n)s"
+# *Waiting on others*, ``selectors.seen_first_page``), by order: the keys ``pending.page`` would
+# compile from ``agent_core.engine.access.in_visible_runs`` and ``NOT ApprovalPolicy.decidable``
+# and their rows; parameters as ``DECIDABLE_PAGES``'. ``EVERY_UNDECIDABLE_PAGES`` are an
+# operator's (who sees every run). Building the ORM's query cost ~4.5 ms of Python a page at 1M
+# calls, its plan the same (bench/README.md).
+SEEN_UNDECIDABLE_PAGES = {
+    sort: _first_page(_seen_undecidable_keys, *order) for sort, order in _ORDERS.items()
+}
+EVERY_UNDECIDABLE_PAGES = {
+    sort: _first_page(_every_undecidable_keys, *order) for sort, order in _ORDERS.items()
+}
 
 # The recorded action calls since a time, grouped by everything a policy is asked about and
 # what it answered then (simulation.simulate; one row per distinct group, with how many calls):

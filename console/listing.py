@@ -147,7 +147,7 @@ def row_of(actor: Actor, call_id: str, params: Any) -> Row | None:
     if branches is not None:
         calls = calls.filter(branches)
     ordering = PendingPagination.orderings[sort_of(PendingPagination(), params)]
-    found = pending.rows(calls.filter(pk=call_id).values("id", ordering.field), ordering)
+    found = pending.rows(list(calls.filter(pk=call_id).values_list("id", flat=True)))
     return rows_of(found, scope, field=ordering.field)[0] if found else None
 
 
@@ -157,8 +157,7 @@ def rows_by_id(calls: list[ToolCall]) -> list[Row]:
     see it (``approvals.guards.may_see``); an id alone would show any call to anyone."""
     oldest = PendingPagination.orderings["oldest"]
     ids = [c.pk for c in calls]
-    keys = ToolCall.objects.filter(pk__in=ids).values("id", oldest.field)
-    found = {row.id: row for row in pending.rows(keys, oldest)}
+    found = {row.id: row for row in pending.rows(ids)}
     return rows_of([found[i] for i in ids if i in found], "yours", field=oldest.field)
 
 

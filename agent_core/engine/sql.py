@@ -542,12 +542,3 @@ CATCH_UP = (
     " UNION ALL SELECT NULL, NULL, NULL, seq, kind, data, superseded"
     f" FROM {_FRAME} WHERE run_id = %(run_id)s AND seq > %(after)s ORDER BY seq NULLS FIRST"
 )
-
-# A token's user, whole, and the names of the user's groups (its roles) in one read
-# (api.auth.TokenAuthentication): ``%(key)s``. Formatted once per process with the tables and
-# columns of the configured token and user models (swappable: known once the apps are loaded).
-TOKEN_USER = (
-    "SELECT {columns}, ARRAY(SELECT g.{group_name} FROM {user_groups} ug"
-    " JOIN {group} g ON g.{group_pk} = ug.{group_fk} WHERE ug.{user_fk} = u.{user_pk}) AS roles"
-    " FROM {token} t JOIN {user} u ON u.{user_pk} = t.{token_user_fk} WHERE t.{token_key} = %(key)s"
-)

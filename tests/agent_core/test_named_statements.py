@@ -20,9 +20,7 @@ def _statements() -> dict[str, str]:
     return {
         name: text
         for name, text in vars(sql).items()
-        # A template (``{user}``: the swappable user model's tables, known at run time) is
-        # prepared as the API's authentication formats it, not here.
-        if isinstance(text, str) and name.isupper() and _NAMED.search(text) and "{" not in text
+        if isinstance(text, str) and name.isupper() and _NAMED.search(text)
     }
 
 

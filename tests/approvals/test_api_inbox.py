@@ -69,7 +69,7 @@ def test_the_inbox_lists_what_the_actor_may_decide_across_threads(turn, people):
     assert client_for(None).get("/agent/approvals/pending").status_code == 401
 
 
-def test_the_inbox_pages_with_a_cursor_in_one_query(turn, people, django_assert_num_queries):
+def test_the_inbox_pages_with_a_cursor_in_a_few_queries(turn, people, django_assert_num_queries):
     alice = people["alice"]
     made = [calls_of(turn(refund(10 + i), actor=actor(alice)))[0].pk for i in range(7)]
     # Same requested_at for two calls: the id breaks the tie, so no page repeats or skips one.
@@ -84,8 +84,10 @@ def test_the_inbox_pages_with_a_cursor_in_one_query(turn, people, django_assert_
     client = client_for(alice)
     while True:
         params = {"limit": 3, **({"cursor": cursor} if cursor else {})}
-        # One query for the actor's roles (the resolver), one for the page: never one per row.
-        with django_assert_num_queries(2):
+        # One query for the actor's roles (the resolver), then the first page in one named
+        # statement, a later one's keys (compiled by the ORM) and their rows
+        # (``sql.PENDING_ROWS``): never one per row.
+        with django_assert_num_queries(3 if cursor else 2):
             data = client.get("/agent/approvals/pending", params).json()
         seen += [r["tool_call_id"] for r in data["results"]]
         cursor = data["next_cursor"]

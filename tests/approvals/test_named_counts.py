@@ -1,5 +1,5 @@
 """The inbox's counts and first pages as named statements (``approvals.sql.DECIDABLE_COUNT``,
-``SEEN_WAITING_COUNT``, ``DECIDABLE_KEYS``, ``SEEN_UNDECIDABLE_KEYS``) count and read what the
+``SEEN_WAITING_COUNT``, ``DECIDABLE_PAGES``, ``SEEN_UNDECIDABLE_PAGES``) count and read what the
 policy's ``decidable`` and ``agent_core.engine.access`` compile to, for every reason a call waits on
 someone and a run is seen, in every order, and what the policy's ``can_decide`` / ``can_answer``
 say call by call; the REST inbox's first page and the console's *Waiting on others* one are the
@@ -173,6 +173,11 @@ def compiled_page(actor: Actor, params: dict[str, str]) -> Page[PendingRow]:
     return pending.page(selectors.all_calls(), params, PendingPagination(), branches=branches)
 
 
+def test_there_is_a_named_first_page_for_every_order():
+    for pages in (sql.DECIDABLE_PAGES, sql.SEEN_UNDECIDABLE_PAGES, sql.EVERY_UNDECIDABLE_PAGES):
+        assert set(pages) == set(PendingPagination.orderings)
+
+
 def test_the_named_first_page_is_the_compiled_one_for_every_reason_and_order(every_reason):
     assert len(compiled_page(FRAN, {}).rows) == 3 and len(compiled_page(ALICE, {}).rows) == 2
     for actor, params in viewers_and_pages():
@@ -181,8 +186,9 @@ def test_the_named_first_page_is_the_compiled_one_for_every_reason_and_order(eve
 
 
 def test_the_cases_are_what_the_policy_says_call_by_call(every_reason):
-    """The cases (``sql.DECIDABLE``, which both paths are built from) against the policy's own
-    rule for one call: a case missing from them fails here, whichever path it is missing from."""
+    """The cases (``approvals.cases`` and the named statements of ``approvals.sql``) against the
+    policy's own rule for one call: a case missing from them fails here, whichever path it is
+    missing from."""
     policy, waiting = get_policy(), list(ToolCall.objects.filter(status__in=pending.WAITING))
     for actor in VIEWERS:
         may = {
@@ -225,15 +231,12 @@ def test_the_rest_first_page_is_the_compiled_one(every_reason, header_actor):
 
 
 def named_reads(params: dict[str, str]) -> int:
-    """How many statements FRAN's REST inbox with ``params`` ran that read rows (``PENDING_ROWS``)
-    of keys selected by the named cases (``DECIDABLE_KEYS``), not compiled by the ORM."""
-    rows = sql.PENDING_ROWS.split("{keys}")[0]
-    named_case = sql.BY_REQUESTER.on("c").split("%")[0]
+    """How many statements FRAN's REST inbox with ``params`` ran that were its named first page
+    (``DECIDABLE_PAGES``), not compiled by the ORM."""
+    named = sql.DECIDABLE_PAGES[params.get("sort", "oldest")].split("%")[0]
     with CaptureQueriesContext(connection) as queries:
         api_get(FRAN, params)
-    return sum(
-        q["sql"].startswith(rows) and named_case in q["sql"] for q in queries.captured_queries
-    )
+    return sum(q["sql"].startswith(named) for q in queries.captured_queries)
 
 
 def test_the_rest_first_page_is_read_by_the_named_statement(every_reason, header_actor):
@@ -294,16 +297,15 @@ def test_a_policy_of_its_own_gets_a_compiled_seen_page(turn, settings):
 
 
 def named_seen_reads(client, params: dict[str, str]) -> int:
-    """How many statements the console's *Waiting on others* with ``params`` ran that read rows
-    (``PENDING_ROWS``) of keys selected by the named statement (``SEEN_UNDECIDABLE_KEYS`` or an
-    operator's ``EVERY_UNDECIDABLE_KEYS``), not compiled by the ORM."""
-    rows = sql.PENDING_ROWS.split("{keys}")[0]
-    named = sql.SEEN_UNDECIDABLE_KEYS.split("{columns}")[1].split("%")[0]
-    assert named in sql.EVERY_UNDECIDABLE_KEYS
+    """How many statements the console's *Waiting on others* with ``params`` ran that were its
+    named first page (``SEEN_UNDECIDABLE_PAGES`` or an operator's ``EVERY_UNDECIDABLE_PAGES``),
+    not compiled by the ORM."""
+    named = sql.SEEN_UNDECIDABLE_PAGES[params.get("sort", "oldest")].split("%")[0]
+    assert sql.EVERY_UNDECIDABLE_PAGES[params.get("sort", "oldest")].startswith(named)
     with CaptureQueriesContext(connection) as queries:
         response = client.get(reverse("console:inbox"), {"show": "others", **params})
     assert response.status_code == 200
-    return sum(q["sql"].startswith(rows) and named in q["sql"] for q in queries.captured_queries)
+    return sum(q["sql"].startswith(named) for q in queries.captured_queries)
 
 
 def test_the_console_others_first_page_is_read_by_the_named_statement(every_reason, client, people):
@@ -323,11 +325,10 @@ def test_newest_first_walks_the_time_indexes_backwards():
     """A field that cannot be null is ordered without ``NULLS LAST`` (the same order), named or
     compiled: newest first is then the order of a ``requested_at`` index walked backwards, not a
     sort of every call of a branch; a deadline (nullable) keeps its nulls last."""
-    orderings, pagination = PendingPagination.orderings, PendingPagination()
-    newest = pending.first_statement(sql.DECIDABLE_KEYS, orderings["newest"])
+    pagination = PendingPagination()
+    newest = sql.DECIDABLE_PAGES["newest"]
     assert "requested_at DESC, id DESC LIMIT" in newest and "NULLS" not in newest
-    deadline = pending.first_statement(sql.DECIDABLE_KEYS, orderings["deadline"])
-    assert "expires_at ASC NULLS LAST, id ASC LIMIT" in deadline
+    assert "expires_at ASC NULLS LAST, id ASC LIMIT" in sql.DECIDABLE_PAGES["deadline"]
     branches = selectors.pending_branches(FRAN)
     for sort, nulls in (("newest", False), ("oldest", False), ("deadline", True)):
         keys = pagination.keys_queryset(selectors.all_calls(), {"sort": sort}, branches=branches)
