@@ -2,7 +2,7 @@
 filled in at run time. No statement of ``agent_core.engine.sql`` or ``approvals.sql`` holds a
 ``str.format`` placeholder (``{keys}``), and no module of the apps calls ``.format`` on a name
 of a ``sql`` module, nor does a ``sql`` module itself (where a statement is written out, once,
-from f-strings)."""
+from f-strings). Nor is a query the ORM compiled pasted into another."""
 
 from __future__ import annotations
 
@@ -105,3 +105,16 @@ def test_the_check_finds_a_formatted_statement(tmp_path):
     own.write_text("A = '{c}.id'\nB = A.format(c='x')\n")
     found = formatted_statements([module, own])
     assert [f.rsplit(":", 1)[1] for f in found] == ["3", "4", "2"]
+
+
+def test_no_compiled_query_is_spliced_into_sql():
+    """The ORM's compiled text is never pasted into another statement (``sql_with_params()``
+    inside a ``RawSQL`` or a template): a query the ORM builds, it runs."""
+    paths = [path for app in APPS for path in (ROOT / app).rglob("*.py")]
+    found = [
+        f"{path}:{number}"
+        for path in paths
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "sql_with_params(" in line or "RawSQL(" in line
+    ]
+    assert found == []

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from django.db.models import F, Model, Q, QuerySet
-from django.db.models.expressions import OrderBy, RawSQL
+from django.db.models.expressions import OrderBy
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import BasePagination
 from rest_framework.request import Request
@@ -90,11 +90,11 @@ class KeysetPagination(BasePagination):
     max_page_size = 200
 
     def paginate(self, queryset: QuerySet[M], params: Any, *, branches: Q | None = None) -> Page[M]:
-        """One page of ``queryset`` as ``params`` ask, in one query.
+        """One page of ``queryset`` as ``params`` ask, in one query (two with ``branches``).
 
         ``branches`` (say, a policy's ``decidable``) is usually an OR of a few cases; each case
         becomes its own ordered, limited branch of a ``UNION`` of ids, so that PostgreSQL walks
-        one index per case and stops early.
+        one index per case and stops early; the page's rows are read by those ids.
         """
         return self.paginate_rows(
             queryset,
@@ -136,13 +136,11 @@ class KeysetPagination(BasePagination):
         if branches is None:
             queryset = self._after_cursor(queryset, params)
         else:
-            sql, sql_params = self.keys_queryset(
-                queryset, params, branches=branches
-            ).query.sql_with_params()
-            pk = queryset.model._meta.pk
-            # Django cannot use an ordered UNION as an ``__in`` subquery; the SQL it compiled can.
-            page = RawSQL(f"SELECT page.{pk.column} FROM ({sql}) AS page", sql_params)
-            queryset = queryset.filter(pk__in=page)
+            # Django cannot use an ordered UNION as an ``__in`` subquery: the page's keys are
+            # read first, then its rows.
+            keys = self.keys_queryset(queryset, params, branches=branches)
+            pk = queryset.model._meta.pk.name
+            queryset = queryset.filter(pk__in=[key[pk] for key in keys])
         return queryset.order_by(*ordering.order_by(queryset.model))[:n]
 
     def keys_queryset(
