@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from agent_core.actors import SYSTEM, Actor
 from agent_core.choices import CallStatus
-from agent_core.engine import clock, streams
+from agent_core.engine import clock, stream_log
 from agent_core.engine.access import is_operator
 from agent_core.engine.decisions import decision
 from agent_core.engine.frames import Frame
@@ -87,7 +87,7 @@ def _escalate(call_id: str, actor: Actor, *, via: str) -> bool:
         if not won:
             return False
         escalation = Escalation.objects.get(pk=call_id)
-        streams.emit(run.pk, [frame(escalation)])
+        stream_log.emit(run.pk, [frame(escalation)])
         escalated = Entry.of(call, Action.ESCALATE, actor, via, Result.APPLIED)
         may_decide = " (may decide)" if escalation.may_decide else ""
         audit(escalated.noted(f"escalated to {escalation.role}{may_decide}"))

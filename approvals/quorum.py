@@ -18,7 +18,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from agent_core.actors import Actor
-from agent_core.engine import streams
+from agent_core.engine import stream_log
 from agent_core.engine.decisions import Decision
 from agent_core.engine.frames import Frame
 from agent_core.models import ToolCall
@@ -91,7 +91,7 @@ def vote(held: Decision, actor: Actor, via: str, *, remember: bool, args: Any) -
     note = _note(len(given), needed)
     if len(given) >= needed:
         return Tally(Vote.COMPLETE, note, (needed, given))
-    streams.emit(held.run.pk, [progress(call, given, needed)])
+    stream_log.emit(held.run.pk, [progress(call, given, needed)])
     return Tally(Vote.COUNTED, note, (needed, given))
 
 

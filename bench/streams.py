@@ -52,7 +52,7 @@ from asgiref.sync import sync_to_async  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import transaction  # noqa: E402
 
-from agent_core.engine import frames, streams  # noqa: E402
+from agent_core.engine import frames, stream_log  # noqa: E402
 from agent_core.engine.frames import Frame  # noqa: E402
 from agent_core.models import Run, Thread  # noqa: E402
 from bench.proc import cpu_seconds  # noqa: E402
@@ -126,24 +126,24 @@ def _new_run() -> str:
 @sync_to_async
 def _emit_stamped(run_id: str, i: int) -> None:
     with transaction.atomic():
-        streams.emit(run_id, [Frame("text", {"text": f"t{i}", "t": time.time()})])
+        stream_log.emit(run_id, [Frame("text", {"text": f"t{i}", "t": time.time()})])
 
 
 @sync_to_async
 def _emit_warm_up(run_id: str) -> None:
     with transaction.atomic():
-        streams.emit(run_id, [Frame("text", {"text": "warm-up"})])
+        stream_log.emit(run_id, [Frame("text", {"text": "warm-up"})])
 
 
 @sync_to_async
 def _end(run_id: str) -> None:
     with transaction.atomic():
-        streams.emit(run_id, [frames.finish("completed")])
+        stream_log.emit(run_id, [frames.finish("completed")])
         Run.objects.filter(pk=run_id).update(status="completed")
 
 
 class Commits:
-    """Frames of a fresh run committed by this process (``streams.emit``), published after commit
+    """Frames of a fresh run committed by this process (``stream_log.emit``), published after commit
     through Redis to the streams process."""
 
     run_id = ""

@@ -14,7 +14,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from agent_core.actors import actor_for_user
 from agent_core.engine.access import is_operator, may_see_run, visible_runs
-from agent_core.engine.streams import group_name
+from agent_core.engine.stream_log import group_name
 from agent_core.models import ToolCall
 from approvals.guards import may_see
 

@@ -19,7 +19,7 @@ from ..choices import CallStatus, StepStatus
 from ..exceptions import InvalidTransition, ToolNotFound
 from ..gate import get_gate
 from ..models import Run, Step, ToolCall
-from . import frames, rows, sql, state, streams
+from . import frames, rows, sql, state, stream_log
 from .dispatch import NextStep
 from .frames import Frames
 from .journal import Recorded, stored_call
@@ -90,7 +90,7 @@ def finish_call(
         )
         # The run's lock rides on the record, unless the caller holds it. The tool has run: its
         # outcome is recorded even when a cancel arrived meanwhile.
-        row = streams.emit_with(statement, params, lease.run_id, [announce])
+        row = stream_log.emit_with(statement, params, lease.run_id, [announce])
         if held is None:
             run = locked(row, allow_cancelling=True)
         else:
@@ -116,7 +116,7 @@ def refuse_call(lease: Lease, call_id: str, *, reason: str) -> NextStep:
         )
         if not won:
             raise InvalidTransition(f"{call_id} is not approved")
-        streams.emit(run.pk, [frames.tool_output_denied(call_id, reason)])
+        stream_log.emit(run.pk, [frames.tool_output_denied(call_id, reason)])
         return continue_or_park(run)
 
 
@@ -130,7 +130,7 @@ def mark_in_doubt(lease: Lease, call_id: str) -> None:
             CallStatus.IN_DOUBT,
         )
         if won:
-            streams.emit(run.pk, [frames.tool_in_doubt(call_id)])
+            stream_log.emit(run.pk, [frames.tool_in_doubt(call_id)])
             call = ToolCall.objects.get(pk=call_id)
             transaction.on_commit(lambda: signals.call_in_doubt.send(ToolCall, call=call))
 
@@ -173,7 +173,7 @@ def resolve(run: Run, call: ToolCall, *, done: bool, result: Any = None) -> bool
             name=f"tool:{call.pk}",
             defaults={"status": StepStatus.COMPLETED, "output": {"status": "succeeded"}},
         )
-    streams.emit(run.pk, announce)
+    stream_log.emit(run.pk, announce)
     if reapprove:
         get_gate().requested([call])
         transaction.on_commit(lambda: signals.approval_requested.send(ToolCall, call=call))

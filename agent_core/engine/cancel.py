@@ -19,7 +19,7 @@ from ..actors import Actor
 from ..choices import CALL_PENDING, RUN_ACTIVE, RUN_TERMINAL, CallStatus, RunStatus
 from ..exceptions import NotFound
 from ..models import Run, ToolCall
-from . import access, clock, frames, state, streams
+from . import access, clock, frames, state, stream_log
 from .frames import Frames
 from .leases import Lease, lock_run
 from .runs import end_run, report_unreported_calls
@@ -168,7 +168,7 @@ def _settle(run: Run, *, actor_ref: str) -> None:
     state.transition(ToolCall.objects.filter(run=run), CallStatus.EXECUTING, CallStatus.IN_DOUBT)
     report_unreported_calls(run)
     ended.append(frames.cancelled())
-    streams.emit(run.pk, ended)
+    stream_log.emit(run.pk, ended)
     message = f"cancelled by {actor_ref}" if actor_ref else "cancelled"
     if end_run(run, RunStatus.CANCELLED, code="cancelled", message=message):
         transaction.on_commit(lambda: signals.run_cancelled.send(Run, run=run))

@@ -26,7 +26,7 @@ from .. import signals
 from ..choices import CallStatus, RunStatus
 from ..models import Run, ToolCall
 from ..tools import args_digest
-from . import calls, frames, journal, rows, sql, state, streams
+from . import calls, frames, journal, rows, sql, state, stream_log
 from .frames import Frames
 from .leases import deadline
 from .runs import BLOCKING, OPEN, resume_if_unblocked, resumed
@@ -135,9 +135,9 @@ class Decision:
         if not written:
             call.refresh_from_db()  # not what this decision wrote: what is there
             return False
-        streams.published(run.pk, announce, max(row["seq"] for row in written))
+        stream_log.published(run.pk, announce, max(row["seq"] for row in written))
         first = written[0]
-        streams.mirror(run.pk, announce, first["parent_run_id"], first["parent_tool_call_id"])
+        stream_log.mirror(run.pk, announce, first["parent_run_id"], first["parent_tool_call_id"])
         transaction.on_commit(
             lambda: signals.approval_settled.send(ToolCall, call=call), robust=True
         )
@@ -187,7 +187,7 @@ class Decision:
         for key, value in {**fields, "status": status}.items():
             setattr(call, key, value)  # the call as the decision left it
         journal.record_tool_step(run, call.pk, status.value)
-        streams.emit(run.pk, [closed])
+        stream_log.emit(run.pk, [closed])
         resume_if_unblocked(run)
         return True
 
@@ -201,7 +201,7 @@ class Decision:
         if not won:
             return False
         call.expires_at = expires_at
-        streams.emit(self.run.pk, [frames.approval_extended(call.pk, expires_at)])
+        stream_log.emit(self.run.pk, [frames.approval_extended(call.pk, expires_at)])
         return True
 
     def resolve(self, *, done: bool, decided_by_ref: str, result: Any = None) -> bool:

@@ -1,6 +1,6 @@
 """Typed builders for the frames of a run's stream (SPEC §9), one per kind.
 
-A frame is written with the state it announces (``streams.emit``); these say what each kind
+A frame is written with the state it announces (``stream_log.emit``); these say what each kind
 carries, in one place. Apps add kinds of their own as ``Frame(kind, data)`` (``approvals``:
 ``approval-progress``, ``approval-escalated``); clients ignore kinds they do not know.
 """

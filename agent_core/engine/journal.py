@@ -19,7 +19,7 @@ from ..agents import Agent
 from ..choices import CallStatus, Role, StepStatus
 from ..models import Run, Step, StreamFrame, Thread, ToolCall
 from ..providers.base import ModelRequest
-from . import frames, rows, sql, streams, transcript
+from . import frames, rows, sql, stream_log, transcript
 from .dispatch import NextStep
 from .leases import Lease, fenced, lock
 
@@ -111,16 +111,16 @@ def begin_model_step(
             assert row is not None
             attempts = int(row["attempts"])
             _supersede_partial_text(run, name)
-            streams.emit(run.pk, [frames.step_start(name, attempts)])
+            stream_log.emit(run.pk, [frames.step_start(name, attempts)])
         return attempts, request
     tools = transcript.tool_definitions(agent)  # what could raise, before the opening writes
     begun = [frames.step_start(name, 1)]
     if results:
         params = {**started, **transcript.appended(run, Role.TOOL, results)}
-        row = streams.emit_with(sql.BEGIN_MODEL_STEP_AFTER_RESULTS, params, run.pk, begun)
+        row = stream_log.emit_with(sql.BEGIN_MODEL_STEP_AFTER_RESULTS, params, run.pk, begun)
     else:
         params = {**started, "thread_id": run.thread_id}
-        row = streams.emit_with(sql.BEGIN_MODEL_STEP, params, run.pk, begun)
+        row = stream_log.emit_with(sql.BEGIN_MODEL_STEP, params, run.pk, begun)
     assert row is not None, f"no run {run.pk}"
     assert row["attempts"] == 1, f"{name} was journaled under the run's lock meanwhile"
     messages = row["messages"]
@@ -156,7 +156,7 @@ def emit_text(lease: Lease, chunks: list[str]) -> None:
     """Stream coalesced text of the model step in flight, fenced by the lease."""
     with transaction.atomic():
         lock(lease)
-        streams.emit(lease.run_id, [frames.text("".join(chunks))])
+        stream_log.emit(lease.run_id, [frames.text("".join(chunks))])
 
 
 def record_tool_step(run: Run, call_id: str, status: str) -> None:

@@ -58,7 +58,8 @@ def one_statement() -> Iterator[None]:
     whose writes are that one statement: no signal receiver, no mirrored frame, nothing else.
     ``transaction.on_commit`` callbacks registered in it run at once, when registered: after the
     statement, whose data every reader sees by then. ``in_one_statement`` says whether the caller
-    is in such a block (``streams.emit_with``: frames written with their state, by one statement).
+    is in such a block (``stream_log.emit_with``: frames written with their state, by one
+    statement).
     """
     token = _alone.set(True)
     try:

@@ -20,7 +20,7 @@ from ..choices import CALL_PENDING, CallStatus, QueuedStatus, Role, RunStatus
 from ..conf import agent_settings
 from ..exceptions import AgentNotFound, NotFound, RunActive
 from ..models import QueuedMessage, Run, Thread, ToolCall
-from . import dispatch, frames, journal, rows, sql, state, streams, transcript
+from . import dispatch, frames, journal, rows, sql, state, stream_log, transcript
 from .dispatch import NextStep
 from .frames import Frames
 from .leases import Lease, deadline, lock, lock_run
@@ -109,7 +109,7 @@ def end_run(
     }
     # The common end, with nothing queued on the thread: the run, its thread and its frames in
     # one statement.
-    if streams.emit_with(ends, params, run.pk, [*(ended or []), finish]) is None:
+    if stream_log.emit_with(ends, params, run.pk, [*(ended or []), finish]) is None:
         state.check_statement(sql.END_RUN, Run, sources, status)
         row = rows.fetch_row(sql.END_RUN, params)
         assert row is not None
@@ -117,7 +117,7 @@ def end_run(
             return False
         # The thread's next queued turn starts in this transaction: exactly once, even on a crash.
         next_turn = _start_next_turn(run) if row["released"] and row["queued"] else []
-        streams.emit(run.pk, [*(ended or []), *next_turn, finish])
+        stream_log.emit(run.pk, [*(ended or []), *next_turn, finish])
     run.status, run.error_code, run.error_message = status, code, message
     if run.parent_tool_call_id is not None:
         _answer_parent(run)
@@ -151,7 +151,7 @@ def _answer_parent(child: Run) -> None:
     if not state.transition(calls, CallStatus.EXECUTING, target, finished_at=now, **fields):
         return
     journal.record_tool_step(parent, child.parent_tool_call_id, target.value)
-    streams.emit(parent.pk, [announce])
+    stream_log.emit(parent.pk, [announce])
     resume_if_unblocked(parent)
 
 

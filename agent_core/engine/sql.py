@@ -7,7 +7,7 @@ named parameters (``%(run_id)s``), and is read by column name (``rows.fetch_row`
 put together at run time, and no column is found by its position. Whole statements repeat some
 text (the frame numbering, the run's lock); that is the price of reading each one alone.
 
-The statements that write a run's stream frames (``streams.emit_with``) all end the same way:
+The statements that write a run's stream frames (``stream_log.emit_with``) all end the same way:
 ``r`` bumps the run's frame counter by ``%(frame_count)s`` (the row lock it takes orders the
 run's frames), ``f`` inserts the frames that take those numbers (``%(frames)s``: one JSON array
 of ``[kind, data]`` pairs, written at ``%(frames_at)s``), and the statement answers one row with
@@ -168,9 +168,9 @@ START_RUN = (
     " RETURNING seq"
 )
 
-# ---- Frames, and the writes recorded with them (``streams.emit_with``) ----
+# ---- Frames, and the writes recorded with them (``stream_log.emit_with``) ----
 
-# Frames alone (streams.emit).
+# Frames alone (stream_log.emit).
 EMIT_FRAMES = (
     "WITH r AS (UPDATE agent_core_run SET last_seq = last_seq + %(frame_count)s"
     " WHERE id = %(run_id)s"

@@ -33,7 +33,7 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from ..engine import streams
+from ..engine import stream_log
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def followed(loop: asyncio.AbstractEventLoop | None = None) -> dict[str, int]:
 async def _pump(feed: _Feed, keepalive: float) -> None:
     layer = get_channel_layer()
     assert layer is not None, "CHANNEL_LAYERS must be configured to follow runs live"
-    group = streams.group_name(feed.run_id)
+    group = stream_log.group_name(feed.run_id)
     loop = asyncio.get_running_loop()
     feed.last = loop.time()
     feed.timer = loop.call_later(keepalive, _tick, feed, keepalive)

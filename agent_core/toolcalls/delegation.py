@@ -18,7 +18,7 @@ from ..actors import Actor
 from ..agents import get_agent
 from ..choices import CallStatus
 from ..conf import agent_settings
-from ..engine import frames, journal, rows, sql, state, streams
+from ..engine import frames, journal, rows, sql, state, stream_log
 from ..engine.dispatch import NextStep
 from ..engine.leases import Lease, lock
 from ..engine.runs import continue_or_park, start_run
@@ -86,6 +86,6 @@ def start_child(lease: Lease, call: ToolCall, tool: ToolSpec) -> NextStep:
             held.update(result=result, finished_at=now)
             journal.record_tool_step(run, call.pk, CallStatus.SUCCEEDED.value)
             announce.append(frames.tool_output(call.pk, result))
-        streams.emit(run.pk, announce)
+        stream_log.emit(run.pk, announce)
         transaction.on_commit(lambda: signals.delegated.send(ToolCall, call=call, child_run=child))
         return continue_or_park(run)

@@ -25,7 +25,7 @@ from ..actors import SYSTEM
 from ..agents import get_agent
 from ..choices import CallStatus, RunKind, RunStatus, StepStatus
 from ..conf import agent_settings
-from ..engine import dispatch, frames, streams
+from ..engine import dispatch, frames, stream_log
 from ..engine.decisions import decision
 from ..engine.dispatch import NextStep
 from ..engine.frames import Frames
@@ -103,7 +103,7 @@ def propose(turn: Run, row: ToolCall, review: Review) -> None:
         finished_at=timezone.now(),
     )
     proposal.save(force_insert=True)
-    streams.emit(run.pk, _announced(proposal))
+    stream_log.emit(run.pk, _announced(proposal))
     if proposal.status == CallStatus.PENDING_APPROVAL:
         get_gate().requested([proposal])
     transaction.on_commit(lambda: _signal(run, proposal))

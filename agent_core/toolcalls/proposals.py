@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from .. import signals
 from ..choices import CallStatus, Role, RunStatus, StepStatus
-from ..engine import frames, rows, sql, state, streams, transcript
+from ..engine import frames, rows, sql, state, stream_log, transcript
 from ..engine.dispatch import NextStep
 from ..engine.frames import Frames
 from ..engine.journal import Recorded, stored_call
@@ -116,13 +116,13 @@ def record_model_step(
     if locking:
         assert not parking
         with rows.one_statement():
-            written = streams.emit_with(
+            written = stream_log.emit_with(
                 sql.RECORD_MODEL_STEP_LOCKING, {**recorded, **fenced(lease)}, run.pk, announce
             )
             run = locked(written)
     else:
         statement = sql.RECORD_MODEL_STEP_AND_PARK if parking else sql.RECORD_MODEL_STEP
-        written = streams.emit_with(statement, recorded, run.pk, announce)
+        written = stream_log.emit_with(statement, recorded, run.pk, announce)
     assert written is not None, f"no run {run.pk}"
     # A question waits on a person too: it is asked (notified) as an approval is.
     waiting = (CallStatus.PENDING_APPROVAL, CallStatus.PENDING_INPUT)

@@ -9,7 +9,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from redis import Redis
 
-from agent_core.engine import streams
+from agent_core.engine import stream_log
 from agent_core.streams import fanout
 
 
@@ -38,7 +38,7 @@ async def _followers_share_one_feed() -> None:
         assert fanout.followed() == {run_id: 2}
         # One subscription in Redis for both followers: a frame is published to it once.
         assert subscriptions() == [1]
-        await layer.group_send(streams.group_name(run_id), {"type": "run.frames", "n": 1})
+        await layer.group_send(stream_log.group_name(run_id), {"type": "run.frames", "n": 1})
         got = [(await asyncio.wait_for(inbox.take(), 10))[0] for inbox in (first, second)]
         assert [m["n"] for m in got] == [1, 1]
     assert fanout.followed() == {}
@@ -67,7 +67,7 @@ async def _a_quiet_run_is_told_once_per_interval() -> None:
         assert await _next(inbox) is fanout.QUIET
         assert loop.time() - began >= 2.0
         await asyncio.sleep(0.3)
-        await layer.group_send(streams.group_name(run_id), {"type": "run.frames", "n": 1})
+        await layer.group_send(stream_log.group_name(run_id), {"type": "run.frames", "n": 1})
         assert (await _next(inbox))["n"] == 1
         # A message restarts the interval: the next QUIET comes a full interval after it.
         delivered = loop.time()
@@ -82,7 +82,7 @@ def test_a_quiet_run_is_told_once_per_keepalive_interval() -> None:
 async def _a_feed_follows_again_after_redis_drops_it() -> None:
     layer = get_channel_layer()
     run_id = _unique_run("run_dropped")
-    group = streams.group_name(run_id)
+    group = stream_log.group_name(run_id)
     async with fanout.subscribe(run_id, 60) as inbox:
         await layer.group_send(group, {"type": "run.frames", "n": 1})
         assert (await _next(inbox))["n"] == 1

@@ -1,5 +1,5 @@
 """A run's frames are written as they were emitted, whatever their text holds, and numbered in
-order (``streams.emit``: one statement for the run's row and its frames, the frames sent to it
+order (``stream_log.emit``: one statement for the run's row and its frames, the frames sent to it
 as one JSON parameter), bound on the server and on the client alike."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from django.db import connection, transaction
 
-from agent_core.engine import streams
+from agent_core.engine import stream_log
 from agent_core.engine.frames import Frame
 from agent_core.models import Run, StreamFrame, Thread
 
@@ -50,9 +50,9 @@ def test_frames_are_stored_as_emitted_and_numbered_in_order(factory: type) -> No
     try:
         run = _run()
         with transaction.atomic():
-            streams.emit(run.pk, TRICKY[:1])
+            stream_log.emit(run.pk, TRICKY[:1])
         with transaction.atomic():
-            streams.emit(run.pk, TRICKY[1:])
+            stream_log.emit(run.pk, TRICKY[1:])
     finally:
         raw.cursor_factory, raw.prepare_threshold = kept
     assert _written(run) == [(seq, kind, data) for seq, (kind, data) in enumerate(TRICKY, 1)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -45,11 +46,13 @@ def manager(db: None) -> User:
 
 
 @pytest.fixture(autouse=True)
-def host_clock_ahead(db: None) -> None:
+def host_clock_ahead(db: None) -> Iterator[None]:
     """This host's clock 200 ms ahead of the database's, as after a step of the host's clock
     (seen in CI): deadlines are the database's (``clock``), ``requested_at`` is the host's."""
-    behind = clock.now() - timedelta(milliseconds=200)
-    clock.remember(connection, behind, asked=time.monotonic())
+    ahead = timedelta(milliseconds=200)
+    clock.remember(connection, clock.now() - ahead, asked=time.monotonic())
+    yield
+    clock.remember(connection, clock.now() + ahead, asked=time.monotonic())  # the next tests'
 
 
 def sweep(django_capture_on_commit_callbacks) -> None:

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 from django.db import transaction
 
-from agent_core.engine import frames, streams
+from agent_core.engine import frames, stream_log
 from agent_core.engine.frames import Frame
 from agent_core.models import Run, Thread
 from tests.live.server import Server, start_server
@@ -63,9 +63,9 @@ def test_a_client_reading_slowly_gets_every_frame_once_in_order(uvicorn: Server)
     _read_until(sock, b"event: meta", received)
     for _ in range(FRAMES):  # not read meanwhile: the server's writes back up
         with transaction.atomic():
-            streams.emit(run.pk, [Frame("text", {"text": TEXT})])
+            stream_log.emit(run.pk, [Frame("text", {"text": TEXT})])
     with transaction.atomic():
-        streams.emit(run.pk, [frames.finish("completed")])
+        stream_log.emit(run.pk, [frames.finish("completed")])
         Run.objects.filter(pk=run.pk).update(status="completed")
     _read_until(sock, b"event: done", received)
     sock.close()

@@ -1,4 +1,4 @@
-"""Writing a run's numbered stream frames and announcing them after commit.
+"""The run's stream log: writing its numbered frames and announcing them after commit.
 
 A frame is written in the same transaction as the state it announces. Sequence numbers come from
 ``Run.last_seq`` bumped by an ``UPDATE … RETURNING`` (``sql.EMIT_FRAMES``): the row lock it takes
